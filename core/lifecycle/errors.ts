@@ -1,0 +1,82 @@
+/**
+ * The error catalogue: every error that reaches a client has a stable code and one HTTP status,
+ * mapped here and nowhere else (Fastify's error catalogue, undici's `UND_ERR_*`).
+ */
+import type { Outcome } from './outcome.ts';
+
+/** Stable error codes the core can end a request with. */
+export type ErrorCode =
+  | 'model_not_found'
+  | 'all_circuits_open'
+  | 'route_pin_not_found'
+  | 'upstream_rate_limited'
+  | 'upstream_context_length'
+  | 'upstream_auth_rejected'
+  | 'upstream_content_policy'
+  | 'upstream_client_error'
+  | 'upstream_server_error'
+  | 'upstream_unavailable'
+  | 'upstream_timeout'
+  | 'queue_wait_timeout'
+  | 'cancelled'
+  | 'client_gone';
+
+/** HTTP status for each code. `client_gone` is never sent (there is no client); 499 as nginx logs it. */
+export const ERROR_STATUS: Readonly<Record<ErrorCode, number>> = {
+  model_not_found: 404,
+  all_circuits_open: 503,
+  route_pin_not_found: 400,
+  upstream_rate_limited: 429,
+  upstream_context_length: 400,
+  upstream_auth_rejected: 502,
+  upstream_content_policy: 400,
+  upstream_client_error: 400,
+  upstream_server_error: 502,
+  upstream_unavailable: 502,
+  upstream_timeout: 504,
+  queue_wait_timeout: 503,
+  cancelled: 499,
+  client_gone: 499,
+};
+
+/**
+ * The client-facing error for a failed attempt's outcome. Upstream 4xx statuses pass through
+ * (the client sent something wrong); upstream 5xx and our credential being refused become 502,
+ * because the gateway, not the client, is at fault. 429 passes its Retry-After on.
+ * @throws Error for `ok` (a success is not an error — a bug in the caller).
+ */
+export function errorForOutcome(outcome: Outcome): { status: number; code: ErrorCode; retryAfterSec: number | null } {
+  switch (outcome.kind) {
+    case 'ok':
+      throw new Error('errorForOutcome called with an ok outcome');
+    case 'http_status': {
+      const retryAfterSec = outcome.retryAfterMs === null ? null : Math.max(0, Math.ceil(outcome.retryAfterMs / 1000));
+      switch (outcome.errorClass) {
+        case 'rate_limited':
+          return { status: 429, code: 'upstream_rate_limited', retryAfterSec };
+        case 'context_length':
+          return { status: outcome.status, code: 'upstream_context_length', retryAfterSec: null };
+        case 'content_policy':
+          return { status: outcome.status, code: 'upstream_content_policy', retryAfterSec: null };
+        case 'client_error':
+          return { status: outcome.status, code: 'upstream_client_error', retryAfterSec: null };
+        case 'auth_rejected':
+          return { status: 502, code: 'upstream_auth_rejected', retryAfterSec: null };
+        case 'server_error':
+          return { status: 502, code: 'upstream_server_error', retryAfterSec };
+      }
+      break;
+    }
+    case 'transport':
+      return { status: outcome.cause === 'timeout' ? 504 : 502, code: outcome.cause === 'timeout' ? 'upstream_timeout' : 'upstream_unavailable', retryAfterSec: null };
+    case 'first_token_timeout':
+      return { status: 504, code: 'upstream_timeout', retryAfterSec: null };
+    case 'queue_wait_timeout':
+      return { status: 503, code: 'queue_wait_timeout', retryAfterSec: null };
+    case 'cancelled':
+      return { status: 499, code: 'cancelled', retryAfterSec: null };
+    case 'client_gone':
+      return { status: 499, code: 'client_gone', retryAfterSec: null };
+  }
+  throw new Error(`unhandled outcome ${JSON.stringify(outcome)}`);
+}

@@ -1,0 +1,131 @@
+/**
+ * The seam between the routing core and its drivers (simulator, gateway).
+ *
+ * A request's life is a state machine the driver steps: `RoutingCore.start(request, nowMs, rng)`
+ * returns a `RequestLife` and its first actions; the driver performs each action (an HTTP call,
+ * a simulated engine event, a timer) and reports what happened with `life.step(event, nowMs)`,
+ * which returns the next actions. The life ends with exactly one `respond_error` or one
+ * successful completion, followed by one `done` carrying the routing metadata.
+ *
+ * Later features extend these unions (new events and actions); they never replace the seam.
+ * Times are milliseconds on the driver's clock (virtual in the simulator, monotonic in the
+ * gateway). The core never reads a clock.
+ */
+import type { Outcome } from './outcome.ts';
+
+/** Input modality a request carries or a route accepts. */
+export type Modality = 'text' | 'image' | 'audio';
+
+/** What the core needs to know about a request. Token counts are estimates, integers ≥ 0. */
+export interface RouteRequest {
+  readonly requestId: string;
+  /** Public model id or alias the client asked for. */
+  readonly model: string;
+  readonly sessionId: string | null;
+  /** Caller (API key / user) id; keys affinity and prompt-size hints. */
+  readonly callerId: string | null;
+  /** Estimated prompt tokens (gateway: 4 bytes per token; simulator: the trace's count). */
+  readonly inputTokens: number;
+  /** Expected output tokens when known (trace, or the request's max_tokens), else null. */
+  readonly outputTokensHint: number | null;
+  readonly stream: boolean;
+  /** Input modalities beyond text the request carries (text is implied). */
+  readonly modalities: readonly Modality[];
+  /** Admin-only explicit pin (`X-Route-Pin`): provider name or endpoint id; null when absent. */
+  readonly pin: string | null;
+  /** Prefix block hashes of the prompt, when the driver knows them (simulator traces). */
+  readonly prefixHashes: readonly number[] | null;
+}
+
+/** Token usage an upstream reported at the end of a response. */
+export interface Usage {
+  inputTokens: number;
+  outputTokens: number;
+  cachedTokens: number;
+}
+
+/** Events the driver reports. `attemptId` comes from the action that started the attempt. */
+export type LifecycleEvent =
+  | { kind: 'attempt_sent'; attemptId: number }
+  /** First bytes of the upstream response (headers or a non-token SSE event). */
+  | { kind: 'first_output'; attemptId: number }
+  | { kind: 'first_token'; attemptId: number }
+  | { kind: 'finished'; attemptId: number; usage: Usage }
+  | { kind: 'failed'; attemptId: number; outcome: Outcome }
+  /** A `wait_until` deadline fired. */
+  | { kind: 'deadline'; deadlineId: number }
+  /** The client disconnected. */
+  | { kind: 'client_gone' };
+
+/** Deadlines attached to one dispatch, absolute ms on the driver's clock; null = none. */
+export interface AttemptDeadlines {
+  firstTokenAtMs: number | null;
+  totalAtMs: number | null;
+}
+
+/** Actions the core asks the driver to perform, in order. */
+export type LifecycleAction =
+  /** Send the request to `endpointId` as attempt `attemptId`. */
+  | { kind: 'dispatch'; attemptId: number; endpointId: string; deadlines: AttemptDeadlines }
+  /** Report `{kind:'deadline', deadlineId}` at `atMs` unless the life is done first. */
+  | { kind: 'wait_until'; deadlineId: number; atMs: number }
+  /** Abort attempt `attemptId` upstream; the driver reports nothing more for it. */
+  | { kind: 'cancel'; attemptId: number }
+  /** From now on this attempt's output goes to the client; no fallback after this point. */
+  | { kind: 'commit'; attemptId: number }
+  /** End the request with an error response. */
+  | {
+      kind: 'respond_error';
+      status: number;
+      code: string;
+      message: string;
+      /** Seconds for a Retry-After header, or null. */
+      retryAfterSec: number | null;
+    }
+  /** The life is over; `metadata` is for logs and results, never for the client. */
+  | { kind: 'done'; metadata: RoutingMetadata };
+
+/** One attempt as recorded in the metadata. */
+export interface AttemptRecord {
+  attemptId: number;
+  endpointId: string;
+  startMs: number;
+  endMs: number;
+  outcome: Outcome;
+}
+
+/** Where a request went and how (the seed's `_routing`). Built by the lifecycle. */
+export interface RoutingMetadata {
+  requestId: string;
+  modelId: string;
+  /** Strategy name that planned the request. */
+  strategy: string;
+  /** Endpoint that produced the response, or null when every attempt failed. */
+  endpointId: string | null;
+  provider: string | null;
+  baseUrl: string | null;
+  /** Why the first endpoint was chosen (`weighted`, `round_robin`, `pin`, …). */
+  reason: string;
+  /** True when a later attempt served the request after an earlier one failed. */
+  fallback: boolean;
+  /** Every attempt, in start order. */
+  attempts: AttemptRecord[];
+  /** `ok` or the error code sent to the client. */
+  status: string;
+  firstTokenAtMs: number | null;
+  finishedAtMs: number | null;
+  usage: Usage | null;
+  /** `queue_wait` | `engine_wait` | `last_resort` once offload exists; null otherwise. */
+  offloadReason: string | null;
+}
+
+/** One request in flight, stepped by its driver. */
+export interface RequestLife {
+  readonly requestId: string;
+  /** Feed one event; returns the actions it causes. Events for unknown or ended attempts are ignored. */
+  step(event: LifecycleEvent, nowMs: number): LifecycleAction[];
+  /** True once `done` has been emitted. */
+  readonly isDone: boolean;
+  /** Throws if a claim, lease or slot the life took is not accounted for. */
+  invariants(): void;
+}
