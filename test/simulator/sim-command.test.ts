@@ -1,0 +1,81 @@
+// `switchyard sim` end to end: a YAML experiment on the real trace → a real DuckDB file.
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { runExperiment } from '../../simulator/sim-command.ts';
+import { loadExperiment } from '../../simulator/experiment.ts';
+import { ResultsStore } from '../../simulator/results/results-store.ts';
+import { mooncakeConversation } from './fixtures.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'switchyard-sim-'));
+
+function writeExperiment(name: string, extra = ''): string {
+  const file = join(dir, `${name}.yaml`);
+  writeFileSync(
+    file,
+    `name: ${name}
+trace: ${mooncakeConversation}
+seed: 3
+rate_scale: 0.2
+limit: 300
+model: kimi
+replicas: { count: 4, profile: llama2-70b-h100-tp4 }
+runs:
+  - strategy: fixed
+  - strategy: round_robin
+output: ${join(dir, `${name}.duckdb`)}
+${extra}`,
+  );
+  return file;
+}
+
+async function requestsOf(path: string) {
+  const store = await ResultsStore.open(path);
+  try {
+    return await store.query('select * exclude (run_id) from requests order by run_id, request_id');
+  } finally {
+    await store.close();
+  }
+}
+
+describe('switchyard sim', () => {
+  it('writes every table and one requests row per trace request per run; prints the seed first', async () => {
+    const lines: string[] = [];
+    const report = await runExperiment(writeExperiment('e1'), { progress: false, print: (l) => lines.push(l) });
+    expect(lines[0]).toMatch(/^seed 3\b/);
+    expect(lines.join('\n')).toMatch(/TTFT p50/);
+    const store = await ResultsStore.open(report.output);
+    try {
+      const [c] = await store.query<{ n: number }>('select count(*) as n from requests');
+      expect(c!.n).toBe(600);
+      const tables = await store.query<{ name: string }>("select table_name as name from information_schema.tables order by 1");
+      expect(tables.map((t) => t.name)).toEqual(['attempts', 'endpoint_timeseries', 'events', 'experiments', 'requests', 'runs', 'summary']);
+      const runs = await store.query<{ strategy: string; seed: number; node_version: string }>('select strategy, seed, node_version from runs order by strategy');
+      expect(runs.map((r) => r.strategy)).toEqual(['fixed', 'round_robin']);
+      expect(runs[0]!.node_version).toBe(process.version);
+      const summary = await store.query<{ ttft_p50_ms: number; ok_requests: number }>('select * from summary');
+      expect(summary).toHaveLength(2);
+      expect(summary.every((s) => s.ok_requests === 300 && s.ttft_p50_ms > 0)).toBe(true);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('same seed twice ⇒ identical requests tables; --seed changes the draws', async () => {
+    const file = writeExperiment('e2');
+    await runExperiment(file, { progress: false, print: () => {}, output: join(dir, 'a.duckdb') });
+    await runExperiment(file, { progress: false, print: () => {}, output: join(dir, 'b.duckdb') });
+    await runExperiment(file, { progress: false, print: () => {}, output: join(dir, 'c.duckdb'), seed: 4 });
+    const a = await requestsOf(join(dir, 'a.duckdb'));
+    expect(await requestsOf(join(dir, 'b.duckdb'))).toEqual(a);
+    expect(await requestsOf(join(dir, 'c.duckdb'))).not.toEqual(a);
+  });
+
+  it('a bad experiment names the field and what is allowed', () => {
+    const file = writeExperiment('bad', 'rate_scale_typo: 1\n').replace('.yaml', '.yaml');
+    expect(() => loadExperiment(file)).toThrow(/rate_scale_typo/);
+    writeFileSync(join(dir, 'bad2.yaml'), `name: x\ntrace: t\nreplicas: { count: 0, profile: p }\nruns: []\noutput: o\n`);
+    expect(() => loadExperiment(join(dir, 'bad2.yaml'))).toThrow(/replicas\.count[\s\S]*runs/);
+  });
+});
