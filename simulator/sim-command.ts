@@ -4,8 +4,10 @@
  * summary table. Prints the seed first; `--seed` reproduces a run exactly.
  */
 import { execFileSync } from 'node:child_process';
+import { parseArgs } from 'node:util';
 import { randomUUID } from 'node:crypto';
 import cliProgress from 'cli-progress';
+import { UsageError, type CliCommand } from '../bin/command.ts';
 import { readTrace } from '../traces/arrow-trace.ts';
 import { loadStepTimeProfile } from './engine/step-time.ts';
 import { VllmReplica } from './engine/vllm-replica.ts';
@@ -151,3 +153,30 @@ export function formatSummaryTable(rows: readonly SummaryRow[]): string {
   const slo = rows[0] ? `latencies in ms; goodput = ok with TTFT ≤ ${rows[0].sloTtftMs} ms and TPOT ≤ ${rows[0].sloTpotMs} ms` : '';
   return [line(header), ...body.map(line), slo].join('\n');
 }
+
+/** The `sim` command: `switchyard sim <experiment.yaml> [--seed N] [--output FILE] [--no-progress]`. */
+export const simCommand: CliCommand = {
+  name: 'sim',
+  summary: 'replay a trace through the routing strategies of an experiment; results in DuckDB',
+  usage: 'usage: switchyard sim <experiment.yaml> [--seed N] [--output FILE] [--no-progress]',
+  async run(args) {
+    const { values, positionals } = parseArgs({
+      args,
+      allowPositionals: true,
+      options: { seed: { type: 'string' }, output: { type: 'string' }, 'no-progress': { type: 'boolean' } },
+    });
+    const file = positionals[0];
+    if (!file || positionals.length > 1) throw new UsageError('sim takes exactly one experiment file');
+    let seed: number | undefined;
+    if (values.seed !== undefined) {
+      seed = Number(values.seed);
+      if (!Number.isInteger(seed)) throw new UsageError(`--seed must be an integer, got '${values.seed}'`);
+    }
+    await runExperiment(file, {
+      ...(seed !== undefined && { seed }),
+      ...(values.output !== undefined && { output: values.output }),
+      ...(values['no-progress'] && { progress: false }),
+    });
+    return 0;
+  },
+};
