@@ -5,15 +5,13 @@
  */
 import { join } from 'node:path';
 import { readTrace } from '../traces/arrow-trace.ts';
-import { loadStepTimeProfile } from '../simulator/engine/step-time.ts';
-import { VllmReplica } from '../simulator/engine/vllm-replica.ts';
+import { replicaFactory } from '../simulator/engine/replica-config.ts';
 import { ExperimentSchema } from '../simulator/experiment.ts';
 import { replayRun } from '../simulator/replay.ts';
 import { selectRows } from '../simulator/sim-command.ts';
 
 const trace = join(import.meta.dirname, '..', 'traces', 'mooncake', 'conversation.arrow');
 const { rows: all } = await readTrace(trace);
-const { model } = loadStepTimeProfile('llama2-70b-h100-tp4');
 
 for (const replicas of [4, 8]) {
   for (const strategy of ['fixed', 'round_robin']) {
@@ -38,7 +36,7 @@ for (const replicas of [4, 8]) {
       run: { strategy, params: {}, label: strategy },
       runId: 'bench',
       seed: 1,
-      makeReplica: () => new VllmReplica({ stepTime: model, hashBlockTokens: 512 }),
+      makeReplica: replicaFactory(exp.replicas, 512),
     });
     const wallS = (performance.now() - t0) / 1000;
     console.log(

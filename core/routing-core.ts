@@ -64,6 +64,8 @@ export interface RouteExclusion {
 /** Options of the core. */
 export interface RoutingCoreOptions {
   health?: Partial<HealthOptions>;
+  /** Routing tunables (prefill-aware P2C, affinity, …) as given by the driver; validated by the core. */
+  settings?: Record<string, unknown>;
   registry?: StrategyRegistry;
 }
 

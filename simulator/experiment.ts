@@ -8,6 +8,7 @@ import { dirname, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { formatConfigError } from '../core/config/models-config.ts';
+import { ReplicasSchema } from './engine/replica-config.ts';
 
 /** A window during which one replica answers every new attempt with an HTTP error. */
 export const FaultSchema = z
@@ -49,19 +50,9 @@ export const ExperimentSchema = z
     limit: z.number().int().positive().optional(),
     /** Public model id the trace's requests are sent to. */
     model: z.string().min(1).default('default'),
-    replicas: z
-      .object({
-        count: z.number().int().min(1).max(1024),
-        engine: z.enum(['vllm']).default('vllm'),
-        /** Step-time profile name under simulator/engine/profiles/. */
-        profile: z.string().min(1),
-        max_num_seqs: z.number().int().positive().optional(),
-        max_num_batched_tokens: z.number().int().positive().optional(),
-        kv_blocks: z.number().int().positive().optional(),
-        /** Route weights, one per replica; default all 1. */
-        weights: z.array(z.number().nonnegative()).optional(),
-      })
-      .strict(),
+    replicas: ReplicasSchema,
+    /** Core routing settings (prefill-aware P2C, affinity, …), validated by the core. */
+    routing: z.record(z.string(), z.unknown()).default({}),
     /** Callers are assigned to sessions by a seeded Zipf draw (traces carry no caller ids). */
     callers: z
       .object({ count: z.number().int().positive().default(100), zipf_s: z.number().nonnegative().default(1.1) })

@@ -104,7 +104,7 @@ export function simulatedModelsConfig(exp: Experiment, run: RunSpec) {
  */
 export function replayRun(opts: ReplayOptions): RunResult {
   const { experiment: exp, rows, run, runId, seed } = opts;
-  const core = new RoutingCore(simulatedModelsConfig(exp, run));
+  const core = new RoutingCore(simulatedModelsConfig(exp, run), { settings: exp.routing });
   const model = core.model(exp.model)!;
   const endpointIds = model.routes.map((r) => r.endpointId);
   const replicaOf = new Map(endpointIds.map((id, i) => [id, i]));

@@ -9,8 +9,7 @@ import { randomUUID } from 'node:crypto';
 import cliProgress from 'cli-progress';
 import { UsageError, type CliCommand } from '../bin/command.ts';
 import { readTrace } from '../traces/arrow-trace.ts';
-import { loadStepTimeProfile } from './engine/step-time.ts';
-import { VllmReplica } from './engine/vllm-replica.ts';
+import { describeReplicas, replicaFactory } from './engine/replica-config.ts';
 import { loadExperiment, type Experiment } from './experiment.ts';
 import { replayRun, type RunSpec } from './replay.ts';
 import { ResultsStore } from './results/results-store.ts';
@@ -62,12 +61,11 @@ export async function runExperiment(file: string, opts: SimOptions = {}): Promis
   const seed = opts.seed ?? exp.seed;
   const output = opts.output ?? exp.output;
   print(`seed ${seed}  (reproduce with --seed ${seed})`);
-  print(`experiment ${exp.name}: ${exp.replicas.count} × ${exp.replicas.engine} replicas (${exp.replicas.profile}), rate_scale ${exp.rate_scale}`);
+  print(`experiment ${exp.name}: ${describeReplicas(exp.replicas)}, rate_scale ${exp.rate_scale}`);
 
   const { meta, rows: allRows } = await readTrace(exp.tracePath);
   const rows = selectRows(allRows, exp);
   print(`trace ${exp.trace}: ${rows.length} requests (source: ${meta.source.split('\n')[0]})`);
-  const { model: stepTime } = loadStepTimeProfile(exp.replicas.profile);
   const hashBlockTokens = meta.blockUnit === 'tokens' && meta.blockSize > 0 ? meta.blockSize : 512;
 
   const store = await ResultsStore.open(output, { overwrite: true });
@@ -98,14 +96,7 @@ export async function runExperiment(file: string, opts: SimOptions = {}): Promis
         run,
         runId,
         seed,
-        makeReplica: () =>
-          new VllmReplica({
-            stepTime,
-            hashBlockTokens,
-            ...(exp.replicas.max_num_seqs !== undefined && { maxNumSeqs: exp.replicas.max_num_seqs }),
-            ...(exp.replicas.max_num_batched_tokens !== undefined && { maxNumBatchedTokens: exp.replicas.max_num_batched_tokens }),
-            ...(exp.replicas.kv_blocks !== undefined && { kvBlocks: exp.replicas.kv_blocks }),
-          }),
+        makeReplica: replicaFactory(exp.replicas, hashBlockTokens),
         onProgress: (done) => bar?.update(done),
       });
       const wallSeconds = (performance.now() - t0) / 1000;

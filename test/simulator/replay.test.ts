@@ -2,8 +2,7 @@
 // invariants after every event, determinism by seed, and breaker transitions from a fault window.
 import { beforeAll, describe, expect, it } from 'vitest';
 import { readTrace } from '../../traces/arrow-trace.ts';
-import { loadStepTimeProfile } from '../../simulator/engine/step-time.ts';
-import { VllmReplica } from '../../simulator/engine/vllm-replica.ts';
+import { replicaFactory } from '../../simulator/engine/replica-config.ts';
 import { replayRun, type RunResult } from '../../simulator/replay.ts';
 import { selectRows } from '../../simulator/sim-command.ts';
 import type { TraceRow } from '../../traces/trace-row.ts';
@@ -16,14 +15,13 @@ beforeAll(async () => {
 
 function run(over: Record<string, unknown> = {}, seed = 7, strategy = 'fixed', checkInvariants = true): RunResult {
   const exp = smallExperiment(over);
-  const { model } = loadStepTimeProfile(exp.replicas.profile);
   return replayRun({
     experiment: exp,
     rows: selectRows(allRows, exp),
     run: { strategy, params: {}, label: strategy },
     runId: 'r',
     seed,
-    makeReplica: () => new VllmReplica({ stepTime: model, hashBlockTokens: 512 }),
+    makeReplica: replicaFactory(exp.replicas, 512),
     checkInvariants,
   });
 }
