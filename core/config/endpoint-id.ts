@@ -15,14 +15,18 @@ const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|\[::1\]|::1)$/i;
  * Derives the location part of an endpoint id.
  * @param kind route kind from models.yaml (e.g. `openai_compat`).
  * @param baseUrl absolute URL of the upstream.
- * @throws Error when `baseUrl` is not an absolute URL (names the value and the fix).
+ * @throws Error when `baseUrl` is not an absolute http(s):// or sim:// URL (names the value and the fix).
  */
 export function endpointLocation(kind: string, baseUrl: string): string {
   let url: URL;
   try {
     url = new URL(baseUrl);
   } catch {
-    throw new Error(`route.base_url: '${baseUrl}' is not an absolute URL; write e.g. http://127.0.0.1:8000/v1`);
+    url = null as unknown as URL;
+  }
+  // `new URL('localhost:8000')` parses with scheme `localhost:`, so check the scheme too.
+  if (!url || !['http:', 'https:', 'sim:'].includes(url.protocol)) {
+    throw new Error(`route.base_url: '${baseUrl}' is not an absolute http(s) URL; write e.g. http://127.0.0.1:8000/v1`);
   }
   if (url.protocol === 'sim:') return url.host || url.pathname.replace(/^\/+/, '');
   if (LOOPBACK.test(url.hostname)) {
