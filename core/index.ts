@@ -29,4 +29,42 @@ export { ERROR_STATUS, errorForOutcome, type ErrorCode } from './lifecycle/error
 export { HealthRegistry, DEFAULT_HEALTH_OPTIONS, type HealthOptions, type DispatchClaim, type EndpointHealthSnapshot } from './health/health-registry.ts';
 export type { BreakerState, BreakerTransition } from './health/health-registry.ts';
 export { StrategyRegistry, BUILTIN_STRATEGIES } from './strategies/registry.ts';
-export type { Planner, Candidate, Pick, StrategyDefinition, PlannerRoute } from './strategies/planner.ts';
+export type { Planner, Candidate, Pick, StrategyDefinition, PlannerRoute, PlannerContext } from './strategies/planner.ts';
+export {
+  DEFAULT_ROUTING_SETTINGS,
+  RoutingSettingsSchema,
+  parseRoutingSettings,
+  resolveRoutingSettings,
+  routingSettingsFromEnv,
+  routingEnvName,
+  type RoutingSettings,
+} from './config/routing-settings.ts';
+export {
+  estimatePromptTokens,
+  utf8ByteLength,
+  BYTES_PER_TOKEN,
+  TOKENS_PER_IMAGE,
+  TOKENS_PER_AUDIO,
+  type PromptSizeEstimate,
+} from './prefill/prompt-size.ts';
+export {
+  PrefillLoad,
+  estimateUncachedTokens,
+  PROMPT_HINT_SWEEP_THRESHOLD,
+  type PrefillLease,
+  type PrefillLoadView,
+  type EndpointPrefillSnapshot,
+} from './prefill/prefill-load.ts';
+export { chooseOfTwo, elephantAvoids, p2cSharesOneBusy } from './prefill/two-choices.ts';
+export { AffinityTable, type AffinityPin } from './affinity/affinity-table.ts';
+export { deriveAffinityKey, ipBucket, fnv1a64Hex, ANONYMOUS_AFFINITY_KEY, type CallerIdentity } from './affinity/affinity-key.ts';
+// Multi-target models (seed 003): config, planner ordering, shared state, status, request headers.
+export type { MultiTargetConfig, TargetConfig, CooldownConfig } from './config/models-config.ts';
+export { planOrder, type Ordering } from './strategies/planner.ts';
+export { DEFAULT_TAG, type ResolvedMultiTarget, type ResolvedTarget } from './multi-target/multi-target-model.ts';
+export { DEFAULT_MULTI_TARGET_OPTIONS, resolveMultiTargetOptions, type MultiTargetOptions } from './multi-target/multi-target-options.ts';
+export { EndpointStats, DEFAULT_LATENCY_EWMA_ALPHA, type EndpointStatsView, type EndpointStatsSnapshot } from './multi-target/endpoint-stats.ts';
+export { CooldownRegistry, type CooldownPolicy, type CooldownStatus, type CooldownStarted } from './multi-target/cooldown.ts';
+export { ROUTING_TAGS_HEADER, parseRoutingTagsHeader } from './multi-target/candidates.ts';
+export { ROUTING_KEY_HEADER, DEFAULT_HASH_ON, type HashSource } from './multi-target/hash-key.ts';
+export type { MultiTargetStatus, TargetStatusRow } from './multi-target/target-status.ts';

@@ -1,7 +1,9 @@
 /**
- * The routing core: the resolved model registry, the shared endpoint health, and the entry
- * point `start()` that begins a request's life. One instance per process (gateway) or per run
- * (simulator). Sans-I/O: no clock, no randomness of its own, no environment.
+ * The routing core: the resolved model registry, the process-wide state every router shares
+ * (endpoint health, prefill load and prompt hints, the session-affinity table, the routing
+ * settings), and the entry point `start()` that begins a request's life. One instance per
+ * process (gateway) or per run (simulator). Sans-I/O: no clock, no randomness of its own, no
+ * environment.
  */
 import type { Rng } from './rng.ts';
 import type { ModelsConfig, RouteConfig } from './config/models-config.ts';
@@ -10,7 +12,17 @@ import type { Planner } from './strategies/planner.ts';
 import { StrategyRegistry } from './strategies/registry.ts';
 import { HealthRegistry, type HealthOptions } from './health/health-registry.ts';
 import type { LifecycleAction, Modality, RequestLife, RouteRequest } from './lifecycle/seam.ts';
-import { RequestLifecycle } from './lifecycle/request-lifecycle.ts';
+import { RequestLifecycle, type LifecycleDeps } from './lifecycle/request-lifecycle.ts';
+import { resolveRoutingSettings, type RoutingSettings } from './config/routing-settings.ts';
+import { PrefillLoad } from './prefill/prefill-load.ts';
+import { AffinityTable } from './affinity/affinity-table.ts';
+import { MultiTargetLifecycle, type MultiTargetDeps } from './lifecycle/multi-target-lifecycle.ts';
+import { EndpointStats } from './multi-target/endpoint-stats.ts';
+import { CooldownRegistry } from './multi-target/cooldown.ts';
+import { StatsTap } from './multi-target/life-tap.ts';
+import { configureCooldowns, resolveMultiTargetModel, type ResolvedMultiTarget } from './multi-target/multi-target-model.ts';
+import { resolveMultiTargetOptions, type MultiTargetOptions } from './multi-target/multi-target-options.ts';
+import { multiTargetStatuses, type MultiTargetStatus } from './multi-target/target-status.ts';
 
 /** Why a route's effective weight is 0 (seed 000, "routes excluded from selection"). */
 export type ExclusionReason = 'weight_override' | 'provider_disabled' | 'routing_yaml' | 'configured_zero';
@@ -35,6 +47,8 @@ export interface ResolvedRoute {
   readonly modalities: readonly Modality[];
   readonly contextLength: number | null;
   readonly pricing: RoutePricing;
+  /** Input + output price per 1k tokens, or null when the route has no `pricing` block (`least_cost`). */
+  readonly costUsdPer1kTokens: number | null;
   readonly local: boolean;
   readonly configuredWeight: number;
   readonly effectiveWeight: number;
@@ -48,7 +62,10 @@ export interface ResolvedModel {
   readonly strategy: string;
   readonly planner: Planner;
   readonly published: boolean;
+  /** For a multi-target model: its targets' routes, in target order (`routeIndex` = target index). */
   readonly routes: readonly ResolvedRoute[];
+  /** Present only for a multi-target model (seed 003): its resolved `routing:` block. */
+  readonly multiTarget?: ResolvedMultiTarget;
 }
 
 /** One row of `route_exclusions` (GET /health/deep). */
@@ -64,9 +81,15 @@ export interface RouteExclusion {
 /** Options of the core. */
 export interface RoutingCoreOptions {
   health?: Partial<HealthOptions>;
-  /** Routing tunables (prefill-aware P2C, affinity, …) as given by the driver; validated by the core. */
-  settings?: Record<string, unknown>;
+  /**
+   * Routing tunables (prefill-aware P2C, affinity): the snake_case `routing:` block of an
+   * experiment file (any subset of keys), or a complete `RoutingSettings` such as
+   * `routingSettingsFromEnv(process.env)`. Validated at construction; absent ⇒ the defaults.
+   */
+  settings?: Record<string, unknown> | RoutingSettings;
   registry?: StrategyRegistry;
+  /** Deployment defaults of multi-target models (last-target retries, backoff, latency EWMA). */
+  multiTarget?: Partial<MultiTargetOptions>;
 }
 
 function isLocalRoute(r: RouteConfig): boolean {
@@ -78,26 +101,51 @@ function isLocalRoute(r: RouteConfig): boolean {
 export class RoutingCore {
   /** Endpoint health shared by every model's router. */
   readonly health: HealthRegistry;
+  /** The validated routing settings in force (frozen). */
+  readonly settings: Readonly<RoutingSettings>;
+  /** Prefill leases and prompt-size hints per endpoint, shared by every model. */
+  readonly prefill: PrefillLoad;
+  /** Session-affinity pins of (caller, model). */
+  readonly affinity: AffinityTable;
+  /** In-flight attempts and latency per endpoint (least_busy, least_latency), shared by every model. */
+  readonly endpointStats: EndpointStats;
+  /** Opt-in cooldown of direct models used as multi-target targets. */
+  readonly cooldowns: CooldownRegistry;
+  private readonly deps: LifecycleDeps;
+  private readonly multiTargetDeps: MultiTargetDeps;
   private readonly models = new Map<string, ResolvedModel>();
   private readonly ordered: ResolvedModel[] = [];
 
   /**
    * @throws Error naming the model and field for an unknown router, bad router_params, a
-   *   duplicate model id/alias, or two routes of one model with the same endpoint id.
+   *   duplicate model id/alias, or two routes of one model with the same endpoint id; naming
+   *   the key for bad routing settings; naming the model and `routing.strategy` for an unknown
+   *   multi-target strategy or bad `routing.params`; RangeError for bad `multiTarget` options.
    */
   constructor(config: ModelsConfig, options: RoutingCoreOptions = {}) {
     this.health = new HealthRegistry(options.health ?? {});
+    this.settings = resolveRoutingSettings(options.settings);
+    this.prefill = new PrefillLoad(this.settings);
+    this.affinity = new AffinityTable(this.settings);
+    this.deps = { health: this.health, prefill: this.prefill, affinity: this.affinity, settings: this.settings };
+    const mtOptions = resolveMultiTargetOptions(options.multiTarget);
+    this.endpointStats = new EndpointStats(mtOptions.latencyEwmaAlpha);
+    this.cooldowns = new CooldownRegistry();
+    this.multiTargetDeps = { health: this.health, stats: this.endpointStats, cooldowns: this.cooldowns, options: mtOptions };
+    const context = { settings: this.settings, prefill: this.prefill, endpoints: this.endpointStats };
     const registry = options.registry ?? new StrategyRegistry();
     const share = config.routing.local_weight_share;
     config.models.forEach((m, mi) => {
+      if (m.routing) return; // multi-target models resolve below, once every direct model is known
       const where = `models[${mi}] (id '${m.id}')`;
       const routes = this.resolveRoutes(m.id, m.route, share, where);
       const strategy = m.router ?? config.routing.default_router;
       const planner = registry.create(
         strategy,
         m.router_params,
-        routes.map((r) => ({ endpointId: r.endpointId, configuredWeight: r.configuredWeight })),
+        routes.map((r) => ({ endpointId: r.endpointId, configuredWeight: r.configuredWeight, costUsdPer1kTokens: r.costUsdPer1kTokens })),
         where,
+        context,
       );
       const model: ResolvedModel = { id: m.id, aliases: m.aliases, strategy, planner, published: m.published, routes };
       for (const name of [m.id, ...m.aliases]) {
@@ -106,6 +154,19 @@ export class RoutingCore {
       }
       this.ordered.push(model);
     });
+    config.models.forEach((m, mi) => {
+      if (!m.routing) return;
+      const where = `models[${mi}] (id '${m.id}')`;
+      const model = resolveMultiTargetModel(m, (name) => this.models.get(name), registry, context, where);
+      for (const name of [m.id, ...m.aliases]) {
+        if (this.models.has(name)) throw new Error(`${where}: model id or alias '${name}' is used twice`);
+        this.models.set(name, model);
+      }
+      this.ordered.push(model);
+    });
+    const position = new Map(config.models.map((m, i) => [m.id, i]));
+    this.ordered.sort((a, b) => position.get(a.id)! - position.get(b.id)!);
+    configureCooldowns(config, (m) => this.models.get(m.id), this.cooldowns);
   }
 
   private resolveRoutes(modelId: string, routes: readonly RouteConfig[], share: number | undefined, where: string): ResolvedRoute[] {
@@ -145,6 +206,7 @@ export class RoutingCore {
           outputUsdPer1M: price?.output_usd_per_1m ?? 0,
           cachedInputUsdPer1M: price?.cached_input_usd_per_1m ?? price?.input_usd_per_1m ?? 0,
         },
+        costUsdPer1kTokens: price ? (price.input_usd_per_1m + price.output_usd_per_1m) / 1000 : null,
         local: locals[i]!,
         configuredWeight: r.weight,
         effectiveWeight: effective,
@@ -167,6 +229,7 @@ export class RoutingCore {
   routeExclusions(): RouteExclusion[] {
     const out: RouteExclusion[] = [];
     for (const m of this.ordered) {
+      if (m.multiTarget) continue; // its routes are its targets', reported under their own models
       for (const r of m.routes) {
         if (r.exclusionReasons.length === 0) continue;
         out.push({
@@ -185,9 +248,44 @@ export class RoutingCore {
   /**
    * Begins a request's life at `nowMs`. `rng` is the caller's stream for this strategy; the
    * life keeps it for later draws. Returns the life and its first actions.
+   * @throws RangeError when `request.inputTokens` is not an integer ≥ 0 (a driver bug: the
+   *   prefill accounting needs exact integer sums).
    */
   start(request: RouteRequest, nowMs: number, rng: Rng): { life: RequestLife; actions: LifecycleAction[] } {
-    const life = new RequestLifecycle(this.models.get(request.model) ?? null, request, this.health, rng);
-    return { life, actions: life.begin(nowMs) };
+    const t = request.inputTokens;
+    if (!Number.isSafeInteger(t) || t < 0) throw new RangeError(`request ${request.requestId}: inputTokens must be an integer >= 0, got ${t}`);
+    const model = this.models.get(request.model) ?? null;
+    if (model?.multiTarget) {
+      const mlife = new MultiTargetLifecycle(model, request, this.multiTargetDeps, rng);
+      return { life: mlife, actions: mlife.begin(nowMs) };
+    }
+    const life = new RequestLifecycle(model, request, this.deps, rng);
+    if (!model?.planner.readsEndpointStats) return { life, actions: life.begin(nowMs) };
+    // A router that reads in-flight counts or latency learns from this model's own lives too.
+    const tap = new StatsTap(life, request.stream, this.endpointStats);
+    return { life: tap, actions: tap.absorb(life.begin(nowMs), nowMs) };
+  }
+
+  /**
+   * Multi-target models and their targets' status at `nowMs` (GET /health/deep): each model
+   * `not_applicable`, each target `healthy` or `cooldown` with its reason. Pure.
+   */
+  multiTargetStatus(nowMs: number): MultiTargetStatus[] {
+    return multiTargetStatuses(this.ordered, nowMs, this.health, this.cooldowns, this.endpointStats);
+  }
+
+  /**
+   * Checks the shared state: health (claims, breakers), prefill (leases sum to the loads, none
+   * negative), affinity (size bound, max age), endpoint stats (in-flight ≥ 0), cooldowns and
+   * multi-target rate limits. For tests and the simulator's checked mode.
+   * @throws Error describing the first violation.
+   */
+  invariants(): void {
+    this.health.invariants();
+    this.prefill.invariants();
+    this.affinity.invariants();
+    this.endpointStats.invariants();
+    this.cooldowns.invariants();
+    for (const m of this.ordered) for (const t of m.multiTarget?.targets ?? []) t.rateLimit?.invariants();
   }
 }

@@ -5,6 +5,8 @@
  * "adding a model".
  */
 import { z } from 'zod';
+import { HashSourceSchema } from '../multi-target/hash-key.ts';
+import { parseCidr } from '../multi-target/cidr.ts';
 
 /** Prices in USD per 1M tokens. `cached_input` defaults to `input` when absent. */
 export const PricingSchema = z
@@ -12,6 +14,18 @@ export const PricingSchema = z
     input_usd_per_1m: z.number().nonnegative().default(0),
     output_usd_per_1m: z.number().nonnegative().default(0),
     cached_input_usd_per_1m: z.number().nonnegative().optional(),
+  })
+  .strict();
+
+/**
+ * One quota window of a subscription route (seed 000 "RouteWise" route entries): `limit`
+ * requests (or tokens) per rolling `window_sec`.
+ */
+export const QuotaWindowConfigSchema = z
+  .object({
+    limit: z.number().positive(),
+    window_sec: z.number().positive(),
+    unit: z.enum(['requests', 'tokens']).default('requests'),
   })
   .strict();
 
@@ -29,6 +43,102 @@ export const RouteSchema = z
     pricing: PricingSchema.optional(),
     /** Overrides the loopback test for local/remote splits. */
     local: z.boolean().optional(),
+    /**
+     * RouteWise resource semantics (seed 000): how the route is paid for. Absent ⇒ `on_demand`.
+     * `quota` needs `quota:`; `concurrency` needs `concurrency:`. Other routers ignore these.
+     */
+    provider_type: z.enum(['on_demand', 'quota', 'concurrency']).optional(),
+    /** Quota windows of a `quota` route; with several, the tightest decides. */
+    quota: z.union([QuotaWindowConfigSchema, z.array(QuotaWindowConfigSchema).min(1)]).optional(),
+    /** Slots of a `concurrency` route. */
+    concurrency: z.object({ limit: z.number().int().positive() }).strict().optional(),
+    /** Routes of one model naming the same id share one quota (one subscription). */
+    quota_pool: z.string().min(1).optional(),
+    /** Routes of one model naming the same id share one set of slots. */
+    concurrency_pool: z.string().min(1).optional(),
+  })
+  .strict()
+  .superRefine((r, ctx) => {
+    const type = r.provider_type ?? 'on_demand';
+    const issue = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message });
+    if (type === 'quota' && r.quota === undefined) issue('quota', 'a provider_type: quota route needs quota: {limit, window_sec}');
+    if (type === 'concurrency' && r.concurrency === undefined) issue('concurrency', 'a provider_type: concurrency route needs concurrency: {limit}');
+    if (type !== 'quota') {
+      if (r.quota !== undefined) issue('quota', `quota: applies to provider_type: quota routes; this route is ${type}`);
+      if (r.quota_pool !== undefined) issue('quota_pool', `quota_pool: applies to provider_type: quota routes; this route is ${type}`);
+    }
+    if (type !== 'concurrency') {
+      if (r.concurrency !== undefined) issue('concurrency', `concurrency: applies to provider_type: concurrency routes; this route is ${type}`);
+      if (r.concurrency_pool !== undefined) issue('concurrency_pool', `concurrency_pool: applies to provider_type: concurrency routes; this route is ${type}`);
+    }
+  });
+
+/**
+ * One target of a multi-target model (seed 003 "targets"): an existing direct model with exactly
+ * one route. `weight` feeds round_robin, consistent_hash and least_busy; `priority` splits targets
+ * into tiers (higher first); `tags` match the request's routing tags; `retries` overrides the
+ * block's; `rate_limit` skips the target when exceeded; `allowed_cidrs` admits only those callers.
+ */
+export const TargetSchema = z
+  .object({
+    /** Id or alias of a direct model. */
+    model: z.string().min(1),
+    weight: z.number().positive().default(1),
+    priority: z.number().int().default(0),
+    tags: z.array(z.string().min(1)).default([]),
+    retries: z.number().int().min(0).max(10).optional(),
+    rate_limit: z
+      .object({
+        requests_per_minute: z.number().positive(),
+        /** Requests that may go at once after idling; default one minute's worth. */
+        burst: z.number().int().positive().optional(),
+      })
+      .strict()
+      .optional(),
+    /** Caller IPs admitted (IPv4/IPv6 CIDR blocks); absent ⇒ everyone. */
+    allowed_cidrs: z.array(z.string().min(1)).min(1).optional(),
+  })
+  .strict();
+
+/**
+ * The `routing:` block of a multi-target model (seed 003): a strategy that orders targets within
+ * a priority tier, and the retry / fallback rules. Statuses are range-checked by
+ * `ModelsConfigSchema` so the error names the model.
+ */
+export const MultiTargetSchema = z
+  .object({
+    /** A registered strategy name; checked against the registry when the core is built. */
+    strategy: z.string().min(1).default('failover'),
+    /** The strategy's own parameters (e.g. consistent_hash `virtual_nodes`). */
+    params: z.record(z.string(), z.unknown()).default({}),
+    targets: z.array(TargetSchema).min(1),
+    /** Same-target retries after a retryable failure (each target's default). */
+    retries: z.number().int().min(0).max(10).optional(),
+    /** Extra targets a request may try across all tiers; absent ⇒ all; 0 ⇒ choose only. */
+    max_fallbacks: z.number().int().min(0).optional(),
+    retry_on_429: z.boolean().default(false),
+    /** More statuses (400–599) that retry and fail over. */
+    fallback_on_statuses: z.array(z.number().int()).default([]),
+    /** When runtime filters (cooldown) leave no target: `fail` ⇒ 503, `try_anyway` ⇒ try one. */
+    when_all_unavailable: z.enum(['fail', 'try_anyway']).default('fail'),
+    /** consistent_hash key sources, first non-empty wins; absent ⇒ routing-key header, then API key. */
+    hash_on: z.array(HashSourceSchema).min(1).optional(),
+    /** Streams: wait at most this long for the first token; until then a failure can move the request. */
+    stream_timeout_ms: z.number().positive().optional(),
+  })
+  .strict();
+
+/**
+ * Opt-in cooldown of a direct model when it serves as a multi-target target (seed 003): after
+ * `consecutive_failures` triggering failures the target leaves rotation for `duration_sec`.
+ * Transport errors and timeouts always trigger; statuses trigger when listed.
+ */
+export const CooldownSchema = z
+  .object({
+    enabled: z.boolean().default(false),
+    duration_sec: z.number().positive().default(30),
+    trigger_statuses: z.array(z.number().int()).default([429, 500, 502, 503, 504]),
+    consecutive_failures: z.number().int().min(1).default(3),
   })
   .strict();
 
@@ -43,6 +153,10 @@ export const ModelSchema = z
     /** False hides the model (routes unpublished ⇒ 404). */
     published: z.boolean().default(true),
     route: z.array(RouteSchema).default([]),
+    /** Multi-target model: targets and strategy instead of `route:` / `router:`. */
+    routing: MultiTargetSchema.optional(),
+    /** Cooldown of this direct model as a multi-target target (opt-in). */
+    cooldown: CooldownSchema.optional(),
   })
   .strict();
 
@@ -55,15 +169,76 @@ export const RoutingFileSchema = z
   })
   .strict();
 
+const isErrorStatus = (n: number) => n >= 400 && n <= 599;
+
+/**
+ * Cross-model checks of multi-target models; every message names the model. A multi-target
+ * model has no `route:` / `router:` / `cooldown:` of its own; each target names a direct model
+ * (id or alias) with exactly one route, at most once per model; statuses are 400–599; CIDR blocks
+ * parse.
+ */
+function checkMultiTargets(cfg: { models: Array<z.infer<typeof ModelSchema>> }, ctx: z.RefinementCtx): void {
+  const byName = new Map<string, z.infer<typeof ModelSchema>>();
+  for (const m of cfg.models) for (const n of [m.id, ...m.aliases]) if (!byName.has(n)) byName.set(n, m);
+  cfg.models.forEach((m, mi) => {
+    const at = (...path: Array<string | number>) => ['models', mi, ...path];
+    const cd = m.cooldown;
+    if (cd) {
+      cd.trigger_statuses.forEach((st, k) => {
+        if (!isErrorStatus(st)) ctx.addIssue({ code: 'custom', path: at('cooldown', 'trigger_statuses', k), message: `model '${m.id}': cooldown.trigger_statuses entries must be HTTP error statuses 400-599, got ${st}` });
+      });
+    }
+    const r = m.routing;
+    if (!r) return;
+    if (m.route.length > 0 || m.router !== undefined || Object.keys(m.router_params).length > 0) {
+      ctx.addIssue({ code: 'custom', path: at('routing'), message: `model '${m.id}' has a routing: block (a multi-target model), so it cannot also have route:, router: or router_params:` });
+    }
+    if (cd) {
+      ctx.addIssue({ code: 'custom', path: at('cooldown'), message: `model '${m.id}' is a multi-target model; cooldown: belongs on its target (direct) models` });
+    }
+    r.fallback_on_statuses.forEach((st, k) => {
+      if (!isErrorStatus(st)) ctx.addIssue({ code: 'custom', path: at('routing', 'fallback_on_statuses', k), message: `model '${m.id}': fallback_on_statuses entries must be HTTP error statuses 400-599, got ${st}` });
+    });
+    const seen = new Map<string, number>();
+    r.targets.forEach((t, ti) => {
+      const target = byName.get(t.model);
+      const where = `model '${m.id}': routing.targets[${ti}]`;
+      if (!target) {
+        const known = cfg.models.filter((x) => !x.routing).map((x) => x.id);
+        ctx.addIssue({ code: 'custom', path: at('routing', 'targets', ti, 'model'), message: `${where}.model '${t.model}' is not a model id or alias; direct models: ${known.join(', ')}` });
+      } else if (target.routing) {
+        ctx.addIssue({ code: 'custom', path: at('routing', 'targets', ti, 'model'), message: `${where}.model '${t.model}' is itself a multi-target model; targets must be direct models` });
+      } else if (target.route.length !== 1) {
+        ctx.addIssue({ code: 'custom', path: at('routing', 'targets', ti, 'model'), message: `${where}.model '${t.model}' has ${target.route.length} routes; a target must be a direct model with exactly one route` });
+      } else {
+        const prev = seen.get(target.id);
+        if (prev !== undefined) ctx.addIssue({ code: 'custom', path: at('routing', 'targets', ti, 'model'), message: `${where}.model '${t.model}' repeats routing.targets[${prev}] (model '${target.id}')` });
+        else seen.set(target.id, ti);
+      }
+      t.allowed_cidrs?.forEach((c, k) => {
+        try {
+          parseCidr(c);
+        } catch (err) {
+          ctx.addIssue({ code: 'custom', path: at('routing', 'targets', ti, 'allowed_cidrs', k), message: `${where}.allowed_cidrs: ${(err as Error).message}` });
+        }
+      });
+    });
+  });
+}
+
 /** Whole configuration: `models:` plus the routing file. */
 export const ModelsConfigSchema = z
   .object({
     models: z.array(ModelSchema).min(1),
     routing: RoutingFileSchema.default({ default_router: 'fixed' }),
   })
-  .strict();
+  .strict()
+  .superRefine(checkMultiTargets);
 
 export type RouteConfig = z.infer<typeof RouteSchema>;
+export type TargetConfig = z.infer<typeof TargetSchema>;
+export type MultiTargetConfig = z.infer<typeof MultiTargetSchema>;
+export type CooldownConfig = z.infer<typeof CooldownSchema>;
 export type ModelConfig = z.infer<typeof ModelSchema>;
 export type RoutingFileConfig = z.infer<typeof RoutingFileSchema>;
 export type ModelsConfig = z.infer<typeof ModelsConfigSchema>;

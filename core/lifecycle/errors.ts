@@ -19,7 +19,11 @@ export type ErrorCode =
   | 'upstream_timeout'
   | 'queue_wait_timeout'
   | 'cancelled'
-  | 'client_gone';
+  | 'client_gone'
+  | 'all_candidates_unavailable'
+  | 'forbidden_by_cidr'
+  | 'target_rate_limited'
+  | 'routing_tags_unmatched';
 
 /** HTTP status for each code. `client_gone` is never sent (there is no client); 499 as nginx logs it. */
 export const ERROR_STATUS: Readonly<Record<ErrorCode, number>> = {
@@ -37,6 +41,13 @@ export const ERROR_STATUS: Readonly<Record<ErrorCode, number>> = {
   queue_wait_timeout: 503,
   cancelled: 499,
   client_gone: 499,
+  // Multi-target models (seed 003): cooldown left no target; every target's allowed_cidrs
+  // excludes the caller; every target is over its own rate limit; the request's routing tags
+  // match no target and no target is tagged `default`.
+  all_candidates_unavailable: 503,
+  forbidden_by_cidr: 403,
+  target_rate_limited: 429,
+  routing_tags_unmatched: 400,
 };
 
 /**

@@ -22,7 +22,11 @@ export interface RouteRequest {
   /** Public model id or alias the client asked for. */
   readonly model: string;
   readonly sessionId: string | null;
-  /** Caller (API key / user) id; keys affinity and prompt-size hints. */
+  /**
+   * Caller id; keys session affinity and prompt-size hints. The gateway passes
+   * `deriveAffinityKey(...)` (API key hash, grant, IP bucket); null = no identity (all such
+   * callers share the anonymous pin and get no hints).
+   */
   readonly callerId: string | null;
   /** Estimated prompt tokens (gateway: 4 bytes per token; simulator: the trace's count). */
   readonly inputTokens: number;
@@ -35,6 +39,20 @@ export interface RouteRequest {
   readonly pin: string | null;
   /** Prefix block hashes of the prompt, when the driver knows them (simulator traces). */
   readonly prefixHashes: readonly number[] | null;
+  /**
+   * Multi-target routing tags from `x-switchyard-routing-tags` (split on commas, trimmed,
+   * lower-cased; the gateway never forwards the header). Absent/null/empty = untagged.
+   */
+  readonly routingTags?: readonly string[] | null;
+  /** The caller's resolved IP (IPv4 or IPv6 text), for `allowed_cidrs` and `hash_on: client_ip`. */
+  readonly clientIp?: string | null;
+  /**
+   * Request headers a strategy may key on (`hash_on: header`), names lower-case. Drivers pass the
+   * routing-relevant ones (`x-switchyard-routing-key` and any header a model's `hash_on` names).
+   */
+  readonly headers?: Readonly<Record<string, string>> | null;
+  /** Request cookies by name, for `hash_on: cookie`. */
+  readonly cookies?: Readonly<Record<string, string>> | null;
 }
 
 /** Token usage an upstream reported at the end of a response. */
@@ -92,6 +110,18 @@ export interface AttemptRecord {
   startMs: number;
   endMs: number;
   outcome: Outcome;
+  /** Multi-target models: the direct model (target) this attempt went to. */
+  target?: string;
+  /**
+   * Multi-target models: tokens attributed to this attempt — the serving attempt's usage; zero
+   * for failed attempts (they are not billed).
+   */
+  usage?: Usage;
+  /**
+   * Set when no upstream call was made: the target was over its own rate limit and was skipped
+   * (recorded as a failed 429 attempt with `startMs === endMs`). The driver never saw its id.
+   */
+  skipped?: 'rate_limited';
 }
 
 /** Where a request went and how (the seed's `_routing`). Built by the lifecycle. */
@@ -117,6 +147,16 @@ export interface RoutingMetadata {
   usage: Usage | null;
   /** `queue_wait` | `engine_wait` | `last_resort` once offload exists; null otherwise. */
   offloadReason: string | null;
+  /**
+   * Multi-target models: the direct model that produced the response (for an
+   * `x-switchyard-served-by` header), or null when none did. Absent for per-model routers.
+   * `modelId` stays the alias, which the response body keeps as its model name.
+   */
+  servedBy?: string | null;
+  /** Multi-target models: extra targets tried after the first (`max_fallbacks` counts these). */
+  fallbacks?: number;
+  /** Multi-target models: same-target repeats after a retryable failure. */
+  retries?: number;
 }
 
 /** One request in flight, stepped by its driver. */

@@ -8,6 +8,9 @@ import type { z } from 'zod';
 import type { Rng } from '../rng.ts';
 import type { Outcome } from '../lifecycle/outcome.ts';
 import type { RouteRequest } from '../lifecycle/seam.ts';
+import type { RoutingSettings } from '../config/routing-settings.ts';
+import type { PrefillLoadView } from '../prefill/prefill-load.ts';
+import type { EndpointStatsView } from '../multi-target/endpoint-stats.ts';
 
 /** A route the planner may choose, already admitted. `weight` > 0 (effective weight). */
 export interface Candidate {
@@ -23,6 +26,15 @@ export interface Pick {
   readonly reason: string;
 }
 
+/**
+ * A full preference order over candidates: a permutation of candidate indices, best first, and
+ * the reason code of the first. Multi-target models walk it within a priority tier.
+ */
+export interface Ordering {
+  readonly order: readonly number[];
+  readonly reason: string;
+}
+
 /** A strategy instance bound to one model (aliases share it). */
 export interface Planner {
   /**
@@ -32,12 +44,50 @@ export interface Planner {
   pick(candidates: readonly Candidate[], request: RouteRequest, nowMs: number, rng: Rng): Pick;
   /** Learns from one finished attempt (optional; stateless planners omit it). */
   observe?(endpointId: string, outcome: Outcome, nowMs: number): void;
+  /**
+   * Whether the lifecycle applies session affinity before `pick` for this planner's model
+   * (seed 000: a step of the `fixed` pipeline). Absent ⇒ false. A wrapper that spreads a
+   * planner (`{...inner, pick}`) keeps it.
+   */
+  readonly sessionAffinity?: boolean;
+  /**
+   * Orders every candidate, best first (multi-target models try targets in this order within a
+   * tier). Optional: `planOrder` derives one from a single `pick` when absent. When present,
+   * `order(...).order[0]` is what `pick` would choose, and it advances the planner's state
+   * exactly as one `pick` does (round robin moves one step per request, not per candidate).
+   */
+  order?(candidates: readonly Candidate[], request: RouteRequest, nowMs: number, rng: Rng): Ordering;
+  /**
+   * True when the planner reads `PlannerContext.endpoints` (in-flight counts, latency); the core
+   * then feeds those signals from this model's per-model lives too. Absent ⇒ false.
+   */
+  readonly readsEndpointStats?: boolean;
+}
+
+/**
+ * What a `RoutingCore` gives each planner it creates: the validated routing settings and a
+ * read-only view of the process's prefill load (shared with the lifecycle, which takes and
+ * releases the leases).
+ */
+export interface PlannerContext {
+  readonly settings: Readonly<RoutingSettings>;
+  readonly prefill: PrefillLoadView;
+  /**
+   * Per-endpoint in-flight attempts and latency average (`least_busy`, `least_latency`). Always
+   * passed by `RoutingCore`; a strategy built without it sees every endpoint idle and unmeasured.
+   */
+  readonly endpoints?: EndpointStatsView;
 }
 
 /** The static description of a route a planner is created with. */
 export interface PlannerRoute {
   readonly endpointId: string;
   readonly configuredWeight: number;
+  /**
+   * Input + output list price in USD per 1k tokens (first tier of tiered pricing), or null when
+   * the route has no `pricing` block (`least_cost` ranks unpriced routes last). Absent ⇒ null.
+   */
+  readonly costUsdPer1kTokens?: number | null;
 }
 
 /** A registered strategy: its name, the schema of its `router_params`, and a factory. */
@@ -47,7 +97,12 @@ export interface StrategyDefinition<P = unknown> {
   readonly paramsSchema: z.ZodType<P>;
   /** One-line description for help output. */
   readonly description: string;
-  create(params: P, routes: readonly PlannerRoute[]): Planner;
+  /**
+   * Builds a planner for one model. `context` is always passed by `RoutingCore`; it is optional
+   * only so a planner can be built bare in a test or wrapped by a benchmark. A strategy that
+   * needs it degrades to its context-free behaviour without it (documented per strategy).
+   */
+  create(params: P, routes: readonly PlannerRoute[], context?: PlannerContext): Planner;
 }
 
 /**
@@ -63,4 +118,17 @@ export function weightedDraw(candidates: readonly Candidate[], rng: Rng): number
     if (r < 0) return i;
   }
   return candidates.length - 1; // float rounding at the top edge
+}
+
+/**
+ * The planner's full order over `candidates` (non-empty): its own `order` when it has one, else
+ * its `pick` for the first place and the rest in declaration order — the fallback order of the
+ * per-model lifecycle. Calls the planner once either way, so stateful planners advance one step.
+ */
+export function planOrder(planner: Planner, candidates: readonly Candidate[], request: RouteRequest, nowMs: number, rng: Rng): Ordering {
+  if (planner.order) return planner.order(candidates, request, nowMs, rng);
+  const pick = planner.pick(candidates, request, nowMs, rng);
+  const order = [pick.candidate];
+  for (let i = 0; i < candidates.length; i++) if (i !== pick.candidate) order.push(i);
+  return { order, reason: pick.reason };
 }

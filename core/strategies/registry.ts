@@ -2,12 +2,31 @@
  * Strategy registry: name → definition. Unknown names and unknown `router_params` keys fail at
  * start with a message naming what is wrong and what is allowed (seed 000, "choosing a router").
  */
-import type { Planner, PlannerRoute, StrategyDefinition } from './planner.ts';
+import type { Planner, PlannerContext, PlannerRoute, StrategyDefinition } from './planner.ts';
 import { fixedStrategy } from './fixed.ts';
 import { roundRobinStrategy } from './round-robin.ts';
+import { failoverStrategy } from './failover.ts';
+import { consistentHashStrategy } from './consistent-hash.ts';
+import { leastCostStrategy } from './least-cost.ts';
+import { leastLatencyStrategy } from './least-latency.ts';
+import { leastBusyStrategy } from './least-busy.ts';
+import { routeWiseStrategy } from './routewise/routewise.ts';
 
-/** The strategies every core knows. Later features register more here. */
-export const BUILTIN_STRATEGIES: readonly StrategyDefinition<any>[] = [fixedStrategy, roundRobinStrategy];
+/**
+ * The strategies every core knows. Later features register more here. The six target orderers
+ * of multi-target models (seed 003) are `router:` names too: one implementation orders
+ * candidates, whether a model's routes or a multi-target model's targets.
+ */
+export const BUILTIN_STRATEGIES: readonly StrategyDefinition<any>[] = [
+  fixedStrategy,
+  roundRobinStrategy,
+  failoverStrategy,
+  consistentHashStrategy,
+  leastCostStrategy,
+  leastLatencyStrategy,
+  leastBusyStrategy,
+  routeWiseStrategy,
+];
 
 /** A name → definition map with validated construction. */
 export class StrategyRegistry {
@@ -32,9 +51,12 @@ export class StrategyRegistry {
   /**
    * Validates `params` against the strategy's schema and creates a planner.
    * @param where label for errors, e.g. `models[0] (id 'kimi')`.
-   * @throws Error for an unknown strategy (listing known ones) or bad params (naming the key).
+   * @param context settings and prefill view handed to the strategy's factory (see `PlannerContext`).
+   * @throws Error for an unknown strategy (listing known ones) or bad params (naming the key); an
+   *   error the strategy throws on its routes (e.g. RouteWise `EnvelopeNotCalibratedError`) is
+   *   rethrown with `where` prefixed.
    */
-  create(name: string, params: unknown, routes: readonly PlannerRoute[], where: string): Planner {
+  create(name: string, params: unknown, routes: readonly PlannerRoute[], where: string, context?: PlannerContext): Planner {
     const def = this.byName.get(name);
     if (!def) {
       throw new Error(`${where}: unknown router '${name}'; known routers: ${this.names().join(', ')}`);
@@ -50,6 +72,12 @@ export class StrategyRegistry {
         .join('; ');
       throw new Error(`${where}: router_params for '${name}' are invalid: ${detail}`);
     }
-    return def.create(parsed.data, routes);
+    try {
+      return def.create(parsed.data, routes, context);
+    } catch (err) {
+      // A strategy that refuses its routes (e.g. RouteWise's EnvelopeNotCalibratedError) names the model.
+      if (err instanceof Error && !err.message.startsWith(where)) err.message = `${where}: ${err.message}`;
+      throw err;
+    }
   }
 }

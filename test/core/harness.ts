@@ -1,5 +1,5 @@
 // Small helpers to build a core and drive request lives through the seam in tests.
-import { RoutingCore, deriveRng, parseModelsConfig, type LifecycleAction, type Outcome, type RouteRequest, type Rng } from '../../core/index.ts';
+import { RoutingCore, deriveRng, parseModelsConfig, type LifecycleAction, type Outcome, type RequestLife, type RouteRequest, type Rng } from '../../core/index.ts';
 
 export interface RouteSpec {
   name: string;
@@ -8,7 +8,7 @@ export interface RouteSpec {
   provider?: string;
 }
 
-export function makeCore(routes: RouteSpec[], strategy = 'fixed', params: Record<string, unknown> = {}, health = {}): RoutingCore {
+export function makeCore(routes: RouteSpec[], strategy = 'fixed', params: Record<string, unknown> = {}, health = {}, settings: Record<string, unknown> = {}): RoutingCore {
   return new RoutingCore(
     parseModelsConfig({
       models: [
@@ -26,7 +26,7 @@ export function makeCore(routes: RouteSpec[], strategy = 'fixed', params: Record
         },
       ],
     }),
-    { health },
+    { health, settings },
   );
 }
 
@@ -80,3 +80,20 @@ export function runOne(core: RoutingCore, nowMs: number, rng: Rng, outcomeFor: (
 }
 
 export const seeded = (seed: number, purpose = 'test') => deriveRng(seed, purpose);
+
+/** An `Rng` that returns the given uniforms in order (then throws): scripted draws for exact tests. */
+export function scriptedRng(...floats: number[]): Rng {
+  let i = 0;
+  const next = () => {
+    if (i >= floats.length) throw new Error(`scripted rng ran out after ${floats.length} draws`);
+    return floats[i++]!;
+  };
+  return { float: next, int: (n: number) => Math.floor(next() * n) };
+}
+
+/** Completes a started life with first_token then finished; returns its routing metadata. */
+export function finish(life: RequestLife, actions: LifecycleAction[], nowMs: number) {
+  const d = dispatchOf(actions)!;
+  const out = [...life.step({ kind: 'first_token', attemptId: d.attemptId }, nowMs), ...life.step({ kind: 'finished', attemptId: d.attemptId, usage: { inputTokens: 1, outputTokens: 1, cachedTokens: 0 } }, nowMs)];
+  return doneOf(out)!.metadata;
+}

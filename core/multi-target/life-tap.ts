@@ -1,0 +1,83 @@
+/**
+ * Feeds `EndpointStats` from a request life it does not own: wraps a per-model (`router:`) life,
+ * watches the dispatches and cancels it emits and the events it is fed, and passes everything
+ * through unchanged. This is how `router: least_latency` / `router: least_busy` over a model's own
+ * `route:` list learn without the per-model lifecycle knowing about endpoint statistics. The
+ * multi-target lifecycle feeds the stats itself and is never wrapped.
+ */
+import type { LifecycleAction, LifecycleEvent, RequestLife } from '../lifecycle/seam.ts';
+import type { EndpointStats } from './endpoint-stats.ts';
+
+interface Watched {
+  readonly endpointId: string;
+  readonly startMs: number;
+  sampled: boolean;
+}
+
+/** A pass-through `RequestLife` that counts its attempts in `EndpointStats`. */
+export class StatsTap implements RequestLife {
+  private readonly live = new Map<number, Watched>();
+
+  /**
+   * @param inner the life to wrap.
+   * @param stream whether the request streams (latency = TTFT) or not (latency = end of response).
+   * @param stats where to count.
+   */
+  constructor(
+    private readonly inner: RequestLife,
+    private readonly stream: boolean,
+    private readonly stats: EndpointStats,
+  ) {}
+
+  get requestId(): string {
+    return this.inner.requestId;
+  }
+
+  get isDone(): boolean {
+    return this.inner.isDone;
+  }
+
+  /** Records the life's first actions (from `begin`) at `nowMs`; returns them unchanged. */
+  absorb(actions: LifecycleAction[], nowMs: number): LifecycleAction[] {
+    for (const a of actions) {
+      if (a.kind === 'dispatch') {
+        this.live.set(a.attemptId, { endpointId: a.endpointId, startMs: nowMs, sampled: false });
+        this.stats.begin(a.endpointId);
+      } else if (a.kind === 'cancel') this.close(a.attemptId);
+      else if (a.kind === 'done') for (const id of [...this.live.keys()]) this.close(id);
+    }
+    return actions;
+  }
+
+  step(event: LifecycleEvent, nowMs: number): LifecycleAction[] {
+    if (!this.inner.isDone && 'attemptId' in event) {
+      const w = this.live.get(event.attemptId);
+      if (w) {
+        if (event.kind === 'first_token' && this.stream && !w.sampled) {
+          w.sampled = true;
+          this.stats.sample(w.endpointId, nowMs - w.startMs);
+        } else if (event.kind === 'finished') {
+          if (!w.sampled) this.stats.sample(w.endpointId, nowMs - w.startMs);
+          this.close(event.attemptId);
+        } else if (event.kind === 'failed') {
+          const o = event.outcome;
+          if (o.kind === 'first_token_timeout' || (o.kind === 'transport' && o.cause === 'timeout')) this.stats.sample(w.endpointId, nowMs - w.startMs);
+          this.close(event.attemptId);
+        }
+      }
+    }
+    return this.absorb(this.inner.step(event, nowMs), nowMs);
+  }
+
+  invariants(): void {
+    this.inner.invariants();
+    if (this.inner.isDone && this.live.size > 0) throw new Error(`${this.requestId}: stats tap still counts ${this.live.size} attempt(s) after done`);
+  }
+
+  private close(attemptId: number): void {
+    const w = this.live.get(attemptId);
+    if (!w) return;
+    this.live.delete(attemptId);
+    this.stats.end(w.endpointId);
+  }
+}
