@@ -5,8 +5,9 @@
 import { UsageError, type CliCommand } from './command.ts';
 import { simCommand } from '../simulator/sim-command.ts';
 import { traceImportCommand } from '../traces/import-command.ts';
+import { dashboardCommand } from '../notebooks-web/dashboard-command.ts';
 
-const COMMANDS: readonly CliCommand[] = [simCommand, traceImportCommand];
+const COMMANDS: readonly CliCommand[] = [simCommand, traceImportCommand, dashboardCommand];
 
 function usage(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length));

@@ -1,0 +1,95 @@
+/**
+ * The dashboard app: reads the view from the URL hash, renders the page it names, and renders
+ * again whenever the hash changes. A page is built off-screen and swapped in whole, so the
+ * old view stays readable while the new one loads and the scroll position survives. `#app`
+ * carries `data-view` and `data-ready` so tests (and people) can tell when a view is done.
+ */
+import { formatRoute, parseRoute, PAGES, type PageName, type Route } from './route.ts';
+import { h, note } from './ui/dom.ts';
+import { renderComparePage } from './pages/compare-page.ts';
+import { renderExperimentsPage } from './pages/experiments-page.ts';
+import type { PageContext, PageRenderer, ParamPatch } from './pages/page-kit.ts';
+import { renderRequestsPage } from './pages/requests-page.ts';
+import { renderSweepPage } from './pages/sweep-page.ts';
+import { renderTimelinePage } from './pages/timeline-page.ts';
+
+const RENDERERS: Readonly<Record<PageName, PageRenderer>> = {
+  experiments: renderExperimentsPage,
+  compare: renderComparePage,
+  timeline: renderTimelinePage,
+  sweep: renderSweepPage,
+  requests: renderRequestsPage,
+};
+
+const TITLES: Readonly<Record<PageName, string>> = {
+  experiments: 'Experiments',
+  compare: 'Compare',
+  timeline: 'Timeline',
+  sweep: 'Sweep',
+  requests: 'Requests',
+};
+
+/** Parameters that follow the reader from page to page (which experiment, which run). */
+const CARRIED = ['db', 'exp', 'run'] as const;
+
+const app = document.getElementById('app')!;
+const nav = document.getElementById('nav')!;
+let renderToken = 0;
+
+function navigate(page: PageName, params: ParamPatch, replace: boolean, route: Route): void {
+  const hash = formatRoute(page, params);
+  if (replace) {
+    history.replaceState(null, '', hash);
+    // The page goes on with the defaults it just wrote; keep its route in step.
+    route.params = parseRoute(hash).params;
+    renderNav(route);
+  } else if (hash !== location.hash) {
+    location.hash = hash;
+  }
+}
+
+function context(route: Route): PageContext {
+  return {
+    route,
+    go: (page, params, opts) => navigate(page, params, opts?.replace === true, route),
+    update: (patch, opts) => {
+      const merged: Record<string, string | number | undefined | null> = { ...route.params };
+      for (const [k, v] of Object.entries(patch)) merged[k] = v;
+      navigate(route.page ?? 'experiments', merged, opts?.replace === true, route);
+    },
+  };
+}
+
+function renderNav(route: Route): void {
+  const carried: Record<string, string> = {};
+  for (const k of CARRIED) if (route.params[k] !== undefined) carried[k] = route.params[k]!;
+  nav.replaceChildren(
+    ...PAGES.map((page) => {
+      const params = page === 'experiments' ? {} : carried;
+      return h('a', { href: formatRoute(page, params), class: page === route.page ? 'active' : null, 'aria-current': page === route.page ? 'page' : null, 'data-nav': page }, TITLES[page]);
+    }),
+  );
+}
+
+async function render(): Promise<void> {
+  const route = parseRoute(location.hash);
+  const token = ++renderToken;
+  app.dataset.ready = 'false';
+  app.dataset.view = route.page ?? 'unknown';
+  app.setAttribute('aria-busy', 'true');
+  renderNav(route);
+  let view: HTMLElement;
+  try {
+    view = route.page === null ? h('div', { class: 'page' }, h('h1', {}, 'No such page'), note(h('span', {}, 'Go back to the ', h('a', { href: '#/experiments' }, 'experiments'), '.'))) : await RENDERERS[route.page](context(route));
+  } catch (err) {
+    view = h('div', { class: 'page' }, h('h1', {}, 'Could not load this view'), note((err as Error).message, 'error'), h('p', {}, h('a', { href: '#/experiments' }, '← experiments')));
+  }
+  if (token !== renderToken) return; // a newer view started meanwhile
+  app.replaceChildren(view);
+  document.title = `${route.page ? TITLES[route.page] : 'Not found'} · Switchyard`;
+  app.removeAttribute('aria-busy');
+  app.dataset.ready = 'true';
+}
+
+window.addEventListener('hashchange', () => void render());
+void render();
