@@ -6,8 +6,10 @@ import { UsageError, type CliCommand } from './command.ts';
 import { simCommand } from '../simulator/sim-command.ts';
 import { traceImportCommand } from '../traces/import-command.ts';
 import { dashboardCommand } from '../notebooks-web/dashboard-command.ts';
+import { gatewayCommand, validateCommand } from '../gateway/gateway-command.ts';
+import { emulateCommand } from '../simulator/emulator/emulate-command.ts';
 
-const COMMANDS: readonly CliCommand[] = [simCommand, traceImportCommand, dashboardCommand];
+const COMMANDS: readonly CliCommand[] = [simCommand, traceImportCommand, dashboardCommand, gatewayCommand, emulateCommand, validateCommand];
 
 function usage(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length));

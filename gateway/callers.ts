@@ -1,0 +1,86 @@
+/**
+ * Who is calling: `Authorization: Bearer <key>` checked against the configured keys, which are
+ * stored only as SHA-256 digests. The presented key is hashed once and compared with every
+ * stored digest in constant time (`timingSafeEqual`, no early exit), so neither a match nor its
+ * position leaks through timing. A key may be limited to some models (`allowed_models`); an id
+ * admits its aliases, an alias admits only itself (seed 003: a key scoped to one alias).
+ * `auth.mode: none` (local use) lets every request in as one anonymous caller.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { RoutingCore } from '../core/index.ts';
+import type { AuthConfig } from './config/gateway-settings.ts';
+
+/** An authenticated caller. */
+export interface Caller {
+  /** Caller id (config `id`; `anonymous` in none mode). */
+  readonly id: string;
+  /** May pin a route (`X-Route-Pin`) and read `/health/deep`. */
+  readonly admin: boolean;
+  /** Model names (ids and aliases) this caller may use; null = every model. */
+  readonly allowed: ReadonlySet<string> | null;
+}
+
+interface StoredKey {
+  readonly digest: Buffer;
+  readonly caller: Caller;
+}
+
+/** SHA-256 of a key, lowercase hex — what `auth.keys[].sha256` holds. */
+export function hashKey(key: string): string {
+  return createHash('sha256').update(key, 'utf8').digest('hex');
+}
+
+/** The configured callers of one gateway. */
+export class Callers {
+  private readonly keys: StoredKey[];
+  private readonly anonymous: Caller | null;
+
+  /**
+   * @param auth the validated `auth:` block.
+   * @param core resolves model ids to their aliases for `allowed_models`.
+   */
+  constructor(auth: AuthConfig, core: RoutingCore) {
+    this.anonymous = auth.mode === 'none' ? { id: 'anonymous', admin: auth.anonymous_admin, allowed: null } : null;
+    this.keys = auth.keys.map((k) => {
+      let allowed: Set<string> | null = null;
+      if (k.allowed_models) {
+        allowed = new Set<string>();
+        for (const name of k.allowed_models) {
+          allowed.add(name);
+          const m = core.model(name);
+          // A canonical id admits the model's aliases; an alias admits only itself.
+          if (m && m.id === name) for (const a of m.aliases) allowed.add(a);
+        }
+      }
+      return { digest: Buffer.from(k.sha256.toLowerCase(), 'hex'), caller: { id: k.id, admin: k.admin, allowed } };
+    });
+  }
+
+  /** True in `auth.mode: none`. */
+  get open(): boolean {
+    return this.anonymous !== null;
+  }
+
+  /**
+   * The caller for an `Authorization` header value ('' when absent), or null (⇒ 401).
+   * In none mode every request is the anonymous caller, header or not.
+   */
+  authenticate(authorization: string): Caller | null {
+    if (this.anonymous) return this.anonymous;
+    if (authorization.length < 8 || authorization.slice(0, 7).toLowerCase() !== 'bearer ') return null;
+    const token = authorization.slice(7).trim();
+    if (token.length === 0) return null;
+    const digest = createHash('sha256').update(token, 'utf8').digest();
+    let found: Caller | null = null;
+    for (const k of this.keys) {
+      // Compare against every key; remember the match without leaving early.
+      if (timingSafeEqual(digest, k.digest) && found === null) found = k.caller;
+    }
+    return found;
+  }
+
+  /** Whether `caller` may use the model named `name` (id or alias as the client wrote it). */
+  static mayUse(caller: Caller, name: string): boolean {
+    return caller.allowed === null || caller.allowed.has(name);
+  }
+}

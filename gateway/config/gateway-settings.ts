@@ -1,0 +1,121 @@
+/**
+ * `gateway.yaml`: what the gateway needs beyond the model registry (`models.yaml`) and the
+ * routing file (`routing.yaml`), both of which belong to the core. Listener and limits, upstream
+ * connection pools and timeouts, caller keys, endpoint-health tunables, and the emulators a demo
+ * config starts next to the gateway. Snake_case with units in the names, like the core's files.
+ */
+import { z } from 'zod';
+import { FaultKnobsSchema } from '../../simulator/emulator/faults.ts';
+
+const MIB = 1024 * 1024;
+
+/** The public listener and request limits. */
+export const ServerSchema = z
+  .object({
+    host: z.string().min(1).default('127.0.0.1'),
+    port: z.number().int().min(0).max(65535).default(8080),
+    /**
+     * Worker threads, each a whole gateway (own core, breakers, pools) on the same port
+     * (SO_REUSEPORT). State is per worker, so more than 1 prints a warning, and models whose
+     * routing keeps state refuse to start.
+     */
+    workers: z.number().int().min(1).max(256).default(1),
+    /** Largest request body; larger ⇒ 413. */
+    body_limit_mb: z.number().positive().max(1024).default(16),
+    /** Requests in flight per worker; beyond ⇒ 503 with Retry-After. */
+    max_in_flight: z.number().int().positive().default(4096),
+    /** Retry-After seconds sent with the 503 of an exceeded in-flight bound. */
+    overload_retry_after_sec: z.number().int().nonnegative().default(1),
+    /** Root seed of routing draws; absent ⇒ a random one, logged at start. */
+    seed: z.number().int().optional(),
+    log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  })
+  .strict();
+
+/** undici pools towards the upstreams, one per origin. */
+export const UpstreamSchema = z
+  .object({
+    connections_per_origin: z.number().int().positive().default(256),
+    connect_timeout_ms: z.number().int().positive().default(5_000),
+    /** Until the upstream's response headers (non-stream responses send them at the end). */
+    headers_timeout_ms: z.number().int().positive().default(300_000),
+    /** Longest silence between two body chunks. */
+    body_timeout_ms: z.number().int().positive().default(300_000),
+    keep_alive_timeout_ms: z.number().int().positive().default(4_000),
+    /** Error bodies read from an upstream are cut at this size. */
+    max_error_body_kb: z.number().int().positive().default(64),
+  })
+  .strict();
+
+/** One caller key. The key itself is never stored: only its SHA-256 (hex). */
+export const CallerKeySchema = z
+  .object({
+    /** Caller id for logs, affinity and prompt-size hints. */
+    id: z.string().min(1),
+    sha256: z
+      .string()
+      .regex(/^[0-9a-fA-F]{64}$/, 'must be the 64-hex-digit SHA-256 of the key; compute it with: printf %s "$KEY" | sha256sum'),
+    /** Model ids or aliases the key may use; absent ⇒ every model. An id admits its aliases. */
+    allowed_models: z.array(z.string().min(1)).optional(),
+    /** Admins may pin a route with `X-Route-Pin` and read `/health/deep`. */
+    admin: z.boolean().default(false),
+  })
+  .strict();
+
+/** Caller authentication: `keys` (default) or an explicit `none` for local use. */
+export const AuthSchema = z
+  .object({
+    mode: z.enum(['keys', 'none']).default('keys'),
+    keys: z.array(CallerKeySchema).default([]),
+    /** In `none` mode: whether the anonymous caller is an admin (may pin). Default false. */
+    anonymous_admin: z.boolean().default(false),
+  })
+  .strict();
+
+/** Endpoint health (core `HealthOptions`), in the YAML's units. */
+export const HealthSchema = z
+  .object({
+    failure_threshold: z.number().int().min(1).optional(),
+    cooldown_sec: z.number().positive().optional(),
+    min_availability: z.number().min(0).max(1).optional(),
+    ewma_alpha: z.number().gt(0).max(1).optional(),
+  })
+  .strict();
+
+/** An emulator the `gateway` command starts before the gateway (demos and load tests). */
+export const EmulatorSpecSchema = z
+  .object({
+    port: z.number().int().min(1).max(65535),
+    host: z.string().min(1).default('127.0.0.1'),
+    mode: z.enum(['engine', 'echo']).default('engine'),
+    engine_profile: z.string().min(1).optional(),
+    /** The replica as a `replicas:` block without `count` (engine limits, or a calibrated engine); checked when it starts. */
+    engine: z.record(z.string(), z.unknown()).optional(),
+    api_key: z.string().min(1).optional(),
+    default_output_tokens: z.number().int().positive().optional(),
+    faults: FaultKnobsSchema.partial().default({}),
+  })
+  .strict();
+
+/** The whole `gateway.yaml`. Every block is optional. */
+export const GatewaySettingsSchema = z
+  .object({
+    server: ServerSchema.default(ServerSchema.parse({})),
+    upstream: UpstreamSchema.default(UpstreamSchema.parse({})),
+    auth: AuthSchema.default(AuthSchema.parse({})),
+    health: HealthSchema.default({}),
+    /** Core routing tunables (prefill-aware P2C, affinity, …), handed to the core as they are. */
+    routing_settings: z.record(z.string(), z.unknown()).default({}),
+    emulators: z.array(EmulatorSpecSchema).default([]),
+  })
+  .strict();
+
+export type GatewaySettings = z.infer<typeof GatewaySettingsSchema>;
+export type CallerKeyConfig = z.infer<typeof CallerKeySchema>;
+export type AuthConfig = z.infer<typeof AuthSchema>;
+export type EmulatorSpec = z.infer<typeof EmulatorSpecSchema>;
+
+/** The body limit in bytes. */
+export function bodyLimitBytes(s: GatewaySettings): number {
+  return Math.floor(s.server.body_limit_mb * MIB);
+}

@@ -1,0 +1,419 @@
+/**
+ * Loads and checks the gateway's configuration directory:
+ * - `models.yaml` — the model registry (`models:`), validated by the core's schema;
+ * - `routing.yaml` (optional) — the routing file (`default_router`, `local_weight_share`); it
+ *   may instead sit in models.yaml as a `routing:` block, but not in both;
+ * - `gateway.yaml` (optional) — listener, limits, upstream pools, caller keys, health tunables
+ *   and demo emulators (`gateway-settings.ts`);
+ * - the environment, through `${VAR}` / `${VAR:-default}` in any string (`interpolate.ts`).
+ *
+ * Every problem is reported at once as `file:line: field: message — fix: …`, from the YAML
+ * parser, the schemas, the core's own construction checks, and the gateway's cross-checks
+ * (route kinds it can serve, caller keys naming real models, workers vs stateful routing).
+ */
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import { LineCounter, parseDocument, type Document } from 'yaml';
+import type { z } from 'zod';
+import { ModelsConfigSchema, RoutingCore, routingSettingsFromEnv, type HealthOptions, type ModelsConfig, type RoutingSettings } from '../../core/index.ts';
+import { GatewaySettingsSchema, type GatewaySettings } from './gateway-settings.ts';
+import { interpolateEnv } from './interpolate.ts';
+
+/** One thing wrong with the configuration. */
+export interface ConfigProblem {
+  /** File name as given (e.g. `gateway/example/models.yaml`), or `(environment)`/`(options)`. */
+  file: string;
+  /** 1-based line of the field (or of its nearest parent that exists), or null. */
+  line: number | null;
+  /** Dotted path of the field inside the file, e.g. `models.0.route.1.weight`; `(root)` for the file. */
+  field: string;
+  message: string;
+  /** How to mend it, when something more specific than the message can be said. */
+  fix: string | null;
+}
+
+/** The configuration is unusable; `problems` lists every reason, `message` prints them. */
+export class ConfigError extends Error {
+  constructor(readonly problems: ConfigProblem[]) {
+    super(`configuration is invalid (${problems.length} problem${problems.length === 1 ? '' : 's'}):\n${problems.map(formatProblem).join('\n')}`);
+  }
+}
+
+/** `file:line: field: message — fix: …` */
+export function formatProblem(p: ConfigProblem): string {
+  const where = p.line === null ? p.file : `${p.file}:${p.line}`;
+  return `  ${where}: ${p.field}: ${p.message}${p.fix ? ` — fix: ${p.fix}` : ''}`;
+}
+
+/** A loaded, validated configuration. */
+export interface GatewayConfig {
+  /** Paths read (null for a file that is absent), for logs. */
+  readonly files: { models: string; routing: string | null; gateway: string | null };
+  /** The core's validated model registry + routing file (route `api_key`s included). */
+  readonly models: ModelsConfig;
+  readonly settings: GatewaySettings;
+  /**
+   * The core's routing tunables: gateway.yaml `routing_settings` when given, else the
+   * `ROUTING_*` environment variables (core `routingSettingsFromEnv`), else the core's defaults.
+   */
+  readonly routingSettings: Record<string, unknown> | RoutingSettings;
+  /** Things that work but are probably not meant (printed at start and by `validate`). */
+  readonly warnings: string[];
+}
+
+/** The route kinds this gateway has an adapter for. */
+export const SUPPORTED_ROUTE_KINDS: readonly string[] = ['openai_compat'];
+
+/**
+ * Strategies whose per-process state does not change what a request gets when several workers
+ * each hold their own copy: static draws and orders (`fixed`, `round_robin`, the multi-target
+ * `failover`, `consistent_hash`, `least_cost`). Strategies that learn from traffic (latency,
+ * load, RouteWise) are refused with more than one worker, as are per-target rate limits (N
+ * workers would admit N times the limit). Breakers, session affinity and prefill load are per
+ * worker too, but only blunt decisions: a warning.
+ */
+export const WORKER_SAFE_STRATEGIES: readonly string[] = ['fixed', 'round_robin', 'failover', 'consistent_hash', 'least_cost'];
+
+interface SourceFile {
+  name: string;
+  doc: Document | null;
+  lines: LineCounter;
+  value: unknown;
+}
+
+/**
+ * Loads `path`: a directory holding models.yaml (and optionally routing.yaml, gateway.yaml), or
+ * the models file itself (its siblings are read from the same directory).
+ * @param env variables for `${VAR}` (default `process.env`).
+ * @throws ConfigError listing every problem with file, line, field and fix.
+ */
+export function loadGatewayConfig(path: string, env: Readonly<Record<string, string | undefined>> = process.env): GatewayConfig {
+  const isDir = existsSync(path) && statSync(path).isDirectory();
+  const dir = isDir ? path : dirname(path);
+  const modelsPath = isDir ? join(dir, 'models.yaml') : path;
+  if (!existsSync(modelsPath)) {
+    throw new ConfigError([{ file: modelsPath, line: null, field: '(root)', message: 'file not found', fix: `point --config at a models.yaml or at a directory that holds one` }]);
+  }
+  const sibling = (name: string): string | null => {
+    const p = join(dir, name);
+    return basename(modelsPath) !== name && existsSync(p) ? p : null;
+  };
+  const routingPath = sibling('routing.yaml');
+  const gatewayPath = sibling('gateway.yaml');
+  const problems: ConfigProblem[] = [];
+  const models = readYaml(modelsPath, problems);
+  const routing = routingPath ? readYaml(routingPath, problems) : null;
+  const gateway = gatewayPath ? readYaml(gatewayPath, problems) : null;
+  if (problems.length > 0) throw new ConfigError(problems);
+  return checkConfig({ models, routing, gateway }, env, { models: modelsPath, routing: routingPath, gateway: gatewayPath });
+}
+
+/**
+ * Builds a configuration from values instead of files (tests, embedding). Same checks as
+ * `loadGatewayConfig`; problems name the pseudo-files `models`, `routing`, `gateway`.
+ * @throws ConfigError
+ */
+export function buildGatewayConfig(
+  raw: { models: unknown; routing?: unknown; gateway?: unknown },
+  env: Readonly<Record<string, string | undefined>> = {},
+): GatewayConfig {
+  const wrap = (name: string, value: unknown): SourceFile => ({ name, doc: null, lines: new LineCounter(), value });
+  return checkConfig(
+    {
+      models: wrap('models', raw.models),
+      routing: raw.routing === undefined ? null : wrap('routing', raw.routing),
+      gateway: raw.gateway === undefined ? null : wrap('gateway', raw.gateway),
+    },
+    env,
+    { models: 'models', routing: raw.routing === undefined ? null : 'routing', gateway: raw.gateway === undefined ? null : 'gateway' },
+  );
+}
+
+function readYaml(file: string, problems: ConfigProblem[]): SourceFile {
+  const lines = new LineCounter();
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (e) {
+    problems.push({ file, line: null, field: '(root)', message: `cannot read: ${(e as Error).message}`, fix: null });
+    return { name: file, doc: null, lines, value: null };
+  }
+  const doc = parseDocument(text, { lineCounter: lines, prettyErrors: true });
+  for (const err of doc.errors) {
+    problems.push({ file, line: err.linePos?.[0]?.line ?? null, field: '(yaml)', message: err.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, ''), fix: 'fix the YAML syntax (indentation, quotes, a missing colon)' });
+  }
+  return { name: file, doc, lines, value: doc.errors.length > 0 ? null : doc.toJS() };
+}
+
+function checkConfig(
+  src: { models: SourceFile; routing: SourceFile | null; gateway: SourceFile | null },
+  env: Readonly<Record<string, string | undefined>>,
+  files: GatewayConfig['files'],
+): GatewayConfig {
+  const problems: ConfigProblem[] = [];
+  const warnings: string[] = [];
+  const at = (f: SourceFile, path: readonly (string | number)[], message: string, fix: string | null): void => {
+    problems.push({ file: f.name, line: lineOf(f, path), field: path.length > 0 ? path.join('.') : '(root)', message, fix });
+  };
+
+  // 1. Environment.
+  const resolve = (f: SourceFile | null): unknown => {
+    if (!f) return undefined;
+    const { value, missing } = interpolateEnv(f.value, env);
+    for (const m of missing) at(f, m.path, `environment variable ${m.variable} is not set`, `export ${m.variable}=… or write \${${m.variable}:-default}`);
+    return value;
+  };
+  const modelsDoc = resolve(src.models);
+  const routingDoc = resolve(src.routing);
+  const gatewayDoc = resolve(src.gateway);
+
+  // 2. Schemas. models.yaml may hold `models:` and (without a routing.yaml) `routing:`.
+  if (!isRecord(modelsDoc)) {
+    at(src.models, [], 'expected a mapping with a `models:` list', 'start the file with `models:` and list each model under it');
+    throw new ConfigError(problems);
+  }
+  for (const key of Object.keys(modelsDoc)) {
+    if (key !== 'models' && key !== 'routing') at(src.models, [key], `unknown top-level key '${key}'`, 'models.yaml holds `models:` (and optionally `routing:`); gateway settings go in gateway.yaml');
+  }
+  if (modelsDoc.routing !== undefined && src.routing) {
+    at(src.models, ['routing'], 'routing is given both here and in routing.yaml', 'keep one of the two');
+  }
+  const routingInModels = modelsDoc.routing !== undefined;
+  // reportInput: zod 4 leaves the offending value out of issues unless asked.
+  const modelsParsed = ModelsConfigSchema.safeParse(
+    {
+      models: modelsDoc.models,
+      ...(routingInModels ? { routing: modelsDoc.routing } : routingDoc !== undefined && routingDoc !== null ? { routing: routingDoc } : {}),
+    },
+    { reportInput: true },
+  );
+  if (!modelsParsed.success) {
+    for (const issue of modelsParsed.error.issues) {
+      const [head, ...rest] = issue.path as (string | number)[];
+      const inRouting = head === 'routing' && !routingInModels && src.routing;
+      const file = inRouting ? src.routing! : src.models;
+      const path = inRouting ? rest : (issue.path as (string | number)[]);
+      const { message, fix } = describeIssue(issue, ModelsConfigSchema);
+      at(file, path, message, fix);
+    }
+  }
+  const settingsParsed = GatewaySettingsSchema.safeParse(gatewayDoc ?? {}, { reportInput: true });
+  if (!settingsParsed.success) {
+    for (const issue of settingsParsed.error.issues) {
+      const { message, fix } = describeIssue(issue, GatewaySettingsSchema);
+      at(src.gateway ?? { name: 'gateway.yaml', doc: null, lines: new LineCounter(), value: null }, issue.path as (string | number)[], message, fix);
+    }
+  }
+  if (problems.length > 0 || !modelsParsed.success || !settingsParsed.success) throw new ConfigError(problems);
+  const models = modelsParsed.data;
+  const settings = settingsParsed.data;
+
+  // 3. Routes the gateway can serve.
+  models.models.forEach((m, mi) => {
+    m.route.forEach((r, ri) => {
+      const path = ['models', mi, 'route', ri];
+      if (!SUPPORTED_ROUTE_KINDS.includes(r.kind)) {
+        at(src.models, [...path, 'kind'], `route kind '${r.kind}' has no gateway adapter`, `use one of: ${SUPPORTED_ROUTE_KINDS.join(', ')} (vLLM, SGLang, Ollama and OpenAI-style APIs are all openai_compat)`);
+      }
+      let url: URL | null = null;
+      try {
+        url = new URL(r.base_url);
+      } catch {
+        at(src.models, [...path, 'base_url'], `'${r.base_url}' is not an absolute URL`, 'write e.g. http://127.0.0.1:8000/v1');
+      }
+      if (url && url.protocol !== 'http:' && url.protocol !== 'https:') {
+        at(src.models, [...path, 'base_url'], `'${url.protocol}' URLs cannot be served by the gateway`, 'use an http:// or https:// base_url (sim:// is for the simulator)');
+      }
+      if (url && url.protocol === 'http:' && r.api_key && !isLoopback(url.hostname)) {
+        warnings.push(`models.${mi} (id '${m.id}').route.${ri}: api_key is sent in clear over http:// to ${url.hostname}`);
+      }
+    });
+  });
+
+  // 4. Routing settings: gateway.yaml, else ROUTING_* variables. Then the core's own checks
+  // (unknown router, bad router_params or settings, duplicate ids / endpoints).
+  let routingSettings: Record<string, unknown> | RoutingSettings = settings.routing_settings;
+  const envRouting = Object.keys(env).filter((k) => k.startsWith('ROUTING_') && env[k]);
+  if (Object.keys(routingSettings).length > 0) {
+    if (envRouting.length > 0) warnings.push(`gateway.yaml sets routing_settings, so ${envRouting.join(', ')} ${envRouting.length > 1 ? 'are' : 'is'} ignored`);
+  } else if (envRouting.length > 0) {
+    try {
+      routingSettings = routingSettingsFromEnv(env);
+    } catch (e) {
+      problems.push({ file: '(environment)', line: null, field: 'ROUTING_*', message: (e as Error).message, fix: null });
+    }
+  }
+  let core: RoutingCore | null = null;
+  if (problems.length === 0) {
+    try {
+      core = new RoutingCore(models, { health: healthOptions(settings), settings: routingSettings });
+    } catch (e) {
+      const msg = (e as Error).message;
+      const m = /^models\[(\d+)\] \(id '[^']*'\)(?:\.route\[(\d+)\])?: (.*)$/s.exec(msg);
+      if (m) {
+        const path: (string | number)[] = ['models', Number(m[1])];
+        if (m[2] !== undefined) path.push('route', Number(m[2]));
+        else if (/router_params/.test(m[3]!)) path.push('router_params');
+        else if (/unknown router/.test(m[3]!)) path.push('router');
+        at(src.models, path, m[3]!, null);
+      } else {
+        at(src.gateway ?? src.models, [], msg, null);
+      }
+    }
+  }
+
+  // 5. Callers.
+  const gw = src.gateway ?? { name: 'gateway.yaml', doc: null, lines: new LineCounter(), value: null };
+  if (settings.auth.mode === 'keys' && settings.auth.keys.length === 0) {
+    at(gw, ['auth', 'keys'], 'auth.mode is keys but no key is configured, so every request would get 401', 'add a key (id + sha256) or set auth.mode: none for local use');
+  }
+  const ids = new Set<string>();
+  const hashes = new Set<string>();
+  settings.auth.keys.forEach((k, ki) => {
+    if (ids.has(k.id)) at(gw, ['auth', 'keys', ki, 'id'], `caller id '${k.id}' is used twice`, 'give each key its own id');
+    if (hashes.has(k.sha256.toLowerCase())) at(gw, ['auth', 'keys', ki, 'sha256'], 'the same key hash is listed twice', 'remove the duplicate');
+    ids.add(k.id);
+    hashes.add(k.sha256.toLowerCase());
+    k.allowed_models?.forEach((name, ni) => {
+      if (core && !core.model(name)) {
+        at(gw, ['auth', 'keys', ki, 'allowed_models', ni], `no model or alias is named '${name}'`, `use one of: ${core.allModels().flatMap((mm) => [mm.id, ...mm.aliases]).join(', ')}`);
+      }
+    });
+  });
+
+  // 6. Workers and per-worker state.
+  const stateful = statefulModels(models);
+  if (settings.server.workers > 1) {
+    if (stateful.length > 0) {
+      at(gw, ['server', 'workers'], `${settings.server.workers} workers, but routing state would be split per worker for: ${stateful.join(', ')}`, `set server.workers: 1, or route those models with ${WORKER_SAFE_STRATEGIES.join(' / ')}`);
+    } else {
+      warnings.push(`server.workers is ${settings.server.workers}: breakers, session affinity, prefill load and in-flight bounds are per worker`);
+    }
+  }
+
+  // 7. Emulators of a demo config.
+  const ports = new Map<number, number>();
+  settings.emulators.forEach((e, i) => {
+    if (ports.has(e.port)) at(gw, ['emulators', i, 'port'], `port ${e.port} is already used by emulators.${ports.get(e.port)}`, 'give each emulator its own port');
+    if (e.port === settings.server.port) at(gw, ['emulators', i, 'port'], `port ${e.port} is the gateway's own port`, 'pick another port');
+    ports.set(e.port, i);
+  });
+
+  if (problems.length > 0) throw new ConfigError(problems);
+  for (const m of models.models) {
+    for (const r of m.route) if (r.local === false && !r.api_key) warnings.push(`model '${m.id}': remote route ${r.base_url} has no api_key`);
+  }
+  return { files, models, settings, routingSettings, warnings };
+}
+
+/**
+ * Models whose routing keeps per-process state that several workers would split: a router or
+ * multi-target strategy outside `WORKER_SAFE_STRATEGIES`, or targets with a `rate_limit`.
+ * @returns labels like `model 'demo' (router least_latency)`.
+ */
+export function statefulModels(models: ModelsConfig): string[] {
+  const out: string[] = [];
+  for (const m of models.models) {
+    // Multi-target blocks are read structurally so this stays valid as the core's schema grows.
+    const mt = (m as { routing?: { strategy?: string; targets?: Array<{ rate_limit?: unknown }> } }).routing;
+    if (mt) {
+      const strategy = mt.strategy ?? 'failover';
+      if (!WORKER_SAFE_STRATEGIES.includes(strategy)) out.push(`model '${m.id}' (strategy ${strategy})`);
+      if (mt.targets?.some((t) => t.rate_limit !== undefined)) out.push(`model '${m.id}' (target rate limits)`);
+      continue;
+    }
+    const router = m.router ?? models.routing.default_router;
+    if (!WORKER_SAFE_STRATEGIES.includes(router)) out.push(`model '${m.id}' (router ${router})`);
+  }
+  return out;
+}
+
+/** The core's health options from `gateway.yaml` (seconds → ms). */
+export function healthOptions(s: GatewaySettings): Partial<HealthOptions> {
+  const h = s.health;
+  const out: { -readonly [K in keyof HealthOptions]?: number } = {};
+  if (h.failure_threshold !== undefined) out.failureThreshold = h.failure_threshold;
+  if (h.cooldown_sec !== undefined) out.cooldownMs = h.cooldown_sec * 1000;
+  if (h.min_availability !== undefined) out.minAvailability = h.min_availability;
+  if (h.ewma_alpha !== undefined) out.ewmaAlpha = h.ewma_alpha;
+  return out;
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+function isLoopback(host: string): boolean {
+  return /^(localhost|127(\.\d{1,3}){3}|\[::1\]|::1)$/i.test(host);
+}
+
+/** Line of `path` in the file, or of its deepest ancestor present there. */
+function lineOf(f: SourceFile, path: readonly (string | number)[]): number | null {
+  if (!f.doc) return null;
+  for (let n = path.length; n >= 0; n--) {
+    const node = n === 0 ? f.doc.contents : f.doc.getIn(path.slice(0, n), true);
+    const range = (node as { range?: [number, number, number] } | undefined)?.range;
+    if (range) return f.lines.linePos(range[0]).line;
+  }
+  return null;
+}
+
+/** A zod issue as message + fix, with the allowed keys or values spelled out. */
+function describeIssue(issue: z.core.$ZodIssue, root: z.ZodType): { message: string; fix: string | null } {
+  const i = issue as z.core.$ZodIssue & { keys?: string[]; values?: unknown[]; expected?: string; input?: unknown; minimum?: unknown; maximum?: unknown; origin?: string };
+  switch (i.code) {
+    case 'unrecognized_keys': {
+      const allowed = allowedKeys(root, issue.path as (string | number)[]);
+      return {
+        message: `unknown field${i.keys!.length > 1 ? 's' : ''} ${i.keys!.map((k) => `'${k}'`).join(', ')}`,
+        fix: allowed ? `remove it or fix the spelling; allowed here: ${allowed.join(', ')}` : 'remove it or fix the spelling',
+      };
+    }
+    case 'invalid_type':
+      if (i.input === undefined) return { message: `required field is missing (expected ${i.expected})`, fix: `add it` };
+      return { message: `expected ${i.expected}, got ${describeValue(i.input)}`, fix: `write a ${i.expected}` };
+    case 'invalid_value':
+      return { message: `${describeValue(i.input)} is not allowed`, fix: `use one of: ${(i.values ?? []).map((v) => JSON.stringify(v)).join(', ')}` };
+    case 'too_small':
+      return { message: issue.message, fix: i.origin === 'array' ? `list at least ${String(i.minimum)} item(s)` : i.origin === 'string' ? 'write a non-empty value' : `use a value ≥ ${String(i.minimum)}` };
+    case 'too_big':
+      return { message: issue.message, fix: `use a value ≤ ${String(i.maximum)}` };
+    default:
+      return { message: issue.message, fix: null };
+  }
+}
+
+function describeValue(v: unknown): string {
+  if (typeof v === 'string') return `the string ${JSON.stringify(v)}`;
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'a list';
+  if (typeof v === 'object') return 'a mapping';
+  return `${typeof v} ${String(v)}`;
+}
+
+/** Keys an object schema accepts at `path` (best effort through arrays, defaults, optionals). */
+function allowedKeys(root: z.ZodType, path: readonly (string | number)[]): string[] | null {
+  let s: unknown = root;
+  const unwrap = (x: unknown): unknown => {
+    let cur = x as { def?: { type?: string; innerType?: unknown; in?: unknown } };
+    for (let guard = 0; guard < 10 && cur?.def; guard++) {
+      const t = cur.def.type;
+      if (t === 'default' || t === 'optional' || t === 'nullable' || t === 'prefault' || t === 'readonly' || t === 'catch') cur = cur.def.innerType as typeof cur;
+      else if (t === 'pipe') cur = cur.def.in as typeof cur;
+      else break;
+    }
+    return cur;
+  };
+  for (const seg of path) {
+    s = unwrap(s);
+    const d = (s as { def?: { type?: string; element?: unknown; shape?: Record<string, unknown> } }).def;
+    if (!d) return null;
+    if (d.type === 'array' && typeof seg === 'number') s = d.element;
+    else if (d.type === 'object' && typeof seg === 'string') s = d.shape?.[seg];
+    else if (d.type === 'record') s = (d as { valueType?: unknown }).valueType;
+    else return null;
+  }
+  s = unwrap(s);
+  const d = (s as { def?: { type?: string; shape?: Record<string, unknown> } }).def;
+  return d?.type === 'object' && d.shape ? Object.keys(d.shape) : null;
+}

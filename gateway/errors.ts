@@ -1,0 +1,115 @@
+/**
+ * The gateway's error catalogue: every error a client can get has a stable `code`, one HTTP
+ * status and one OpenAI error `type`, listed here and nowhere else (Fastify's error catalogue,
+ * undici's `UND_ERR_*`). The core's codes (`ErrorCode`, statuses in core's `ERROR_STATUS`) are
+ * part of it; the gateway adds its own for what happens before routing (auth, body, limits).
+ *
+ * Bodies follow OpenAI's shape `{"error":{"message","type","param","code"}}` so the official
+ * clients raise their usual exceptions. Messages name the model the client asked for, never an
+ * upstream host, key or endpoint (those go to the log).
+ */
+import { ERROR_STATUS, type ErrorCode } from '../core/index.ts';
+
+/** Codes the gateway itself answers with, before or around routing. */
+export type GatewayOwnCode =
+  | 'invalid_api_key'
+  | 'invalid_json'
+  | 'invalid_request'
+  | 'body_too_large'
+  | 'overloaded'
+  | 'not_found'
+  | 'internal_error';
+
+/** Every code a client may see. */
+export type GatewayErrorCode = ErrorCode | GatewayOwnCode;
+
+/** OpenAI's error types (what its SDKs map to exception classes). */
+export type OpenAiErrorType = 'invalid_request_error' | 'authentication_error' | 'permission_error' | 'rate_limit_error' | 'server_error';
+
+/** HTTP status of the gateway's own codes. */
+const OWN_STATUS: Readonly<Record<GatewayOwnCode, number>> = {
+  invalid_api_key: 401,
+  invalid_json: 400,
+  invalid_request: 400,
+  body_too_large: 413,
+  overloaded: 503,
+  not_found: 404,
+  internal_error: 500,
+};
+
+function isOwn(code: string): code is GatewayOwnCode {
+  return Object.hasOwn(OWN_STATUS, code);
+}
+
+/** The default HTTP status of `code` (the core's `ERROR_STATUS` for its codes; 500 if unknown). */
+export function statusOf(code: string): number {
+  if (isOwn(code)) return OWN_STATUS[code];
+  return (ERROR_STATUS as Readonly<Record<string, number>>)[code] ?? 500;
+}
+
+/**
+ * The OpenAI error `type` of a code, from its status: 401 authentication, 403 permission,
+ * 429 rate limit, other 4xx invalid request, 5xx server. Derived rather than listed, so codes
+ * the core adds later get the right type without a change here.
+ */
+export function typeOf(code: string, status: number = statusOf(code)): OpenAiErrorType {
+  if (status === 401) return 'authentication_error';
+  if (status === 403) return 'permission_error';
+  if (status === 429) return 'rate_limit_error';
+  if (status >= 400 && status < 500) return 'invalid_request_error';
+  return 'server_error';
+}
+
+/** The OpenAI error body (JSON text). */
+export function errorJson(code: string, message: string, param: string | null = null, status: number = statusOf(code)): string {
+  return JSON.stringify({ error: { message, type: typeOf(code, status), param, code } });
+}
+
+/** The SSE frame of an in-band error (after a stream was committed). */
+export function errorFrame(code: string, message: string, status: number = statusOf(code)): string {
+  return `data: ${errorJson(code, message, null, status)}\n\n`;
+}
+
+/**
+ * What a client is told when the core ends a request with `code` for model `alias`: what
+ * happened, in terms of the alias, without upstream hosts, keys or endpoint ids. The core's own
+ * message (with endpoint ids) is logged, not sent — except for admin-only pin errors, whose
+ * message the caller needs (`route_pin_not_found` lists the model's endpoint ids).
+ */
+export function clientMessage(code: string, alias: string, coreMessage: string): string {
+  switch (code) {
+    case 'model_not_found':
+      return `The model '${alias}' does not exist or you do not have access to it.`;
+    case 'route_pin_not_found':
+      return coreMessage;
+    case 'all_circuits_open':
+      return `No route of model '${alias}' is available right now; retry later.`;
+    case 'upstream_rate_limited':
+      return `Every route of model '${alias}' is rate limited; retry later.`;
+    case 'upstream_context_length':
+      return `The request is too long for model '${alias}'.`;
+    case 'upstream_content_policy':
+      return `The request was refused by model '${alias}' on content grounds.`;
+    case 'upstream_client_error':
+      return `Model '${alias}' rejected the request.`;
+    case 'upstream_auth_rejected':
+      return `The upstreams of model '${alias}' refused the gateway's credentials.`;
+    case 'upstream_timeout':
+      return `Model '${alias}' timed out on every route tried.`;
+    case 'upstream_server_error':
+    case 'upstream_unavailable':
+      return `Model '${alias}' is unavailable: every route tried failed.`;
+    case 'queue_wait_timeout':
+      return `Model '${alias}' is busy; retry later.`;
+    case 'all_candidates_unavailable':
+      return `Every target of model '${alias}' is cooling down; retry later.`;
+    case 'forbidden_by_cidr':
+      return `Model '${alias}' is not available from your network address.`;
+    case 'target_rate_limited':
+      return `Every target of model '${alias}' is over its rate limit; retry later.`;
+    case 'routing_tags_unmatched':
+      return `No target of model '${alias}' matches the request's routing tags.`;
+    default:
+      return `Request to model '${alias}' failed (${code}).`;
+  }
+}

@@ -1,0 +1,181 @@
+/**
+ * `switchyard gateway` — runs the OpenAI-compatible gateway on a configuration directory (and
+ * the emulators a demo configuration lists); `switchyard validate` — checks a configuration and
+ * exits non-zero with one line per problem (file, line, field, fix).
+ */
+import { parseArgs } from 'node:util';
+import { Worker } from 'node:worker_threads';
+import pino from 'pino';
+import { UsageError, type CliCommand } from '../bin/command.ts';
+import { startEmulator, type RunningEmulator } from '../simulator/emulator/emulator.ts';
+import { ConfigError, loadGatewayConfig, statefulModels, type GatewayConfig } from './config/load.ts';
+import { ServerSchema } from './config/gateway-settings.ts';
+import { startGateway, type RunningGateway } from './gateway.ts';
+
+const GATEWAY_USAGE = `usage: switchyard gateway --config <dir|models.yaml> [--host ADDR] [--port N] [--workers N] [--seed N] [--log-level LEVEL]
+
+Starts the gateway on the configuration (models.yaml, with routing.yaml and gateway.yaml beside
+it), after the emulators gateway.yaml lists under emulators:. Ctrl-C stops everything.
+  --port       public port (default server.port, 8080); with --workers > 1 it must not be 0
+  --workers    worker threads sharing the port (default 1; state is per worker)
+  --seed       root seed of routing draws (default server.seed, else random; printed)`;
+
+const VALIDATE_USAGE = `usage: switchyard validate <dir|models.yaml>
+
+Checks models.yaml, routing.yaml, gateway.yaml and the \${VAR}s they use. Exit 0 when valid;
+1 with one line per problem (file:line: field: message — fix: …).`;
+
+function intOption(name: string, v: string | undefined): number | undefined {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!Number.isInteger(n)) throw new UsageError(`--${name} must be an integer, got '${v}'`);
+  return n;
+}
+
+/** Loads the config, or prints its problems and returns null. */
+function loadOrReport(path: string): GatewayConfig | null {
+  try {
+    return loadGatewayConfig(path);
+  } catch (e) {
+    if (e instanceof ConfigError) {
+      process.stderr.write(`switchyard: ${e.message}\n`);
+      return null;
+    }
+    throw e;
+  }
+}
+
+export const validateCommand: CliCommand = {
+  name: 'validate',
+  summary: 'check a gateway configuration directory; exits non-zero naming file, field and fix',
+  usage: VALIDATE_USAGE,
+  async run(args) {
+    if (args.length !== 1) throw new UsageError('validate takes exactly one directory or models.yaml');
+    const config = loadOrReport(args[0]!);
+    if (!config) return 1;
+    const models = config.models.models;
+    const routes = models.reduce((n, m) => n + m.route.length, 0);
+    const s = config.settings;
+    process.stdout.write(
+      `ok: ${models.length} model(s), ${routes} route(s); auth ${s.auth.mode}${s.auth.mode === 'keys' ? ` (${s.auth.keys.length} key(s))` : ''}; listener ${s.server.host}:${s.server.port}, ${s.server.workers} worker(s)` +
+        `${s.emulators.length > 0 ? `; ${s.emulators.length} emulator(s)` : ''}\n`,
+    );
+    for (const w of config.warnings) process.stdout.write(`warning: ${w}\n`);
+    return 0;
+  },
+};
+
+export const gatewayCommand: CliCommand = {
+  name: 'gateway',
+  summary: 'run the OpenAI-compatible gateway (uWebSockets.js + undici) on a configuration',
+  usage: GATEWAY_USAGE,
+  async run(args) {
+    const { values, positionals } = parseArgs({
+      args,
+      allowPositionals: true,
+      options: {
+        config: { type: 'string' },
+        host: { type: 'string' },
+        port: { type: 'string' },
+        workers: { type: 'string' },
+        seed: { type: 'string' },
+        'log-level': { type: 'string' },
+      },
+    });
+    const path = values.config ?? positionals[0];
+    if (!path || positionals.length > (values.config ? 0 : 1)) throw new UsageError('gateway takes one configuration (--config <dir|models.yaml>)');
+    const loaded = loadOrReport(path);
+    if (!loaded) return 1;
+    const server = { ...loaded.settings.server };
+    if (values.host !== undefined) server.host = values.host;
+    server.port = intOption('port', values.port) ?? server.port;
+    server.workers = intOption('workers', values.workers) ?? server.workers;
+    const seedOpt = intOption('seed', values.seed);
+    if (seedOpt !== undefined) server.seed = seedOpt;
+    if (values['log-level'] !== undefined) {
+      const level = ServerSchema.shape.log_level.safeParse(values['log-level']);
+      if (!level.success) throw new UsageError(`--log-level must be one of ${ServerSchema.shape.log_level.unwrap().options.join(', ')}`);
+      server.log_level = level.data;
+    }
+    if (server.workers < 1) throw new UsageError('--workers must be at least 1');
+    const config: GatewayConfig = { ...loaded, settings: { ...loaded.settings, server } };
+    const log = pino({ level: server.log_level });
+    for (const w of config.warnings) log.warn(w);
+    if (server.workers > 1) {
+      const stateful = statefulModels(config.models);
+      if (stateful.length > 0) {
+        process.stderr.write(`switchyard: refusing ${server.workers} workers: routing state would be split per worker for ${stateful.join(', ')}; use --workers 1\n`);
+        return 1;
+      }
+      if (server.port === 0) throw new UsageError('--port 0 cannot be shared by several workers; give a port');
+      log.warn(`${server.workers} workers: breakers, affinity, prefill load and in-flight limits are per worker`);
+    }
+    const seed = server.seed ?? Math.floor(Math.random() * 2 ** 31);
+
+    const emulators: RunningEmulator[] = [];
+    for (const e of config.settings.emulators) {
+      const em = await startEmulator({
+        host: e.host,
+        port: e.port,
+        mode: e.mode,
+        faults: e.faults,
+        apiKey: e.api_key ?? null,
+        ...(e.engine_profile !== undefined && { engineProfile: e.engine_profile }),
+        ...(e.engine !== undefined && { engine: e.engine }),
+        ...(e.default_output_tokens !== undefined && { defaultOutputTokens: e.default_output_tokens }),
+      });
+      emulators.push(em);
+      log.info({ url: em.baseUrl, mode: em.mode }, 'emulator listening');
+    }
+
+    let stop: () => Promise<void>;
+    let url: string;
+    if (server.workers === 1) {
+      const gw: RunningGateway = await startGateway({ config, seed, logger: log });
+      url = gw.url;
+      stop = () => gw.close();
+    } else {
+      const workers = await startWorkers(config, server.workers, seed);
+      url = `http://${server.host}:${server.port}`;
+      stop = () => stopWorkers(workers);
+    }
+    process.stdout.write(`switchyard gateway on ${url}/v1 (seed ${seed}, ${server.workers} worker(s), auth ${config.settings.auth.mode}) — Ctrl-C to stop\n`);
+    await new Promise<void>((resolve) => {
+      const done = () => resolve();
+      process.once('SIGINT', done);
+      process.once('SIGTERM', done);
+    });
+    await stop();
+    for (const em of emulators) await em.close();
+    return 0;
+  },
+};
+
+/** Starts `n` worker threads, each a whole gateway on the same port (SO_REUSEPORT). */
+async function startWorkers(config: GatewayConfig, n: number, seed: number): Promise<Worker[]> {
+  const entry = new URL('./server/worker-entry.mjs', import.meta.url);
+  const workers: Worker[] = [];
+  await Promise.all(
+    Array.from({ length: n }, (_, i) => {
+      const w = new Worker(entry, { workerData: { config, seed, worker: i } });
+      workers.push(w);
+      return new Promise<void>((resolve, reject) => {
+        w.once('message', (m: { ready?: boolean; error?: string }) => (m.ready ? resolve() : reject(new Error(m.error ?? 'worker failed'))));
+        w.once('error', reject);
+      });
+    }),
+  );
+  return workers;
+}
+
+async function stopWorkers(workers: Worker[]): Promise<void> {
+  await Promise.all(
+    workers.map(
+      (w) =>
+        new Promise<void>((resolve) => {
+          w.once('exit', () => resolve());
+          w.postMessage('stop');
+        }),
+    ),
+  );
+}

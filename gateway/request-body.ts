@@ -1,0 +1,134 @@
+/**
+ * What the gateway reads from a client's request body, and the body it sends upstream. Kept lean
+ * on purpose (the hot path): one `JSON.parse`, a few field checks with OpenAI-style messages, and
+ * one walk over the messages for the prompt-size estimate — no schema validation of the whole
+ * body; the upstream judges the rest and its 4xx passes through.
+ *
+ * Prompt size: the core's `estimatePromptTokens` for chat bodies (4 UTF-8 bytes per token, 85
+ * per image, 200 per audio — seed 000, "prefill load"); for `/v1/completions` and
+ * `/v1/embeddings` the same rule over `prompt` / `input` (token-id arrays count one per id).
+ */
+import { BYTES_PER_TOKEN, estimatePromptTokens, utf8ByteLength, type Modality } from '../core/index.ts';
+
+/** The OpenAI endpoints the gateway serves. */
+export type Endpoint = 'chat' | 'completion' | 'embedding';
+
+/** Upstream path (after the route's base_url, which ends in `/v1`) of each endpoint. */
+export const UPSTREAM_PATH: Readonly<Record<Endpoint, string>> = {
+  chat: '/chat/completions',
+  completion: '/completions',
+  embedding: '/embeddings',
+};
+
+/** A checked client request. */
+export interface ClientRequest {
+  readonly endpoint: Endpoint;
+  /** The parsed body, unchanged. */
+  readonly body: Record<string, unknown>;
+  /** `model` as the client wrote it (id or alias). */
+  readonly model: string;
+  readonly stream: boolean;
+  /** The client asked for a usage chunk (`stream_options.include_usage`). */
+  readonly includeUsage: boolean;
+  /** Estimated prompt tokens (see the module doc). */
+  readonly inputTokens: number;
+  /** `max_completion_tokens` or `max_tokens`, when set. */
+  readonly outputTokensHint: number | null;
+  /** Input modalities beyond text. */
+  readonly modalities: Modality[];
+}
+
+/** A request the gateway refuses before routing. */
+export interface BodyProblem {
+  readonly code: 'invalid_json' | 'invalid_request';
+  readonly message: string;
+  readonly param: string | null;
+}
+
+/**
+ * Parses and checks a body for `endpoint`.
+ * @returns the request, or the problem to answer with (400).
+ */
+export function readClientRequest(endpoint: Endpoint, text: string): ClientRequest | BodyProblem {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (e) {
+    return { code: 'invalid_json', message: `We could not parse the JSON body of your request: ${(e as Error).message}`, param: null };
+  }
+  if (!isRecord(parsed)) return { code: 'invalid_json', message: 'The request body must be a JSON object.', param: null };
+  const body = parsed;
+  if (typeof body.model !== 'string' || body.model.length === 0) {
+    return { code: 'invalid_request', message: 'You must provide a model parameter.', param: 'model' };
+  }
+  if (body.stream !== undefined && body.stream !== null && typeof body.stream !== 'boolean') {
+    return { code: 'invalid_request', message: `Invalid type for 'stream': expected a boolean.`, param: 'stream' };
+  }
+  if (body.stream_options !== undefined && body.stream_options !== null && !isRecord(body.stream_options)) {
+    return { code: 'invalid_request', message: `Invalid type for 'stream_options': expected an object.`, param: 'stream_options' };
+  }
+  const stream = endpoint !== 'embedding' && body.stream === true;
+  let inputTokens: number;
+  const modalities: Modality[] = [];
+  if (endpoint === 'chat') {
+    if (!Array.isArray(body.messages) || body.messages.length === 0) {
+      return { code: 'invalid_request', message: `'messages' must be a non-empty array.`, param: 'messages' };
+    }
+    const est = estimatePromptTokens(body);
+    inputTokens = est.tokens;
+    if (est.images > 0) modalities.push('image');
+    if (est.audios > 0) modalities.push('audio');
+  } else {
+    const field = endpoint === 'completion' ? 'prompt' : 'input';
+    const v = body[field];
+    if (v === undefined || v === null) return { code: 'invalid_request', message: `You must provide '${field}'.`, param: field };
+    inputTokens = promptTokens(v);
+  }
+  const so = body.stream_options;
+  return {
+    endpoint,
+    body,
+    model: body.model,
+    stream,
+    includeUsage: stream && isRecord(so) && so.include_usage === true,
+    inputTokens,
+    outputTokensHint: positiveInt(body.max_completion_tokens) ?? positiveInt(body.max_tokens),
+    modalities,
+  };
+}
+
+/** True when `r` is a refusal rather than a request. */
+export function isBodyProblem(r: ClientRequest | BodyProblem): r is BodyProblem {
+  return 'code' in r;
+}
+
+/**
+ * The JSON body for one upstream attempt: the client's body with `model` set to the route's
+ * upstream model name and, for streams, `stream_options.include_usage: true` (the gateway always
+ * wants usage; `sse-relay.ts` removes it again when the client did not ask).
+ */
+export function upstreamBody(req: ClientRequest, upstreamModel: string): string {
+  const out: Record<string, unknown> = { ...req.body, model: upstreamModel };
+  if (req.stream) out.stream_options = { ...(isRecord(req.body.stream_options) ? req.body.stream_options : {}), include_usage: true };
+  return JSON.stringify(out);
+}
+
+/** Tokens of a `prompt` / `input`: strings by UTF-8 bytes, token-id arrays one per id, nested arrays summed. */
+function promptTokens(v: unknown): number {
+  if (typeof v === 'string') return Math.ceil(utf8ByteLength(v) / BYTES_PER_TOKEN);
+  if (typeof v === 'number') return 1;
+  if (Array.isArray(v)) {
+    let n = 0;
+    for (const x of v) n += promptTokens(x);
+    return n;
+  }
+  return Math.ceil(utf8ByteLength(JSON.stringify(v) ?? '') / BYTES_PER_TOKEN);
+}
+
+function positiveInt(v: unknown): number | null {
+  return typeof v === 'number' && Number.isFinite(v) && v > 0 ? Math.floor(v) : null;
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}

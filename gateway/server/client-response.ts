@@ -1,0 +1,174 @@
+/**
+ * One client response on uWebSockets.js, made safe to use from async code:
+ * - every write is corked (`res.cork`), so status, headers and body leave in one syscall;
+ * - nothing touches `res` after `onAborted` fired or after it was ended (uWS forbids it);
+ * - backpressure: a stream `write` that uWS had to buffer returns false, and `drained()`
+ *   resolves at the next `onWritable`, so the upstream is not read faster than the client
+ *   takes it; a whole body goes out with `tryEnd`, resumed from `onWritable` at the offset
+ *   uWS reports (the pattern of uWS's own `VideoStreamer` example).
+ */
+import type { HttpResponse } from '@trufflesuite/uws-js-unofficial';
+
+/** Response headers as pairs (names lowercase). */
+export type HeaderPairs = ReadonlyArray<readonly [string, string]>;
+
+const REASONS: Record<number, string> = {
+  200: 'OK',
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  405: 'Method Not Allowed',
+  413: 'Payload Too Large',
+  422: 'Unprocessable Entity',
+  429: 'Too Many Requests',
+  499: 'Client Closed Request',
+  500: 'Internal Server Error',
+  502: 'Bad Gateway',
+  503: 'Service Unavailable',
+  504: 'Gateway Timeout',
+};
+
+/** `200 OK`-style status line for uWS's `writeStatus`. */
+export function statusLine(status: number): string {
+  return `${status} ${REASONS[status] ?? 'Status'}`;
+}
+
+/** A uWS response with abort tracking, corking and backpressure. */
+export class ClientResponse {
+  /** The client went away (uWS `onAborted`). */
+  aborted = false;
+  /** We ended the response (or closed the connection). */
+  ended = false;
+  /** Status and headers are out (a stream started); errors can only be in-band now. */
+  headersSent = false;
+  private waiters: Array<() => void> = [];
+  private body: Buffer | null = null;
+  private bodyOffset = 0;
+
+  /**
+   * Must be constructed inside the uWS request handler (it registers `onAborted`).
+   * @param onAbort called once when the client disconnects before the response ended.
+   */
+  constructor(
+    private readonly res: HttpResponse,
+    onAbort: () => void,
+  ) {
+    res.onAborted(() => {
+      this.aborted = true;
+      this.wake();
+      onAbort();
+    });
+    res.onWritable((offset) => this.onWritable(offset));
+  }
+
+  /** The response can still be written to. */
+  get open(): boolean {
+    return !this.aborted && !this.ended;
+  }
+
+  /** Sends a whole response. Large bodies continue from `onWritable`. */
+  send(status: number, headers: HeaderPairs, body: string): void {
+    if (!this.open) return;
+    const buf = Buffer.from(body, 'utf8');
+    this.res.cork(() => {
+      this.res.writeStatus(statusLine(status));
+      for (const [k, v] of headers) this.res.writeHeader(k, v);
+      this.headersSent = true;
+      this.bodyOffset = this.res.getWriteOffset();
+      const [ok, done] = this.res.tryEnd(buf, buf.length);
+      if (done) this.ended = true;
+      else if (!ok) this.body = buf;
+      else this.ended = true;
+    });
+  }
+
+  /**
+   * Sends a small whole response and closes the connection after it — for a request whose body
+   * will not be read (413), so the connection cannot be reused.
+   */
+  sendAndClose(status: number, headers: HeaderPairs, body: string): void {
+    if (!this.open) return;
+    this.ended = true;
+    this.headersSent = true;
+    this.res.cork(() => {
+      this.res.writeStatus(statusLine(status));
+      for (const [k, v] of headers) this.res.writeHeader(k, v);
+      this.res.end(body, true);
+    });
+  }
+
+  /** Starts a streamed 200 response with `headers`, and writes `first` if non-empty. */
+  startStream(headers: HeaderPairs, first: string): boolean {
+    if (!this.open) return false;
+    let ok = true;
+    this.res.cork(() => {
+      this.res.writeStatus('200 OK');
+      for (const [k, v] of headers) this.res.writeHeader(k, v);
+      this.headersSent = true;
+      // Never write '' — a zero-length write ends a chunked body in uWS.
+      if (first.length > 0) ok = this.res.write(first);
+    });
+    return ok;
+  }
+
+  /** Writes part of a stream. False: uWS buffered it (congested) — wait for `drained()`. */
+  write(text: string): boolean {
+    if (!this.open) return false;
+    if (text.length === 0) return true;
+    let ok = true;
+    this.res.cork(() => {
+      ok = this.res.write(text);
+    });
+    return ok;
+  }
+
+  /** Resolves when the client can take more (or went away). */
+  drained(): Promise<void> {
+    if (!this.open) return Promise.resolve();
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+
+  /** Ends a stream, optionally with a last piece. */
+  end(text = ''): void {
+    if (!this.open) return;
+    this.ended = true;
+    this.res.cork(() => {
+      this.res.end(text);
+    });
+    this.wake();
+  }
+
+  /** Drops the connection (used when the request cannot be read to its end). */
+  close(): void {
+    if (!this.open) return;
+    this.ended = true;
+    this.res.close();
+    this.wake();
+  }
+
+  private onWritable(offset: number): boolean {
+    if (this.body) {
+      const buf = this.body;
+      let ok = false;
+      this.res.cork(() => {
+        const [o, done] = this.res.tryEnd(buf.subarray(offset - this.bodyOffset), buf.length);
+        ok = o;
+        if (done) {
+          this.body = null;
+          this.ended = true;
+        }
+      });
+      return ok;
+    }
+    this.wake();
+    return true;
+  }
+
+  private wake(): void {
+    if (this.waiters.length === 0) return;
+    const w = this.waiters;
+    this.waiters = [];
+    for (const f of w) f();
+  }
+}

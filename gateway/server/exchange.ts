@@ -1,0 +1,446 @@
+/**
+ * One client request driven through the core's lifecycle seam, with real sockets: the core
+ * decides (dispatch, cancel, commit, respond_error, done, wait_until); this class performs each
+ * action and reports what the sockets did (attempt_sent, first_output, first_token, finished,
+ * failed, deadline, client_gone). It is the gateway's counterpart of the simulator's replay loop.
+ *
+ * The commit point is the core's: a stream is committed at its first token (a content or
+ * tool-call delta). Until then the attempt's role-only / empty chunks are held here, and no
+ * status or header has gone to the client, so a failure before the first token — even after a
+ * preamble — fails over invisibly. After commit, a failure can only be told in-band: an error
+ * event and the end of the stream, never a `[DONE]`. A non-stream response commits when its
+ * whole body has arrived. Routing metadata goes to the log, never to the client; the served
+ * endpoint is named in `x-switchyard-served-by`.
+ *
+ * Events are queued, never applied re-entrantly: an action that causes an event (a deadline, an
+ * abort) is stepped after the current batch of actions is done.
+ */
+import type { Logger } from 'pino';
+import type { LifecycleAction, LifecycleEvent, RequestLife, RouteRequest, RoutingCore, RoutingMetadata, Rng } from '../../core/index.ts';
+import type { Caller } from '../callers.ts';
+import { clientMessage, errorFrame, errorJson } from '../errors.ts';
+import { upstreamBody, UPSTREAM_PATH, type ClientRequest } from '../request-body.ts';
+import type { RelayEvent } from '../sse-relay.ts';
+import { runAttempt, type AttemptEnd } from '../upstream/openai-compat.ts';
+import type { Pool } from 'undici';
+import type { ClientResponse, HeaderPairs } from './client-response.ts';
+
+/** Where an endpoint id sends its attempts. */
+export interface RouteTarget {
+  readonly endpointId: string;
+  readonly pool: Pool;
+  /** Path prefix of the base_url (e.g. `/v1`), without a trailing slash. */
+  readonly basePath: string;
+  readonly apiKey: string | null;
+  /** `model` sent upstream: the route's provider_model_id, else the model id. */
+  readonly upstreamModel: string;
+}
+
+/** What every exchange of one gateway shares. */
+export interface ExchangeContext {
+  readonly core: RoutingCore;
+  readonly routes: ReadonlyMap<string, RouteTarget>;
+  /** The routing stream of a model (by the name the client used). */
+  rngFor(model: string): Rng;
+  /** Monotonic clock, ms. */
+  now(): number;
+  readonly log: Logger;
+  readonly maxErrorBodyBytes: number;
+}
+
+/** What the HTTP layer read from the request besides its body. */
+export interface ExchangeMeta {
+  readonly requestId: string;
+  /** Headers every response of this request carries (`x-request-id`). */
+  readonly baseHeaders: HeaderPairs;
+  /** Admin pin (`X-Route-Pin`), null for others. */
+  readonly pin: string | null;
+  readonly sessionId: string | null;
+  readonly routingTags: readonly string[] | null;
+  readonly clientIp: string | null;
+  /** Routing-relevant request headers (`hash_on`), lower-case names. */
+  readonly headers: Readonly<Record<string, string>> | null;
+  readonly cookies: Readonly<Record<string, string>> | null;
+  /** Called once when the exchange is over (releases the in-flight slot). */
+  released(): void;
+}
+
+/** One dispatch. Kept in `attempts` until the exchange ends (there are few). */
+interface Attempt {
+  readonly id: number;
+  readonly target: RouteTarget;
+  readonly controller: AbortController;
+  /** Frames held back until commit. */
+  pending: string[];
+  gotToken: boolean;
+  /** No more reports for this attempt (ended, cancelled, or timed out by us). */
+  closed: boolean;
+  /** Non-stream body waiting for commit. */
+  body: string | null;
+  timers: NodeJS.Timeout[];
+}
+
+const SSE_DONE = 'data: [DONE]\n\n';
+const ZERO_USAGE = { inputTokens: 0, outputTokens: 0, cachedTokens: 0 } as const;
+
+/** Passes an upstream 4xx body on only in OpenAI's error shape (extra fields dropped). */
+function passThroughBody(raw: string | null): string | null {
+  if (!raw) return null;
+  try {
+    const e = (JSON.parse(raw) as { error?: Record<string, unknown> }).error;
+    if (!e || typeof e !== 'object' || typeof e.message !== 'string') return null;
+    return JSON.stringify({
+      error: {
+        message: e.message,
+        type: typeof e.type === 'string' ? e.type : 'invalid_request_error',
+        param: typeof e.param === 'string' ? e.param : null,
+        code: typeof e.code === 'string' || typeof e.code === 'number' ? e.code : null,
+      },
+    });
+  } catch {
+    return null;
+  }
+}
+
+const PASS_THROUGH_CODES = new Set(['upstream_client_error', 'upstream_context_length', 'upstream_content_policy']);
+
+/** One request's life in the gateway. */
+export class Exchange {
+  private life: RequestLife | null = null;
+  private readonly attempts = new Map<number, Attempt>();
+  private committed: Attempt | null = null;
+  /** The stream start was written without backpressure. */
+  private streamOk = true;
+  /** Committed frames of the current batch, written at its end. */
+  private out = '';
+  /** The core's message of a failed request (endpoint ids included): for the log only. */
+  private errorDetail: string | null = null;
+  private firstFailureBody: string | null | undefined = undefined;
+  private readonly queue: LifecycleEvent[] = [];
+  private busy = false;
+  private over = false;
+  private readonly waits = new Set<NodeJS.Timeout>();
+  private readonly startedAtMs: number;
+  private readonly requestId: string;
+  private readonly baseHeaders: HeaderPairs;
+
+  constructor(
+    private readonly ctx: ExchangeContext,
+    private readonly client: ClientResponse,
+    private readonly req: ClientRequest,
+    private readonly caller: Caller,
+    private readonly meta: ExchangeMeta,
+  ) {
+    this.startedAtMs = ctx.now();
+    this.requestId = meta.requestId;
+    this.baseHeaders = meta.baseHeaders;
+  }
+
+  /** Begins routing. */
+  start(): void {
+    const request: RouteRequest = {
+      requestId: this.requestId,
+      model: this.req.model,
+      sessionId: this.meta.sessionId,
+      callerId: this.caller.id,
+      inputTokens: this.req.inputTokens,
+      outputTokensHint: this.req.outputTokensHint,
+      stream: this.req.stream,
+      modalities: this.req.modalities,
+      pin: this.meta.pin,
+      prefixHashes: null,
+      routingTags: this.meta.routingTags,
+      clientIp: this.meta.clientIp,
+      headers: this.meta.headers,
+      cookies: this.meta.cookies,
+    };
+    const { life, actions } = this.ctx.core.start(request, this.ctx.now(), this.ctx.rngFor(this.req.model));
+    this.life = life;
+    this.busy = true;
+    try {
+      this.apply(actions);
+    } finally {
+      this.busy = false;
+    }
+    this.drainQueue();
+  }
+
+  /** The client disconnected. */
+  clientGone(): void {
+    this.run(() => {
+      if (this.life && !this.life.isDone) this.step({ kind: 'client_gone' });
+    });
+  }
+
+  /**
+   * Runs `f`; a throw (a bug) ends this request with a 500 (or an in-band error) instead of
+   * taking the process down from a socket callback, and the life is closed as if the client had
+   * gone, so its claims are released.
+   */
+  run(f: () => void): void {
+    try {
+      f();
+    } catch (e) {
+      this.crash(e);
+    }
+  }
+
+  private crash(e: unknown): void {
+    this.ctx.log.error({ requestId: this.requestId, err: e }, 'request failed inside the gateway');
+    for (const att of this.attempts.values()) if (!att.closed) this.closeAttempt(att.id, true);
+    if (this.client.open) {
+      const message = 'The gateway failed while handling this request.';
+      if (this.client.headersSent) this.client.end(this.takeOut() + errorFrame('internal_error', message));
+      else this.client.send(500, [...this.baseHeaders, ['content-type', 'application/json']], errorJson('internal_error', message));
+    }
+    if (this.life && !this.life.isDone) {
+      try {
+        this.life.step({ kind: 'client_gone' }, this.ctx.now());
+      } catch {
+        // Already failing; the log line above has the cause.
+      }
+    }
+    if (!this.over) {
+      this.over = true;
+      this.meta.released();
+    }
+  }
+
+  private step(event: LifecycleEvent): void {
+    this.queue.push(event);
+    if (!this.busy) this.drainQueue();
+  }
+
+  private drainQueue(): void {
+    this.busy = true;
+    try {
+      while (this.queue.length > 0) {
+        const e = this.queue.shift()!;
+        if (!this.life || this.life.isDone) continue;
+        this.apply(this.life.step(e, this.ctx.now()));
+      }
+    } finally {
+      this.busy = false;
+    }
+  }
+
+  private apply(actions: readonly LifecycleAction[]): void {
+    for (const a of actions) {
+      switch (a.kind) {
+        case 'dispatch':
+          this.dispatch(a.attemptId, a.endpointId, a.deadlines.firstTokenAtMs, a.deadlines.totalAtMs);
+          break;
+        case 'cancel':
+          this.closeAttempt(a.attemptId, true);
+          break;
+        case 'commit':
+          this.commit(a.attemptId);
+          break;
+        case 'respond_error':
+          this.respondError(a.status, a.code, a.message, a.retryAfterSec);
+          break;
+        case 'wait_until': {
+          const t = setTimeout(() => {
+            this.waits.delete(t);
+            this.run(() => this.step({ kind: 'deadline', deadlineId: a.deadlineId }));
+          }, Math.max(0, a.atMs - this.ctx.now()));
+          this.waits.add(t);
+          break;
+        }
+        case 'done':
+          this.finish(a.metadata);
+          break;
+      }
+    }
+  }
+
+  private dispatch(id: number, endpointId: string, firstTokenAtMs: number | null, totalAtMs: number | null): void {
+    const target = this.ctx.routes.get(endpointId);
+    if (!target) {
+      // A config/core mismatch is a bug; fail the attempt so the core can fall back.
+      this.ctx.log.error({ requestId: this.requestId, endpointId }, 'no upstream target for endpoint');
+      this.step({ kind: 'failed', attemptId: id, outcome: { kind: 'transport', cause: 'refused' } });
+      return;
+    }
+    const att: Attempt = { id, target, controller: new AbortController(), pending: [], gotToken: false, closed: false, body: null, timers: [] };
+    this.attempts.set(id, att);
+    const now = this.ctx.now();
+    if (firstTokenAtMs !== null) {
+      att.timers.push(setTimeout(() => this.run(() => !att.gotToken && this.timeOut(att, { kind: 'first_token_timeout' })), Math.max(0, firstTokenAtMs - now)));
+    }
+    if (totalAtMs !== null) {
+      att.timers.push(setTimeout(() => this.run(() => this.timeOut(att, { kind: 'transport', cause: 'timeout' })), Math.max(0, totalAtMs - now)));
+    }
+    const spec = {
+      pool: target.pool,
+      path: target.basePath + UPSTREAM_PATH[this.req.endpoint],
+      body: upstreamBody(this.req, target.upstreamModel),
+      apiKey: target.apiKey,
+      requestId: this.requestId,
+      stream: this.req.stream,
+      endpoint: this.req.endpoint,
+      includeUsage: this.req.includeUsage,
+      publicModel: this.req.model,
+      maxErrorBodyBytes: this.ctx.maxErrorBodyBytes,
+    };
+    void runAttempt(spec, att.controller.signal, {
+      headers: () => this.run(() => !att.closed && this.step({ kind: 'first_output', attemptId: id })),
+      events: (events) => {
+        let wait: void | Promise<void> = undefined;
+        this.run(() => (wait = this.onEvents(att, events)));
+        return wait;
+      },
+    }).then((end) => this.run(() => this.onAttemptEnd(att, end)));
+    this.step({ kind: 'attempt_sent', attemptId: id });
+  }
+
+  /**
+   * Stream frames from an attempt: held before commit, relayed after. The frames of one batch
+   * (one upstream read) are joined into one write; the last batch's go out with the final
+   * `[DONE]` or error in one `end`. (Wrapping a batch in an outer `cork` instead made this uWS
+   * build drop connections under backpressure.) Returns a promise when the client is congested.
+   */
+  private onEvents(att: Attempt, events: RelayEvent[]): void | Promise<void> {
+    let congested = false;
+    for (const ev of events) {
+      if (att.closed) break;
+      if (ev.kind === 'frame') {
+        if (this.committed === att) {
+          this.out += ev.text;
+        } else if (!ev.token) {
+          att.pending.push(ev.text);
+        } else {
+          att.gotToken = true;
+          att.pending.push(ev.text);
+          this.step({ kind: 'first_token', attemptId: att.id });
+          // If the core committed this attempt, commit() flushed everything held, token included.
+          if (this.committed !== att) return;
+          if (!this.streamOk) congested = true;
+        }
+      } else if (ev.kind === 'done') {
+        att.closed = true;
+        this.clearTimers(att);
+        // `finish` ends the response with what is still in `out`, then [DONE].
+        this.step({ kind: 'finished', attemptId: att.id, usage: ev.usage ?? ZERO_USAGE });
+      }
+    }
+    if (this.out.length > 0 && this.client.open) {
+      const text = this.out;
+      this.out = '';
+      if (!this.client.write(text)) congested = true;
+    }
+    if (congested && this.client.open) return this.client.drained();
+  }
+
+  /** Frames relayed but not yet written, emptied. */
+  private takeOut(): string {
+    const t = this.out;
+    this.out = '';
+    return t;
+  }
+
+  private onAttemptEnd(att: Attempt, end: AttemptEnd): void {
+    if (att.closed) return;
+    att.closed = true;
+    this.clearTimers(att);
+    switch (end.kind) {
+      case 'aborted':
+      case 'streamed':
+        return;
+      case 'body':
+        att.body = end.text;
+        this.step({ kind: 'finished', attemptId: att.id, usage: end.usage ?? ZERO_USAGE });
+        return;
+      case 'failed':
+        if (this.firstFailureBody === undefined) this.firstFailureBody = end.errorBody;
+        this.ctx.log.debug({ requestId: this.requestId, endpointId: att.target.endpointId, outcome: end.outcome }, 'attempt failed');
+        this.step({ kind: 'failed', attemptId: att.id, outcome: end.outcome });
+        return;
+    }
+  }
+
+  /** A deadline of ours ended the attempt: abort it upstream and report the outcome. */
+  private timeOut(att: Attempt, outcome: Extract<LifecycleEvent, { kind: 'failed' }>['outcome']): void {
+    if (att.closed) return;
+    this.closeAttempt(att.id, true);
+    this.step({ kind: 'failed', attemptId: att.id, outcome });
+  }
+
+  private closeAttempt(id: number, abort: boolean): void {
+    const att = this.attempts.get(id);
+    if (!att) return;
+    att.closed = true;
+    this.clearTimers(att);
+    if (abort) att.controller.abort();
+  }
+
+  private clearTimers(att: Attempt): void {
+    for (const t of att.timers) clearTimeout(t);
+    att.timers.length = 0;
+  }
+
+  private commit(id: number): void {
+    const att = this.attempts.get(id);
+    if (!att) return;
+    this.committed = att;
+    const headers: HeaderPairs = [...this.baseHeaders, ['x-switchyard-served-by', att.target.endpointId]];
+    if (this.req.stream) {
+      this.streamOk = this.client.startStream(
+        [...headers, ['content-type', 'text/event-stream'], ['cache-control', 'no-cache'], ['x-accel-buffering', 'no']],
+        att.pending.join(''),
+      );
+      att.pending = [];
+    } else {
+      this.client.send(200, [...headers, ['content-type', 'application/json']], att.body ?? '');
+      att.body = null;
+    }
+  }
+
+  private respondError(status: number, code: string, coreMessage: string, retryAfterSec: number | null): void {
+    this.errorDetail = coreMessage;
+    if (!this.client.open) return;
+    const message = clientMessage(code, this.req.model, coreMessage);
+    if (this.client.headersSent) {
+      // Committed stream: an in-band error, then the end — never [DONE].
+      this.client.end(this.takeOut() + errorFrame(code, message));
+      return;
+    }
+    const headers: Array<readonly [string, string]> = [...this.baseHeaders, ['content-type', 'application/json']];
+    if (retryAfterSec !== null) headers.push(['retry-after', String(retryAfterSec)]);
+    const passed = status >= 400 && status < 500 && PASS_THROUGH_CODES.has(code) ? passThroughBody(this.firstFailureBody ?? null) : null;
+    this.client.send(status, headers, passed ?? errorJson(code, message));
+  }
+
+  private finish(md: RoutingMetadata): void {
+    if (this.over) return;
+    this.over = true;
+    for (const t of this.waits) clearTimeout(t);
+    this.waits.clear();
+    // Attempts still running are aborted; a finished stream may still drain its body after
+    // [DONE] (closed already), which keeps its connection reusable.
+    for (const att of this.attempts.values()) if (!att.closed) this.closeAttempt(att.id, true);
+    if (this.client.open) {
+      if (md.status === 'ok' && this.req.stream && this.committed) this.client.end(this.takeOut() + SSE_DONE);
+      else if (!this.client.headersSent) this.client.send(500, [...this.baseHeaders, ['content-type', 'application/json']], errorJson('internal_error', 'The request ended without a response.'));
+    }
+    const now = this.ctx.now();
+    this.ctx.log.info(
+      {
+        requestId: md.requestId,
+        caller: this.caller.id,
+        model: md.modelId,
+        status: md.status,
+        endpointId: md.endpointId,
+        reason: md.reason,
+        fallback: md.fallback,
+        attempts: md.attempts.map((a) => ({ endpointId: a.endpointId, outcome: a.outcome.kind === 'http_status' ? a.outcome.status : a.outcome.kind, ms: Math.round(a.endMs - a.startMs) })),
+        ttftMs: md.firstTokenAtMs === null ? null : Math.round(md.firstTokenAtMs - this.startedAtMs),
+        durationMs: Math.round(now - this.startedAtMs),
+        usage: md.usage,
+        ...(this.errorDetail !== null && { detail: this.errorDetail }),
+      },
+      'request',
+    );
+    this.meta.released();
+  }
+}

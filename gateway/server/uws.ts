@@ -1,0 +1,210 @@
+/**
+ * The public HTTP surface on uWebSockets.js: OpenAI's `POST /v1/chat/completions`,
+ * `/v1/completions`, `/v1/embeddings` and `GET /v1/models`, plus `GET /health` and the
+ * admin-only `GET /health/deep`. What happens before routing lives here — request id, caller
+ * authentication, the in-flight bound, the body limit, JSON and field checks, model access —
+ * and each admitted request is handed to an `Exchange` that drives the core.
+ *
+ * Order of checks, cheapest first: auth (401) → in-flight bound (503 + Retry-After) → declared
+ * body size (413) → body read with the limit (413) → JSON (400) → fields (400) → model access
+ * (404, the same answer as an unknown model, so a key cannot probe which models exist).
+ * `X-Route-Pin` is honoured for admin callers only; for others it is ignored.
+ */
+import { randomUUID } from 'node:crypto';
+import uWS from '@trufflesuite/uws-js-unofficial';
+import type { HttpRequest, HttpResponse, TemplatedApp } from '@trufflesuite/uws-js-unofficial';
+import { Callers, type Caller } from '../callers.ts';
+import { clientMessage, errorJson } from '../errors.ts';
+import { isBodyProblem, readClientRequest, type Endpoint } from '../request-body.ts';
+import { ClientResponse, statusLine, type HeaderPairs } from './client-response.ts';
+import { Exchange, type ExchangeContext } from './exchange.ts';
+
+/** What the HTTP layer needs from the gateway. */
+export interface ServerContext extends ExchangeContext {
+  readonly callers: Callers;
+  readonly bodyLimitBytes: number;
+  readonly maxInFlight: number;
+  readonly overloadRetryAfterSec: number;
+  /** Request header names (lower case) the core's strategies may key on (`hash_on`). */
+  readonly routingHeaders: readonly string[];
+  /** Whether any strategy keys on cookies. */
+  readonly routingCookies: boolean;
+  /** Unix seconds of start (the `created` of /v1/models). */
+  readonly startedAtSec: number;
+  /** Requests admitted and not yet over. */
+  inFlight: number;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:\-]{1,128}$/;
+const JSON_TYPE = ['content-type', 'application/json'] as const;
+
+/** Creates the uWS app with every route. Call `listen` on it. */
+export function createApp(ctx: ServerContext): TemplatedApp {
+  const app = uWS.App();
+  app.post('/v1/chat/completions', (res, req) => handleInference(ctx, 'chat', res, req));
+  app.post('/v1/completions', (res, req) => handleInference(ctx, 'completion', res, req));
+  app.post('/v1/embeddings', (res, req) => handleInference(ctx, 'embedding', res, req));
+  app.get('/v1/models', (res, req) => {
+    const requestId = takeRequestId(req);
+    const caller = ctx.callers.authenticate(req.getHeader('authorization'));
+    if (!caller) return sendNow(res, 401, requestId, errorJson('invalid_api_key', 'Incorrect or missing API key.'));
+    const data: Array<Record<string, unknown>> = [];
+    for (const m of ctx.core.allModels()) {
+      if (!m.published) continue;
+      for (const name of [m.id, ...m.aliases]) {
+        if (Callers.mayUse(caller, name)) data.push({ id: name, object: 'model', created: ctx.startedAtSec, owned_by: 'switchyard' });
+      }
+    }
+    sendNow(res, 200, requestId, JSON.stringify({ object: 'list', data }));
+  });
+  app.get('/health', (res, req) => sendNow(res, 200, takeRequestId(req), JSON.stringify({ status: 'ok', in_flight: ctx.inFlight })));
+  app.get('/health/deep', (res, req) => {
+    const requestId = takeRequestId(req);
+    const caller = ctx.callers.authenticate(req.getHeader('authorization'));
+    if (!caller) return sendNow(res, 401, requestId, errorJson('invalid_api_key', 'Incorrect or missing API key.'));
+    if (!caller.admin) return sendNow(res, 404, requestId, errorJson('not_found', 'Unknown request URL: GET /health/deep.'));
+    const body = { in_flight: ctx.inFlight, endpoints: ctx.core.health.snapshot(ctx.now()), route_exclusions: ctx.core.routeExclusions() };
+    sendNow(res, 200, requestId, JSON.stringify(body));
+  });
+  app.any('/*', (res, req) => {
+    sendNow(res, 404, takeRequestId(req), errorJson('not_found', `Unknown request URL: ${req.getMethod().toUpperCase()} ${req.getUrl()}.`));
+  });
+  return app;
+}
+
+/** Answers synchronously inside a handler (no onAborted needed). */
+function sendNow(res: HttpResponse, status: number, requestId: string, body: string): void {
+  res.cork(() => {
+    res.writeStatus(statusLine(status)).writeHeader('x-request-id', requestId).writeHeader(JSON_TYPE[0], JSON_TYPE[1]).end(body);
+  });
+}
+
+function takeRequestId(req: HttpRequest): string {
+  const given = req.getHeader('x-request-id');
+  return given && REQUEST_ID.test(given) ? given : randomUUID();
+}
+
+function handleInference(ctx: ServerContext, endpoint: Endpoint, res: HttpResponse, req: HttpRequest): void {
+  // HttpRequest is only valid during this call: read everything now.
+  const requestId = takeRequestId(req);
+  const authorization = req.getHeader('authorization');
+  const pinHeader = req.getHeader('x-route-pin');
+  const sessionId = req.getHeader('x-session-id') || null;
+  const tagsHeader = req.getHeader('x-switchyard-routing-tags');
+  const declaredLength = req.getHeader('content-length');
+  let headers: Record<string, string> | null = null;
+  for (const name of ctx.routingHeaders) {
+    const v = req.getHeader(name);
+    if (v) (headers ??= {})[name] = v;
+  }
+  const cookies = ctx.routingCookies ? parseCookies(req.getHeader('cookie')) : null;
+  const clientIp = Buffer.from(res.getRemoteAddressAsText()).toString('latin1');
+
+  const base: HeaderPairs = [['x-request-id', requestId]];
+  let exchange: Exchange | null = null;
+  let admitted = false;
+  const release = (): void => {
+    if (!admitted) return;
+    admitted = false;
+    ctx.inFlight--;
+  };
+  const client = new ClientResponse(res, () => {
+    if (exchange) exchange.clientGone();
+    else release();
+  });
+  const refuse = (status: number, code: string, message: string, param: string | null = null, extra: HeaderPairs = []): void => {
+    client.send(status, [...base, JSON_TYPE, ...extra], errorJson(code, message, param, status));
+    release();
+  };
+
+  const caller = ctx.callers.authenticate(authorization);
+  if (!caller) return refuse(401, 'invalid_api_key', 'Incorrect or missing API key. Send it as "Authorization: Bearer <key>".');
+  if (ctx.inFlight >= ctx.maxInFlight) {
+    return refuse(503, 'overloaded', 'The gateway is at its in-flight request limit; retry shortly.', null, [['retry-after', String(ctx.overloadRetryAfterSec)]]);
+  }
+  ctx.inFlight++;
+  admitted = true;
+  const limit = ctx.bodyLimitBytes;
+  if (declaredLength && Number(declaredLength) > limit) return tooLarge(client, base, limit, release);
+
+  readBody(res, limit, {
+    tooLarge: () => tooLarge(client, base, limit, release),
+    done: (text) => {
+      if (!client.open) return release();
+      const parsed = readClientRequest(endpoint, text);
+      if (isBodyProblem(parsed)) return refuse(400, parsed.code, parsed.message, parsed.param);
+      if (!Callers.mayUse(caller, parsed.model)) {
+        // Word for word what an unknown model gets from the core, so a key cannot probe.
+        return refuse(404, 'model_not_found', clientMessage('model_not_found', parsed.model, ''), 'model');
+      }
+      const routingTags = tagsHeader
+        ? tagsHeader
+            .split(',')
+            .map((t) => t.trim().toLowerCase())
+            .filter((t) => t.length > 0)
+        : null;
+      const ex = new Exchange(ctx, client, parsed, caller, {
+        requestId,
+        baseHeaders: base,
+        pin: pinFor(caller, pinHeader),
+        sessionId,
+        routingTags,
+        clientIp,
+        headers,
+        cookies,
+        released: release,
+      });
+      exchange = ex;
+      ex.run(() => ex.start());
+    },
+  });
+}
+
+function pinFor(caller: Caller, header: string): string | null {
+  return caller.admin && header.length > 0 ? header : null;
+}
+
+/** 413, and the connection is closed: the rest of the body will not be read. */
+function tooLarge(client: ClientResponse, base: HeaderPairs, limit: number, release: () => void): void {
+  client.sendAndClose(413, [...base, JSON_TYPE], errorJson('body_too_large', `The request body exceeds the gateway's limit of ${limit} bytes.`, null, 413));
+  release();
+}
+
+/**
+ * Reads a body up to `limit` bytes. uWS hands out chunks that are neutered when the callback
+ * returns, so every chunk kept is copied; the last one is decoded while still valid.
+ */
+function readBody(res: HttpResponse, limit: number, on: { done(text: string): void; tooLarge(): void }): void {
+  const parts: Buffer[] = [];
+  let size = 0;
+  let dead = false;
+  res.onData((chunk, isLast) => {
+    if (dead) return;
+    size += chunk.byteLength;
+    if (size > limit) {
+      dead = true;
+      parts.length = 0;
+      on.tooLarge();
+      return;
+    }
+    if (!isLast) {
+      parts.push(Buffer.from(chunk.slice(0)));
+      return;
+    }
+    dead = true;
+    if (parts.length === 0) return on.done(Buffer.from(chunk).toString('utf8'));
+    parts.push(Buffer.from(chunk));
+    on.done(Buffer.concat(parts).toString('utf8'));
+  });
+}
+
+function parseCookies(header: string): Record<string, string> | null {
+  if (!header) return null;
+  const out: Record<string, string> = {};
+  for (const part of header.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq <= 0) continue;
+    out[part.slice(0, eq).trim()] = part.slice(eq + 1).trim();
+  }
+  return out;
+}

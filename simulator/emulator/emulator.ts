@@ -1,0 +1,521 @@
+/**
+ * The engine emulator: an OpenAI-compatible HTTP server (uWebSockets.js) that answers like a
+ * vLLM replica would, in wall-clock time, by running the simulator's engine model
+ * (`VllmReplica` with a fitted step-time profile: continuous batching, chunked prefill, prefix
+ * cache) on timers and streaming one SSE chunk per produced token. An `echo` mode answers at once
+ * with a fixed tiny reply and no model, to measure gateway overhead. Fault knobs (`faults.ts`)
+ * make it misbehave on purpose. It records every request it received and when its client went
+ * away (`request-log.ts`), so tests can assert what the gateway did upstream.
+ *
+ * Endpoints: POST /v1/chat/completions, /v1/completions, /v1/embeddings; GET /v1/models;
+ * GET /emulator/records; GET and PUT /emulator/faults (JSON, merged over the current knobs).
+ *
+ * Prompt size: 4 bytes of prompt text per token (the gateway's estimate). Prefix caching works on
+ * real prompt text: the messages' JSON is cut into blocks of `HASH_BLOCK_TOKENS` tokens and each
+ * block gets a hash chained over its predecessors, so requests that share a prefix share blocks.
+ * Output length: `max_tokens` (or `max_completion_tokens`), else `defaultOutputTokens`.
+ * Backpressure: token chunks are tiny and paced by the model, so writes rely on uWS's buffering.
+ */
+import uWS from '@trufflesuite/uws-js-unofficial';
+import type { HttpRequest, HttpResponse, TemplatedApp } from '@trufflesuite/uws-js-unofficial';
+import { deriveRng, type Rng } from '../../core/index.ts';
+import { ReplicasSchema, replicaFactory } from '../engine/replica-config.ts';
+import { FaultKnobsSchema, NO_FAULTS, planFaults, type FaultKnobs, type FaultPlan } from './faults.ts';
+import {
+  contentChunk,
+  embedding,
+  errorBody,
+  finishChunk,
+  fullResponse,
+  roleChunk,
+  SSE_DONE,
+  sse,
+  tokenText,
+  toolCallChunk,
+  usage,
+  usageChunk,
+  type ChunkHead,
+  type EmulatedEndpoint,
+} from './openai-shapes.ts';
+import { RequestLog, type RecordOutcome, type RequestRecord } from './request-log.ts';
+import { WallClockEngine, type EngineListener } from './wall-clock-engine.ts';
+
+/** Tokens per prefix-cache hash block of the emulator (a multiple of vLLM's 16-token KV block). */
+export const HASH_BLOCK_TOKENS = 16;
+/** Prompt bytes per token (the gateway's estimate; seed 000 "prefill load"). */
+const BYTES_PER_TOKEN = 4;
+const DEFAULT_PROFILE = 'llama2-70b-h100-tp4';
+
+/** Options of `startEmulator`. */
+export interface EmulatorOptions {
+  /** Listen address; default 127.0.0.1. */
+  host?: string;
+  /** Port; 0 (default) picks a free one — read it from the result. */
+  port?: number;
+  /** `engine` (default): the modelled replica; `echo`: a fixed tiny answer at once. */
+  mode?: 'engine' | 'echo';
+  /** Legacy linear step-time profile under simulator/engine/profiles/ (default llama2-70b-h100-tp4). */
+  engineProfile?: string;
+  /**
+   * The replica, as an experiment's `replicas:` block without `count` (validated by
+   * `ReplicasSchema`): engine limits such as `max_num_seqs` / `kv_blocks`, or a whole engine
+   * description where the simulator has one. Without `profile` or `model`, `engineProfile` is used.
+   */
+  engine?: Record<string, unknown>;
+  /** Initial fault knobs (validated; unknown keys throw). */
+  faults?: Partial<FaultKnobs>;
+  /** When set, requests must carry `Authorization: Bearer <apiKey>` (else 401), like a hosted API. */
+  apiKey?: string | null;
+  /** Output tokens when the request sets no max_tokens. Default 64. */
+  defaultOutputTokens?: number;
+  /** Upper bound on output tokens. Default 4096. */
+  maxOutputTokens?: number;
+  /** The reply of echo mode. Default `ok`. */
+  echoText?: string;
+  /** Seed of the fault draws. Default 1. */
+  seed?: number;
+  /** Model name in responses; default: the request's `model`. */
+  modelName?: string | null;
+  /** Records kept. Default 10,000. */
+  recordCapacity?: number;
+}
+
+/** A running emulator. */
+export interface RunningEmulator {
+  readonly host: string;
+  readonly port: number;
+  /** `http://host:port/v1`, the base_url a route points at. */
+  readonly baseUrl: string;
+  readonly mode: 'engine' | 'echo';
+  /** Every request received (bounded), with waiters for tests. */
+  readonly log: RequestLog;
+  faults(): FaultKnobs;
+  /** Merges `patch` over the current knobs. @throws Error naming a bad knob. */
+  setFaults(patch: Partial<FaultKnobs>): FaultKnobs;
+  /** Requests inside the engine now (engine mode; 0 in echo mode). */
+  inEngine(): number;
+  /** Stops listening and drops every open connection. */
+  close(): Promise<void>;
+}
+
+interface Exchange {
+  readonly res: HttpResponse;
+  readonly endpoint: EmulatedEndpoint | 'embedding';
+  record: RequestRecord | null;
+  /** True once the response is finished, closed or aborted: nothing more may touch `res`. */
+  gone: boolean;
+  cleanup: (() => void) | null;
+}
+
+/**
+ * Starts an emulator and resolves once it listens.
+ * @throws Error when the port cannot be bound, the profile is missing, or a knob is invalid.
+ */
+export async function startEmulator(opts: EmulatorOptions = {}): Promise<RunningEmulator> {
+  const host = opts.host ?? '127.0.0.1';
+  const mode = opts.mode ?? 'engine';
+  let knobs: FaultKnobs = parseKnobs({ ...NO_FAULTS, ...opts.faults });
+  const rng: Rng = deriveRng(opts.seed ?? 1, 'emulator/faults');
+  const log = new RequestLog(opts.recordCapacity);
+  const defaultOut = opts.defaultOutputTokens ?? 64;
+  const maxOut = opts.maxOutputTokens ?? 4096;
+  const echoText = opts.echoText ?? 'ok';
+  const apiKeyHeader = opts.apiKey ? `Bearer ${opts.apiKey}` : null;
+  const replica: Record<string, unknown> = { count: 1, ...opts.engine };
+  if (replica.profile === undefined && replica.model === undefined) replica.profile = opts.engineProfile ?? DEFAULT_PROFILE;
+  const engine = mode === 'engine' ? new WallClockEngine(replicaFactory(ReplicasSchema.parse(replica), HASH_BLOCK_TOKENS)(0), knobs.latency_scale) : null;
+  const open = new Set<Exchange>();
+  let seq = 0;
+
+  const app: TemplatedApp = uWS.App();
+
+  const finish = (x: Exchange, outcome: RecordOutcome): void => {
+    if (x.record) log.end(x.record, outcome, performance.now());
+    x.gone = true;
+    x.cleanup?.();
+    open.delete(x);
+  };
+
+  const respond = (x: Exchange, status: number, body: string, headers: Array<[string, string]> = []): void => {
+    if (x.gone) return;
+    if (x.record) x.record.status = status;
+    x.res.cork(() => {
+      x.res.writeStatus(statusLine(status)).writeHeader('content-type', 'application/json');
+      for (const [k, v] of headers) x.res.writeHeader(k, v);
+      x.res.end(body);
+    });
+  };
+
+  /** Sends a whole response and ends the record. */
+  const reply = (x: Exchange, status: number, body: string, outcome: RecordOutcome, headers: Array<[string, string]> = []): void => {
+    respond(x, status, body, headers);
+    finish(x, outcome);
+  };
+
+  /** Closes the connection without (more) response bytes. */
+  const drop = (x: Exchange, outcome: RecordOutcome): void => {
+    if (x.gone) return;
+    finish(x, outcome);
+    x.res.close();
+  };
+
+  const handle = (endpoint: EmulatedEndpoint | 'embedding') => (res: HttpResponse, req: HttpRequest) => {
+    const x: Exchange = { res, endpoint, record: null, gone: false, cleanup: null };
+    open.add(x);
+    const authorization = req.getHeader('authorization');
+    const requestId = req.getHeader('x-request-id') || null;
+    const path = req.getUrl();
+    res.onAborted(() => {
+      if (x.gone) return;
+      finish(x, 'client_gone');
+    });
+    readBody(res, (text) => {
+      let body: unknown = null;
+      try {
+        body = JSON.parse(text);
+      } catch {
+        body = null;
+      }
+      const obj = body !== null && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>) : null;
+      x.record = log.open({ requestId, path, receivedAtMs: performance.now(), body, authorization, stream: obj?.stream === true });
+      if (!obj) return reply(x, 400, errorBody('body is not a JSON object', 'invalid_request_error', 400), 'bad_request');
+      if (apiKeyHeader !== null && authorization !== apiKeyHeader) {
+        return reply(x, 401, errorBody('Incorrect API key provided.', 'authentication_error', 'invalid_api_key'), 'unauthorized');
+      }
+      const plan = planFaults(knobs, rng);
+      if (plan.kind === 'reset') return drop(x, 'reset');
+      if (plan.kind === 'error') {
+        return reply(x, plan.status, errorBody(`emulated upstream error ${plan.status}`, plan.status >= 500 ? 'server_error' : 'invalid_request_error', plan.status), 'error');
+      }
+      if (plan.kind === 'rate_limited') {
+        return reply(x, 429, errorBody('emulated rate limit', 'rate_limit_error', 'rate_limit_exceeded'), 'rate_limited', [['retry-after', String(plan.retryAfterSec)]]);
+      }
+      if (endpoint === 'embedding') return serveEmbedding(x, obj);
+      serveGeneration(x, endpoint, obj, plan);
+    });
+  };
+
+  const serveEmbedding = (x: Exchange, body: Record<string, unknown>): void => {
+    const inputs = Array.isArray(body.input) ? body.input : [body.input];
+    const dims = typeof body.dimensions === 'number' && body.dimensions > 0 ? Math.min(4096, Math.floor(body.dimensions)) : 8;
+    let tokens = 0;
+    const data = inputs.map((inp, index) => {
+      const text = typeof inp === 'string' ? inp : JSON.stringify(inp ?? '');
+      tokens += Math.ceil(text.length / BYTES_PER_TOKEN);
+      return { object: 'embedding', index, embedding: embedding(text, dims) };
+    });
+    const model = opts.modelName ?? String(body.model ?? 'emulated');
+    respond(x, 200, JSON.stringify({ object: 'list', data, model, usage: { prompt_tokens: tokens, total_tokens: tokens } }));
+    finish(x, 'ok');
+  };
+
+  const serveGeneration = (x: Exchange, endpoint: EmulatedEndpoint, body: Record<string, unknown>, plan: Extract<FaultPlan, { kind: 'serve' }>): void => {
+    const record = x.record!;
+    const promptText = endpoint === 'chat' ? JSON.stringify(body.messages ?? null) : JSON.stringify(body.prompt ?? null);
+    if (endpoint === 'chat' ? !Array.isArray(body.messages) : body.prompt === undefined) {
+      return reply(x, 400, errorBody(endpoint === 'chat' ? "'messages' must be an array" : "'prompt' is required", 'invalid_request_error', 400), 'bad_request');
+    }
+    const stream = body.stream === true;
+    const includeUsage = stream && isObject(body.stream_options) && body.stream_options.include_usage === true;
+    const asked = firstNumber(body.max_tokens, body.max_completion_tokens);
+    const outputTokens = Math.max(1, Math.min(maxOut, asked ?? (mode === 'echo' ? 1 : defaultOut)));
+    const inputTokens = Math.ceil(Buffer.byteLength(promptText) / BYTES_PER_TOKEN);
+    const head: ChunkHead = {
+      id: `${endpoint === 'chat' ? 'chatcmpl' : 'cmpl'}-emu-${++seq}`,
+      model: opts.modelName ?? String(body.model ?? 'emulated'),
+      created: Math.floor(Date.now() / 1000),
+      endpoint,
+    };
+    const tool = endpoint === 'chat' ? toolToCall(body) : null;
+    const callId = `call_emu_${seq}`;
+    const finishReason = tool ? 'tool_calls' : asked !== null && outputTokens === asked ? 'length' : 'stop';
+    const mid = plan.midstream;
+    // Echo mode answers with `echoText` as one token.
+    const pieceOf = (i: number): string => {
+      if (mode === 'echo') return echoText;
+      if (!tool) return tokenText(i);
+      return toolArgsPiece(i, outputTokens);
+    };
+
+    let sent = 0;
+    let cached = 0;
+    let text = '';
+    let holdUntilMs = 0;
+    let stalled = false;
+    const queue: Array<() => void> = [];
+    let flushTimer: NodeJS.Timeout | null = null;
+    let engineId: number | null = null;
+    let stallTimer: NodeJS.Timeout | null = null;
+    x.cleanup = () => {
+      if (engineId !== null) engine?.cancel(engineId);
+      if (flushTimer) clearTimeout(flushTimer);
+      if (stallTimer) clearTimeout(stallTimer);
+    };
+
+    const write = (s: string): void => {
+      if (!x.gone) x.res.cork(() => x.res.write(s));
+    };
+    let headSent = false;
+    const writeHead = (): void => {
+      if (x.gone || headSent) return;
+      headSent = true;
+      record.status = 200;
+      x.res.cork(() => x.res.writeStatus('200 OK').writeHeader('content-type', 'text/event-stream').writeHeader('cache-control', 'no-cache'));
+    };
+
+    /**
+     * Applies the mid-stream faults due before token `sent`: false when the response is over or
+     * the token was deferred by a stall that starts now.
+     */
+    const midstreamGate = (retry: () => void): boolean => {
+      if (!mid) return true;
+      if (mid.disconnectAfterTokens === sent) {
+        drop(x, 'disconnected');
+        return false;
+      }
+      if (mid.errorAfterTokens === sent) {
+        if (stream) {
+          write(sse({ error: { message: 'emulated mid-stream error', type: 'server_error', param: null, code: 500 } }));
+          if (!x.gone) x.res.cork(() => x.res.end());
+          finish(x, 'midstream_error');
+        } else {
+          reply(x, 500, errorBody('emulated mid-stream error', 'server_error', 500), 'midstream_error');
+        }
+        return false;
+      }
+      if (mid.stallAfterTokens === sent && !stalled && mid.stallMs > 0) {
+        stalled = true;
+        holdUntilMs = performance.now() + mid.stallMs;
+        paced(retry, true);
+        return false;
+      }
+      return true;
+    };
+
+    let roleSent = false;
+    const emitToken = (i: number): void => {
+      if (x.gone) return;
+      if (i === 0 && stream && !roleSent) {
+        roleSent = true;
+        const role = roleChunk(head);
+        if (role) write(role);
+      }
+      if (!midstreamGate(() => emitToken(i))) return;
+      const piece = pieceOf(i);
+      if (stream) write(tool ? toolCallChunk(head, callId, tool, piece, i === 0) : contentChunk(head, piece));
+      else text += piece;
+      if (sent === 0) record.firstTokenAtMs = performance.now();
+      sent++;
+      record.tokensSent = sent;
+    };
+
+    const emitEnd = (): void => {
+      if (x.gone) return;
+      if (!midstreamGate(emitEnd)) return;
+      const u = usage(inputTokens, outputTokens, cached);
+      if (stream) {
+        let tail = finishChunk(head, finishReason);
+        if (includeUsage) tail += usageChunk(head, u);
+        tail += SSE_DONE;
+        x.res.cork(() => x.res.end(tail));
+        finish(x, 'ok');
+      } else {
+        const call = tool ? { id: callId, name: tool, arguments: text } : null;
+        reply(x, 200, fullResponse(head, call ? '' : text, call, finishReason, u), 'ok');
+      }
+    };
+
+    /** Runs queued output in order once no stall holds it. */
+    const flush = (): void => {
+      flushTimer = null;
+      while (queue.length > 0 && !x.gone) {
+        const wait = holdUntilMs - performance.now();
+        if (wait > 0) {
+          flushTimer ??= setTimeout(flush, wait);
+          return;
+        }
+        queue.shift()!();
+      }
+    };
+    /** Runs `f` now, or after the stall in force, keeping order; `first` puts it at the head. */
+    const paced = (f: () => void, first = false): void => {
+      const wait = holdUntilMs - performance.now();
+      if (queue.length === 0 && wait <= 0) return f();
+      if (first) queue.unshift(f);
+      else queue.push(f);
+      if (flushTimer === null) flushTimer = setTimeout(flush, Math.max(0, wait));
+    };
+
+    const listener: EngineListener = {
+      token(i, cachedTokens) {
+        if (i === 0) cached = cachedTokens;
+        paced(() => emitToken(i));
+      },
+      finished() {
+        engineId = null;
+        paced(emitEnd);
+      },
+      rejected() {
+        engineId = null;
+        const message = `This model's maximum context length is exceeded: ${inputTokens} prompt tokens + ${outputTokens} output tokens do not fit in the KV cache.`;
+        if (!headSent) return reply(x, 400, errorBody(message, 'invalid_request_error', 'context_length_exceeded', 'messages'), 'bad_request');
+        // Headers already went out (a stalled stream): the refusal can only be in-band.
+        write(sse({ error: { message, type: 'invalid_request_error', param: 'messages', code: 400 } }));
+        if (!x.gone) x.res.cork(() => x.res.end());
+        finish(x, 'bad_request');
+      },
+    };
+
+    const start = (): void => {
+      stallTimer = null;
+      if (x.gone) return;
+      if (engine) {
+        engineId = engine.submit(inputTokens, outputTokens, prefixHashes(promptText), listener);
+        // Headers go out once the engine has accepted the request (a refusal is a plain 400).
+        if (x.gone) return;
+        if (stream) writeHead();
+      } else {
+        if (stream) writeHead();
+        x.res.cork(() => {
+          listener.token(0, 0);
+          listener.finished();
+        });
+      }
+    };
+    if (plan.firstTokenStallMs > 0) {
+      if (stream) writeHead();
+      stallTimer = setTimeout(start, plan.firstTokenStallMs);
+    } else start();
+  };
+
+  app.post('/v1/chat/completions', handle('chat'));
+  app.post('/v1/completions', handle('completion'));
+  app.post('/v1/embeddings', handle('embedding'));
+  app.get('/v1/models', (res) => {
+    res.writeHeader('content-type', 'application/json').end(
+      JSON.stringify({ object: 'list', data: [{ id: opts.modelName ?? 'emulated', object: 'model', created: 0, owned_by: 'switchyard-emulator' }] }),
+    );
+  });
+  app.get('/emulator/faults', (res) => {
+    res.writeHeader('content-type', 'application/json').end(JSON.stringify(knobs));
+  });
+  app.put('/emulator/faults', (res) => {
+    let aborted = false;
+    res.onAborted(() => (aborted = true));
+    readBody(res, (text) => {
+      if (aborted) return;
+      let status = 200;
+      let out: string;
+      try {
+        out = JSON.stringify(setFaults(JSON.parse(text) as Partial<FaultKnobs>));
+      } catch (e) {
+        status = 400;
+        out = errorBody((e as Error).message, 'invalid_request_error', 400);
+      }
+      res.cork(() => res.writeStatus(statusLine(status)).writeHeader('content-type', 'application/json').end(out));
+    });
+  });
+  app.get('/emulator/records', (res) => {
+    const rows = log.all().map(({ body: _b, authorization: _a, ...rest }) => rest);
+    res.writeHeader('content-type', 'application/json').end(JSON.stringify(rows));
+  });
+  app.any('/*', (res) => {
+    res.writeStatus('404 Not Found').writeHeader('content-type', 'application/json').end(errorBody('not found', 'invalid_request_error', 404));
+  });
+
+  const setFaults = (patch: Partial<FaultKnobs>): FaultKnobs => {
+    knobs = parseKnobs({ ...knobs, ...patch });
+    engine?.setLatencyScale(knobs.latency_scale);
+    return knobs;
+  };
+
+  const port = await new Promise<number>((resolve, reject) => {
+    app.listen(host, opts.port ?? 0, (ls) => {
+      if (!ls) reject(new Error(`emulator: cannot listen on ${host}:${opts.port ?? 0} (port in use?)`));
+      else resolve(uWS.us_socket_local_port(ls));
+    });
+  });
+
+  return {
+    host,
+    port,
+    baseUrl: `http://${host}:${port}/v1`,
+    mode,
+    log,
+    faults: () => knobs,
+    setFaults,
+    inEngine: () => engine?.size ?? 0,
+    async close() {
+      for (const x of [...open]) drop(x, 'client_gone');
+      engine?.close();
+      // `close()` exists in this uWS build (closes the listener and every socket) but is missing from its typings.
+      (app as TemplatedApp & { close(): void }).close();
+    },
+  };
+}
+
+/** Validates knobs with a message naming the bad one. */
+function parseKnobs(raw: unknown): FaultKnobs {
+  const r = FaultKnobsSchema.safeParse(raw);
+  if (!r.success) throw new Error(`emulator faults: ${r.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`);
+  return r.data;
+}
+
+/** Reads a request body (copying uWS's transient chunks) and hands it over as UTF-8 text. */
+function readBody(res: HttpResponse, done: (text: string) => void): void {
+  const parts: Buffer[] = [];
+  res.onData((chunk, isLast) => {
+    if (isLast && parts.length === 0) return done(Buffer.from(chunk).toString('utf8'));
+    parts.push(Buffer.from(chunk.slice(0)));
+    if (isLast) done(Buffer.concat(parts).toString('utf8'));
+  });
+}
+
+const REASONS: Record<number, string> = { 200: 'OK', 400: 'Bad Request', 401: 'Unauthorized', 404: 'Not Found', 429: 'Too Many Requests', 500: 'Internal Server Error', 502: 'Bad Gateway', 503: 'Service Unavailable' };
+
+function statusLine(status: number): string {
+  return `${status} ${REASONS[status] ?? 'Status'}`;
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+function firstNumber(...vs: unknown[]): number | null {
+  for (const v of vs) if (typeof v === 'number' && Number.isFinite(v) && v > 0) return Math.floor(v);
+  return null;
+}
+
+/**
+ * The function the emulator calls, or null: only when the request forces a tool call
+ * (`tool_choice: "required"` or a named function) — `auto` gets a text answer, so tests decide.
+ */
+function toolToCall(body: Record<string, unknown>): string | null {
+  const tools = Array.isArray(body.tools) ? body.tools : [];
+  if (tools.length === 0) return null;
+  const choice = body.tool_choice;
+  if (isObject(choice) && isObject(choice.function) && typeof choice.function.name === 'string') return choice.function.name;
+  if (choice !== 'required') return null;
+  const first = tools[0];
+  return isObject(first) && isObject(first.function) && typeof first.function.name === 'string' ? first.function.name : 'tool';
+}
+
+/** Piece `i` of `n` of the streamed tool-call arguments `{"query": "<words>"}`. */
+function toolArgsPiece(i: number, n: number): string {
+  if (n === 1) return '{"query": ""}';
+  if (i === 0) return '{"query": "';
+  if (i === n - 1) return '"}';
+  return tokenText(i - 1);
+}
+
+/** Chained FNV-1a hashes of the prompt's full blocks of `HASH_BLOCK_TOKENS` tokens (4 bytes each). */
+function prefixHashes(text: string): number[] {
+  const blockChars = HASH_BLOCK_TOKENS * BYTES_PER_TOKEN;
+  const out: number[] = [];
+  let h = 0x811c9dc5;
+  for (let start = 0; start + blockChars <= text.length; start += blockChars) {
+    for (let i = start; i < start + blockChars; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+    out.push(h >>> 0);
+  }
+  return out;
+}

@@ -1,0 +1,183 @@
+// Configuration: the bundled example loads; `${VAR}` interpolation; every problem named by file,
+// line, field and fix; `switchyard validate` exits non-zero on a broken directory.
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, describe, expect, it, vi } from 'vitest';
+import { validateCommand } from '../../gateway/gateway-command.ts';
+import { buildGatewayConfig, ConfigError, loadGatewayConfig, type ConfigProblem } from '../../gateway/config/load.ts';
+import { interpolateEnv } from '../../gateway/config/interpolate.ts';
+import { hashKey } from '../../gateway/callers.ts';
+
+const root = join(import.meta.dirname, '..', '..');
+const dirs: string[] = [];
+afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+
+function configDir(files: Record<string, string>): string {
+  const dir = mkdtempSync(join(tmpdir(), 'switchyard-config-'));
+  dirs.push(dir);
+  for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
+  return dir;
+}
+
+function problems(f: () => unknown): ConfigProblem[] {
+  try {
+    f();
+  } catch (e) {
+    if (e instanceof ConfigError) return e.problems;
+    throw e;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+const MODELS = `models:
+  - id: demo
+    route:
+      - base_url: http://127.0.0.1:9001/v1
+`;
+const OPEN = `auth:\n  mode: none\n`;
+
+describe('the bundled example', () => {
+  it('loads from the directory or from models.yaml, with its emulators and keys', () => {
+    const c = loadGatewayConfig(join(root, 'gateway/example/models.yaml'), {});
+    expect(c.models.models[0]!.route).toHaveLength(3);
+    expect(c.models.routing).toEqual({ default_router: 'fixed', local_weight_share: 0.8 });
+    expect(c.settings.server.port).toBe(8080);
+    expect(c.settings.emulators.map((e) => e.port)).toEqual([8101, 8102, 8103]);
+    expect(c.models.models[0]!.route[2]!.api_key).toBe('demo-hosted-key');
+    expect(loadGatewayConfig(join(root, 'gateway/example'), { DEMO_HOSTED_API_KEY: 'k2', SWITCHYARD_PORT: '9090' }).settings.server.port).toBe(9090);
+  });
+});
+
+describe('${VAR} interpolation', () => {
+  it('replaces, defaults, escapes and types whole references', () => {
+    const { value, missing } = interpolateEnv(
+      { a: 'x-${A}-y', b: '${B:-fallback}', port: '${PORT}', on: '${ON:-false}', lit: '$${A}', list: ['${A}'] },
+      { A: 'aa', PORT: '8081' },
+    );
+    expect(value).toEqual({ a: 'x-aa-y', b: 'fallback', port: 8081, on: false, lit: '${A}', list: ['aa'] });
+    expect(missing).toEqual([]);
+    expect(interpolateEnv({ k: { deep: '${NOPE}' } }, {}).missing).toEqual([{ path: ['k', 'deep'], variable: 'NOPE' }]);
+  });
+
+  it('names the file, field and variable of an unset reference', () => {
+    const dir = configDir({ 'models.yaml': MODELS.replace('http://127.0.0.1:9001/v1', '${UPSTREAM_URL}'), 'gateway.yaml': OPEN });
+    const [p] = problems(() => loadGatewayConfig(dir, {}));
+    expect(p).toMatchObject({ file: join(dir, 'models.yaml'), line: 4, field: 'models.0.route.0.base_url', message: 'environment variable UPSTREAM_URL is not set' });
+    expect(p!.fix).toContain('UPSTREAM_URL');
+  });
+});
+
+describe('problems name file, line, field and fix', () => {
+  it('a misspelt field lists what is allowed there', () => {
+    const dir = configDir({ 'models.yaml': MODELS + '        wieght: 2\n', 'gateway.yaml': OPEN });
+    const [p] = problems(() => loadGatewayConfig(dir, {}));
+    expect(p).toMatchObject({ file: join(dir, 'models.yaml'), field: 'models.0.route.0', message: "unknown field 'wieght'" });
+    expect(p!.line).toBe(4);
+    expect(p!.fix).toMatch(/allowed here: .*weight/);
+  });
+
+  it('wrong types, ranges and enums; several problems at once; routing.yaml is its own file', () => {
+    const dir = configDir({
+      'models.yaml': MODELS + '        weight: -1\n        input_modalities: [text, video]\n',
+      'routing.yaml': 'default_router: fixed\nlocal_weight_share: 2\n',
+      'gateway.yaml': 'server:\n  port: eighty\nauth:\n  mode: none\n',
+    });
+    const ps = problems(() => loadGatewayConfig(dir, {}));
+    const by = (field: string) => ps.find((p) => p.field === field);
+    expect(by('models.0.route.0.weight')).toMatchObject({ line: 5, fix: 'use a value ≥ 0' });
+    expect(by('models.0.route.0.input_modalities.1')!.fix).toMatch(/"text", "image", "audio"/);
+    expect(by('local_weight_share')).toMatchObject({ file: join(dir, 'routing.yaml'), line: 2 });
+    expect(by('server.port')).toMatchObject({ file: join(dir, 'gateway.yaml'), line: 2, message: 'expected number, got the string "eighty"', fix: 'write a number' });
+  });
+
+  it('YAML syntax errors carry their line', () => {
+    const dir = configDir({ 'models.yaml': 'models:\n  - id: demo\n   route: [\n' });
+    const [p] = problems(() => loadGatewayConfig(dir, {}));
+    expect(p!.field).toBe('(yaml)');
+    expect(p!.line).toBeGreaterThan(1);
+  });
+
+  it("the core's checks: unknown router, duplicate endpoint", () => {
+    const bad = problems(() => buildGatewayConfig({ models: { models: [{ id: 'm', router: 'fastest', route: [{ base_url: 'http://127.0.0.1:1/v1' }] }] }, gateway: { auth: { mode: 'none' } } }));
+    expect(bad[0]).toMatchObject({ field: 'models.0.router' });
+    expect(bad[0]!.message).toMatch(/unknown router 'fastest'; known routers: .*fixed/);
+    const dup = problems(() =>
+      buildGatewayConfig({ models: { models: [{ id: 'm', route: [{ base_url: 'http://127.0.0.1:1/v1' }, { base_url: 'http://localhost:1/v2' }] }] }, gateway: { auth: { mode: 'none' } } }),
+    );
+    expect(dup[0]).toMatchObject({ field: 'models.0.route.1' });
+  });
+
+  it("the gateway's checks: route kinds, schemes, keys, allowed models, workers", () => {
+    const ps = problems(() =>
+      buildGatewayConfig({
+        models: {
+          models: [
+            { id: 'm', route: [{ kind: 'anthropic', base_url: 'https://api.anthropic.com/v1' }] },
+            { id: 'n', route: [{ base_url: 'sim://replica-0' }] },
+          ],
+        },
+        gateway: { auth: { mode: 'keys', keys: [{ id: 'a', sha256: hashKey('k'), allowed_models: ['nope'] }] } },
+      }),
+    );
+    expect(ps.map((p) => p.field)).toEqual(['models.0.route.0.kind', 'models.1.route.0.base_url']);
+    const keyProblems = problems(() => buildGatewayConfig({ models: { models: [{ id: 'm', route: [{ base_url: 'http://127.0.0.1:1/v1' }] }] }, gateway: { auth: { keys: [{ id: 'a', sha256: hashKey('k'), allowed_models: ['nope'] }, { id: 'a', sha256: 'abc' }] } } }));
+    expect(keyProblems.map((p) => p.field)).toEqual(['auth.keys.1.sha256']);
+    expect(keyProblems[0]!.message).toMatch(/sha256sum/);
+    const more = problems(() => buildGatewayConfig({ models: { models: [{ id: 'm', route: [{ base_url: 'http://127.0.0.1:1/v1' }] }] }, gateway: { auth: { keys: [{ id: 'a', sha256: hashKey('k'), allowed_models: ['nope'] }, { id: 'a', sha256: hashKey('j') }] } } }));
+    expect(more.map((p) => p.field).sort()).toEqual(['auth.keys.0.allowed_models.0', 'auth.keys.1.id']);
+    const empty = problems(() => buildGatewayConfig({ models: { models: [{ id: 'm', route: [{ base_url: 'http://127.0.0.1:1/v1' }] }] } }));
+    expect(empty[0]).toMatchObject({ field: 'auth.keys', fix: expect.stringMatching(/auth\.mode: none/) });
+  });
+
+  it('routing settings: gateway.yaml, else ROUTING_* variables, checked at load', () => {
+    const models = { models: [{ id: 'm', route: [{ base_url: 'http://127.0.0.1:1/v1' }] }] };
+    expect(buildGatewayConfig({ models, gateway: { auth: { mode: 'none' } } }, { ROUTING_AFFINITY_ENABLED: '0' }).routingSettings).toMatchObject({ affinityEnabled: false });
+    const [p] = problems(() => buildGatewayConfig({ models, gateway: { auth: { mode: 'none' } } }, { ROUTING_AFFINITY_ENABLED: 'maybe' }));
+    expect(p).toMatchObject({ file: '(environment)', field: 'ROUTING_*' });
+    expect(p!.message).toMatch(/ROUTING_AFFINITY_ENABLED='maybe'/);
+    const both = buildGatewayConfig({ models, gateway: { auth: { mode: 'none' }, routing_settings: { affinity_enabled: true } } }, { ROUTING_AFFINITY_ENABLED: '0' });
+    expect(both.routingSettings).toEqual({ affinity_enabled: true });
+    expect(both.warnings.join()).toMatch(/ROUTING_AFFINITY_ENABLED is ignored/);
+    const bad = problems(() => buildGatewayConfig({ models, gateway: { auth: { mode: 'none' }, routing_settings: { affinity_enabled: 'yes' } } }));
+    expect(bad[0]!.message).toMatch(/affinity_enabled/);
+  });
+
+  it('several workers: refused for stateful routing, a warning otherwise', () => {
+    const models = { models: [{ id: 'm', router: 'least_busy', route: [{ base_url: 'http://127.0.0.1:1/v1' }] }] };
+    const [p] = problems(() => buildGatewayConfig({ models, gateway: { auth: { mode: 'none' }, server: { workers: 4 } } }));
+    expect(p).toMatchObject({ field: 'server.workers' });
+    expect(p!.message).toMatch(/model 'm' \(router least_busy\)/);
+    const ok = buildGatewayConfig({ models: { models: [{ id: 'm', route: [{ base_url: 'http://127.0.0.1:1/v1' }] }] }, gateway: { auth: { mode: 'none' }, server: { workers: 4 } } });
+    expect(ok.warnings.join('\n')).toMatch(/per worker/);
+  });
+});
+
+describe('switchyard validate', () => {
+  const run = (args: string[]) =>
+    promisify(execFile)('node', [join(root, 'bin/switchyard.mjs'), 'validate', ...args], { cwd: root, env: { ...process.env, DEMO_HOSTED_API_KEY: '' } }).then(
+      (r) => ({ code: 0, ...r }),
+      (e: { code: number; stdout: string; stderr: string }) => e,
+    );
+
+  it('returns 0 on the example', async () => {
+    const out: string[] = [];
+    const spy = vi.spyOn(process.stdout, 'write').mockImplementation((s) => (out.push(String(s)), true));
+    try {
+      expect(await validateCommand.run([join(root, 'gateway/example')])).toBe(0);
+    } finally {
+      spy.mockRestore();
+    }
+    expect(out.join('')).toMatch(/^ok: 1 model\(s\), 3 route\(s\); auth keys \(2 key\(s\)\)/);
+  });
+
+  it('exits 1 on a broken directory, naming file, line, field and fix', async () => {
+    const dir = configDir({ 'models.yaml': MODELS + '        wieght: 2\n', 'gateway.yaml': 'auth:\n  mode: nobody\n' });
+    const bad = await run([dir]);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain(`${join(dir, 'models.yaml')}:4: models.0.route.0: unknown field 'wieght' — fix: remove it or fix the spelling; allowed here:`);
+    expect(bad.stderr).toContain(`${join(dir, 'gateway.yaml')}:2: auth.mode: the string "nobody" is not allowed — fix: use one of: "keys", "none"`);
+  });
+});

@@ -1,0 +1,103 @@
+// Starts engine emulators and a gateway in-process on ephemeral 127.0.0.1 ports, with caller
+// keys for the tests, and an `openai` client factory. Logs are silent.
+import OpenAI from 'openai';
+import pino from 'pino';
+import { endpointId } from '../../core/index.ts';
+import { hashKey } from '../../gateway/callers.ts';
+import { buildGatewayConfig } from '../../gateway/config/load.ts';
+import { startGateway, type RunningGateway } from '../../gateway/gateway.ts';
+import { startEmulator, type EmulatorOptions, type RunningEmulator } from '../../simulator/emulator/emulator.ts';
+
+export const KEYS = { user: 'sk-test-user', admin: 'sk-test-admin', other: 'sk-test-other' } as const;
+
+/** One upstream of the test model: emulator options plus route fields. */
+export interface UpstreamSpec extends EmulatorOptions {
+  weight?: number;
+  local?: boolean;
+  /** Route api_key (sent upstream); defaults to the emulator's apiKey. */
+  routeKey?: string;
+  providerModelId?: string;
+  modalities?: Array<'text' | 'image' | 'audio'>;
+}
+
+export interface Stack {
+  gw: RunningGateway;
+  emus: RunningEmulator[];
+  /** Endpoint id of upstream i. */
+  ids: string[];
+  client(key?: string): OpenAI;
+  /** Raw POST to the gateway (for status codes and bytes the SDK hides). */
+  post(path: string, body: unknown, headers?: Record<string, string>): Promise<Response>;
+  close(): Promise<void>;
+}
+
+/**
+ * A gateway with one model `demo` (alias `demo-alias`) over `upstreams`, plus a model `other`
+ * over the first upstream. Keys: user (demo only), admin (all, may pin), other (other only).
+ * Affinity and prefill-aware selection are off so that weights decide the primary.
+ */
+export async function startStack(upstreams: UpstreamSpec[], gateway: Record<string, unknown> = {}): Promise<Stack> {
+  const emus = await Promise.all(upstreams.map((u) => startEmulator({ ...u, faults: { latency_scale: 0.05, ...u.faults } })));
+  const route = (u: UpstreamSpec, e: RunningEmulator) => ({
+    base_url: e.baseUrl,
+    weight: u.weight ?? 1,
+    ...(u.local !== undefined && { local: u.local }),
+    ...((u.routeKey ?? u.apiKey) && { api_key: u.routeKey ?? u.apiKey }),
+    ...(u.providerModelId && { provider_model_id: u.providerModelId }),
+    ...(u.modalities && { input_modalities: u.modalities }),
+  });
+  const config = buildGatewayConfig({
+    models: {
+      models: [
+        { id: 'demo', aliases: ['demo-alias'], route: upstreams.map((u, i) => route(u, emus[i]!)) },
+        { id: 'other', route: [route(upstreams[0]!, emus[0]!)] },
+      ],
+    },
+    gateway: {
+      routing_settings: { affinity_enabled: false, prefill_aware_enabled: false },
+      health: { failure_threshold: 1000 },
+      ...gateway,
+      auth: {
+        mode: 'keys',
+        keys: [
+          { id: 'user', sha256: hashKey(KEYS.user), allowed_models: ['demo'] },
+          { id: 'admin', sha256: hashKey(KEYS.admin), admin: true },
+          { id: 'other', sha256: hashKey(KEYS.other), allowed_models: ['other'] },
+        ],
+      },
+    },
+  });
+  const gw = await startGateway({ config, host: '127.0.0.1', port: 0, seed: 7, logger: pino({ level: 'silent' }) });
+  return {
+    gw,
+    emus,
+    ids: emus.map((e) => endpointId('demo', 'openai_compat', e.baseUrl)),
+    client: (key = KEYS.user) => new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: key, maxRetries: 0, timeout: 10_000 }),
+    post: (path, body, headers = {}) =>
+      fetch(`${gw.url}${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${KEYS.user}`, 'content-type': 'application/json', ...headers },
+        body: typeof body === 'string' ? body : JSON.stringify(body),
+      }),
+    async close() {
+      await gw.close();
+      await Promise.all(emus.map((e) => e.close()));
+    },
+  };
+}
+
+/** The data payloads of an SSE body, in order (`[DONE]` included). */
+export function sseData(text: string): string[] {
+  return text
+    .split('\n\n')
+    .filter((b) => b.trim().length > 0)
+    .map((b) =>
+      b
+        .split('\n')
+        .filter((l) => l.startsWith('data: '))
+        .map((l) => l.slice(6))
+        .join('\n'),
+    );
+}
+
+export const hello = [{ role: 'user' as const, content: 'Hello there' }];
