@@ -1,48 +1,41 @@
 // Backpressure: while a client does not read, the gateway stops reading the upstream (so a fast
 // upstream is held back by the TCP window, not buffered in the gateway); a large non-stream body
 // reaches a client intact through uWS's tryEnd/onWritable.
-import { createServer, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pino from 'pino';
 import { request } from 'undici';
 import { buildGatewayConfig } from '../../gateway/config/load.ts';
 import { startGateway, type RunningGateway } from '../../gateway/gateway.ts';
 import { startEmulator, type RunningEmulator } from '../../simulator/emulator/emulator.ts';
+import { startRawUpstream, type RawUpstream } from './harness.ts';
 
 const FRAME = `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', model: 'demo', choices: [{ index: 0, delta: { content: 'x'.repeat(1000) }, finish_reason: null }] })}\n\n`;
 const FRAMES = 40_000; // ~44 MB: far more than every socket buffer on the path together
 
 describe('backpressure', () => {
-  let server: Server;
+  let upstream: RawUpstream;
   let gw: RunningGateway;
   let em: RunningEmulator;
   let written = 0;
-  const sockets = new Set<Socket>();
 
   beforeAll(async () => {
-    server = createServer((sock) => {
-      sockets.add(sock);
-      sock.on('close', () => sockets.delete(sock));
-      sock.on('error', () => sock.destroy()); // a reset shows up as a failed assertion, not a crash
-      sock.once('data', () => {
-        sock.write('HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n');
-        let i = 0;
-        const pump = (): void => {
-          while (i < FRAMES) {
-            i++;
-            written += FRAME.length;
-            if (!sock.write(FRAME)) return void sock.once('drain', pump);
-          }
-          sock.end('data: [DONE]\n\n');
-        };
-        pump();
-      });
+    // Writes as fast as its socket lets it: only the gateway's backpressure can hold it back.
+    upstream = await startRawUpstream((sock) => {
+      sock.write('HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n');
+      let i = 0;
+      const pump = (): void => {
+        while (i < FRAMES) {
+          i++;
+          written += FRAME.length;
+          if (!sock.write(FRAME)) return void sock.once('drain', pump);
+        }
+        sock.end('data: [DONE]\n\n');
+      };
+      pump();
     });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     em = await startEmulator({ mode: 'echo' });
-    const port = (server.address() as { port: number }).port;
     const config = buildGatewayConfig({
-      models: { models: [{ id: 'demo', route: [{ base_url: `http://127.0.0.1:${port}/v1` }] }, { id: 'embed', route: [{ base_url: em.baseUrl }] }] },
+      models: { models: [{ id: 'demo', route: [{ base_url: upstream.baseUrl }] }, { id: 'embed', route: [{ base_url: em.baseUrl }] }] },
       gateway: { auth: { mode: 'none' } },
     });
     gw = await startGateway({ config, port: 0, seed: 1, logger: pino({ level: 'silent' }) });
@@ -51,8 +44,7 @@ describe('backpressure', () => {
   afterAll(async () => {
     await gw.close();
     await em.close();
-    for (const s of sockets) s.destroy();
-    await new Promise((r) => server.close(r));
+    await upstream.close();
   });
 
   it('a paused client holds the upstream back; resumed, it gets every frame in order', async () => {

@@ -1,5 +1,6 @@
 // Starts engine emulators and a gateway in-process on ephemeral 127.0.0.1 ports, with caller
 // keys for the tests, and an `openai` client factory. Logs are silent.
+import { createServer, type Socket } from 'node:net';
 import OpenAI from 'openai';
 import pino from 'pino';
 import { endpointId } from '../../core/index.ts';
@@ -101,3 +102,46 @@ export function sseData(text: string): string[] {
 }
 
 export const hello = [{ role: 'user' as const, content: 'Hello there' }];
+
+/** A hand-written HTTP/1.1 upstream: full control over what goes on the wire, and when. */
+export interface RawUpstream {
+  /** `http://127.0.0.1:port/v1`, a route's base_url. */
+  readonly baseUrl: string;
+  close(): Promise<void>;
+}
+
+/**
+ * Listens on 127.0.0.1 and calls `respond` with each connection's socket once a whole request
+ * (headers and a Content-Length body) has arrived. The response is the handler's to write,
+ * status line included; sockets are closed by `close()`. A reset socket is destroyed quietly,
+ * so a test sees it as a failed assertion rather than a crashed worker.
+ */
+export async function startRawUpstream(respond: (sock: Socket, body: string) => void): Promise<RawUpstream> {
+  const sockets = new Set<Socket>();
+  const server = createServer((sock) => {
+    sockets.add(sock);
+    sock.on('close', () => sockets.delete(sock));
+    sock.on('error', () => sock.destroy());
+    sock.setNoDelay(true);
+    let head = '';
+    sock.on('data', (d) => {
+      head += d.toString('latin1');
+      const end = head.indexOf('\r\n\r\n');
+      if (end < 0) return;
+      const len = Number(/content-length: (\d+)/i.exec(head)?.[1] ?? 0);
+      if (head.length - end - 4 < len) return;
+      const body = Buffer.from(head.slice(end + 4), 'latin1').toString('utf8');
+      head = '';
+      respond(sock, body);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as { port: number }).port;
+  return {
+    baseUrl: `http://127.0.0.1:${port}/v1`,
+    async close() {
+      for (const s of sockets) s.destroy();
+      await new Promise((r) => server.close(r));
+    },
+  };
+}

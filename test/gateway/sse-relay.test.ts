@@ -1,13 +1,13 @@
 // The SSE relay's output depends only on the upstream bytes, never on how TCP cut them: checked
 // on the pure relay at every split position and random multi-splits (fast-check), and through
 // the running gateway against a raw TCP upstream that splits its writes at every byte position.
-import { createServer, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import pino from 'pino';
 import { buildGatewayConfig } from '../../gateway/config/load.ts';
 import { startGateway, type RunningGateway } from '../../gateway/gateway.ts';
 import { SseRelay, type RelayEvent } from '../../gateway/sse-relay.ts';
+import { startRawUpstream, type RawUpstream } from './harness.ts';
 
 const chunk = (delta: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
   JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'upstream-name', choices: [{ index: 0, delta, finish_reason: null }], ...extra });
@@ -95,36 +95,20 @@ describe('SseRelay (pure)', () => {
 });
 
 describe('SSE relay through the gateway, upstream writes split at every byte position', () => {
-  let server: Server;
+  let upstream: RawUpstream;
   let gw: RunningGateway;
-  const sockets = new Set<Socket>();
 
   beforeAll(async () => {
-    // A raw HTTP/1.1 upstream: headers, then the stream in two writes cut at the request body's
-    // `split_at` (the gateway passes unknown fields through), 2 ms apart.
-    server = createServer((sock) => {
-      sockets.add(sock);
-      sock.on('close', () => sockets.delete(sock));
-      sock.on('error', () => sock.destroy()); // a reset shows up as a failed assertion, not a crash
-      sock.setNoDelay(true);
-      let head = '';
-      sock.on('data', (d) => {
-        head += d.toString('latin1');
-        const end = head.indexOf('\r\n\r\n');
-        if (end < 0) return;
-        const len = Number(/content-length: (\d+)/i.exec(head)?.[1] ?? 0);
-        if (head.length - end - 4 < len) return;
-        const split = (JSON.parse(head.slice(end + 4)) as { split_at: number }).split_at;
-        head = '';
-        sock.write('HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n');
-        sock.write(SHORT.subarray(0, split));
-        setTimeout(() => sock.end(SHORT.subarray(split)), 2);
-      });
+    // Headers, then the stream in two writes cut at the request body's `split_at` (the gateway
+    // passes unknown fields through), 2 ms apart.
+    upstream = await startRawUpstream((sock, body) => {
+      const split = (JSON.parse(body) as { split_at: number }).split_at;
+      sock.write('HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n');
+      sock.write(SHORT.subarray(0, split));
+      setTimeout(() => sock.end(SHORT.subarray(split)), 2);
     });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    const port = (server.address() as { port: number }).port;
     const config = buildGatewayConfig({
-      models: { models: [{ id: 'demo', route: [{ base_url: `http://127.0.0.1:${port}/v1` }] }] },
+      models: { models: [{ id: 'demo', route: [{ base_url: upstream.baseUrl }] }] },
       gateway: { auth: { mode: 'none' } },
     });
     gw = await startGateway({ config, port: 0, seed: 1, logger: pino({ level: 'silent' }) });
@@ -132,8 +116,7 @@ describe('SSE relay through the gateway, upstream writes split at every byte pos
 
   afterAll(async () => {
     await gw.close();
-    for (const s of sockets) s.destroy();
-    await new Promise((r) => server.close(r));
+    await upstream.close();
   });
 
   it('gives the client the same bytes for every cut', async () => {
