@@ -57,4 +57,15 @@ export interface EngineModel {
   prefixCacheStats(): { lookupTokens: number; hitTokens: number };
   /** Throws when an internal invariant is broken (negative counts, KV over budget, …). */
   invariants(): void;
+  /**
+   * Optional, step coalescing. A replica built with coalescing on may answer `enqueue`/`completeStep`
+   * with the end of a *run* of decode steps whose batch composition cannot change on its own (no
+   * request finishes before the run's last step, nothing is waiting, KV blocks suffice). A loop that
+   * hands such a replica a request or a cancel while a run is in flight must first call
+   * `interrupt(nowMs)`: the run is cut at its first step boundary ≥ `nowMs`, and that boundary is
+   * returned (the loop's scheduled step event becomes stale and is replaced by one at the returned
+   * time); null means nothing changed. Per-step and coalesced simulation then give identical times.
+   * Replicas built without coalescing may omit this or always return null.
+   */
+  interrupt?(nowMs: number): number | null;
 }

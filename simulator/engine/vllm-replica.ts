@@ -25,6 +25,12 @@
  * pressure interact as in the real engine (a cold cache costs nothing; a busy replica evicts it).
  * `prefixCacheBlocks` optionally caps the number of evictable entries kept (0 disables caching).
  *
+ * Step coalescing (opt-in, `coalesceDecodeSteps`): when every running request is decoding, nothing
+ * waits, no request finishes before step k and free blocks cover k more tokens each, the k steps
+ * are returned as one run (their durations still summed step by step, so times are identical);
+ * a loop must call `interrupt` before handing the replica a request or a cancel (see
+ * `EngineModel.interrupt`). While a run is in flight `load().kvUsage` lags by the run's tokens.
+ *
  * Deterministic, no clock: times are the virtual ms handed in by the loop.
  */
 import type { EngineEvent, EngineLoad, EngineModel, EngineRequest } from './engine-model.ts';
@@ -62,7 +68,15 @@ export interface VllmReplicaOptions {
    * (bounded only by free KV, like vLLM). 0 disables prefix caching (no hits, nothing inserted).
    */
   prefixCacheBlocks?: number;
+  /**
+   * Step coalescing (see `EngineModel.interrupt`): advance a pure-decode batch many steps per
+   * event while nothing can change it. Only for loops that call `interrupt`. Default false.
+   */
+  coalesceDecodeSteps?: boolean;
 }
+
+/** Longest coalesced run, in steps (bounds the O(run) boundary recomputation of `interrupt`). */
+export const MAX_COALESCED_STEPS = 4096;
 
 /** One cached hash block. `ref` = number of running requests' pins on it. */
 interface CacheEntry {
@@ -132,7 +146,12 @@ export class VllmReplica implements EngineModel {
   private readonly evictable = new Map<number, CacheEntry>();
   private privateTotal = 0;
   private backlog = 0;
-  private stepEnd: number | null = null;
+  /** End of the step in flight (virtual ms), NaN when idle (a double field: no boxing per step). */
+  private stepEnd = NaN;
+  private readonly coalesce: boolean;
+  /** Steps in the run in flight (1 = an ordinary step). */
+  private runSteps = 1;
+  private runStartMs = 0;
   private readonly shape: BatchShape = { prefillTokens: 0, prefillSeqs: 0, prefillAttnPairs: 0, decodeSeqs: 0, decodeContextTokens: 0 };
 
   private lookupTokens = 0;
@@ -157,6 +176,7 @@ export class VllmReplica implements EngineModel {
     }
     this.prefixCacheBlocks = cap;
     this.cacheEnabled = cap > 0;
+    this.coalesce = opts.coalesceDecodeSteps ?? false;
     this.bph = this.hashBlockTokens / this.blockTokens;
   }
 
@@ -195,7 +215,7 @@ export class VllmReplica implements EngineModel {
     this.byId.set(r.id, r);
     this.waiting.push(r);
     this.backlog += input;
-    if (this.stepEnd !== null) return null;
+    if (!Number.isNaN(this.stepEnd)) return null;
     return this.startStep(nowMs);
   }
 
@@ -205,12 +225,35 @@ export class VllmReplica implements EngineModel {
    * @throws Error when no step is running or `nowMs` is not its end time.
    */
   completeStep(nowMs: number, emit: (e: EngineEvent) => void): number | null {
-    if (this.stepEnd === null) throw new Error('VllmReplica.completeStep: no step is running');
+    if (Number.isNaN(this.stepEnd)) throw new Error('VllmReplica.completeStep: no step is running');
     if (nowMs !== this.stepEnd) throw new Error(`VllmReplica.completeStep: step ends at ${this.stepEnd}, called at ${nowMs}`);
-    this.stepEnd = null;
+    this.stepEnd = NaN;
     const running = this.running;
     let anyDone = false;
-    for (let i = 0; i < running.length; i++) {
+    const k = this.runSteps;
+    if (k > 1) {
+      // A coalesced run of k decode steps: every request in it decoded k tokens.
+      this.runSteps = 1;
+      this.nSteps += k - 1;
+      for (let i = 0; i < running.length; i++) {
+        const r = running[i]!;
+        if (r.stepTokens === 0) continue;
+        r.stepTokens = 0;
+        r.computed += k;
+        r.generated += k;
+        const priv = this.blocksFor(Math.max(0, r.computed - r.pins.length * this.hashBlockTokens));
+        this.privateTotal += priv - r.privateBlocks;
+        r.privateBlocks = priv;
+        if (r.generated >= r.output) {
+          emit({ kind: 'finished', attemptId: r.id, atMs: nowMs });
+          this.release(r);
+          r.where = NONE;
+          this.byId.delete(r.id);
+          anyDone = true;
+        }
+      }
+    }
+    for (let i = 0; k === 1 && i < running.length; i++) {
       const r = running[i]!;
       const n = r.stepTokens;
       if (n === 0) continue;
@@ -360,7 +403,7 @@ export class VllmReplica implements EngineModel {
     }
     for (const e of refs.keys()) if (this.cache.get(e.hash) !== e) fail(`pinned entry ${e.hash} not in cache`);
     for (const h of this.evictable.keys()) if (!this.cache.has(h)) fail(`evictable ${h} not in cache`);
-    if (this.stepEnd === null && (this.running.length > 0 || this.waiting.length > this.wHead)) fail('work but no step');
+    if (Number.isNaN(this.stepEnd) && (this.running.length > 0 || this.waiting.length > this.wHead)) fail('work but no step');
   }
 
   // ---- scheduling ----
@@ -428,7 +471,65 @@ export class VllmReplica implements EngineModel {
     }
     this.nSteps++;
     this.stepEnd = nowMs + this.stepTime.stepMs(s);
+    if (this.coalesce && !preempted) this.tryCoalesce(nowMs);
     return this.stepEnd;
+  }
+
+  /**
+   * Cut a coalesced run at its first step boundary ≥ `nowMs` (see `EngineModel.interrupt`).
+   * @returns the new end of the step in flight, or null when nothing changed.
+   */
+  interrupt(nowMs: number): number | null {
+    if (this.runSteps <= 1 || Number.isNaN(this.stepEnd)) return null;
+    const s = this.shape;
+    const base = s.decodeContextTokens;
+    let e = this.runStartMs;
+    let j = 0;
+    while (j < this.runSteps) {
+      s.decodeContextTokens = base + j * s.decodeSeqs;
+      e += this.stepTime.stepMs(s);
+      j++;
+      if (e >= nowMs) break;
+    }
+    s.decodeContextTokens = base;
+    if (j >= this.runSteps) return null;
+    this.runSteps = j;
+    this.stepEnd = e;
+    return e;
+  }
+
+  /**
+   * Turn the step just scheduled into a run of k decode steps when nothing can change the batch
+   * before the k-th: every running request is decoding, nothing waits, no request finishes before
+   * step k, and free KV blocks (not counting evictable ones, so no eviction happens) cover all k.
+   */
+  private tryCoalesce(nowMs: number): void {
+    const s = this.shape;
+    const running = this.running;
+    if (s.prefillTokens !== 0 || s.decodeSeqs !== running.length || this.wHead < this.waiting.length) return;
+    let k = MAX_COALESCED_STEPS;
+    for (let i = 0; i < running.length; i++) {
+      const r = running[i]!;
+      const left = r.output - r.generated;
+      if (left < k) k = left;
+    }
+    if (k <= 1) return;
+    let extra = 0;
+    for (let i = 0; i < running.length; i++) {
+      const r = running[i]!;
+      extra += this.blocksFor(Math.max(0, r.computed + k - r.pins.length * this.hashBlockTokens)) - r.privateBlocks;
+    }
+    if (extra > this.freeBlocks()) return;
+    const base = s.decodeContextTokens;
+    let e = nowMs;
+    for (let j = 0; j < k; j++) {
+      s.decodeContextTokens = base + j * s.decodeSeqs;
+      e += this.stepTime.stepMs(s);
+    }
+    s.decodeContextTokens = base;
+    this.runSteps = k;
+    this.runStartMs = nowMs;
+    this.stepEnd = e;
   }
 
   /** Put `n` tokens of `r` into the step's batch, allocating `need` more private blocks. */

@@ -12,7 +12,8 @@ export type Logged = EngineEvent & { replica: number };
 
 /**
  * Replay arrivals (sorted by time) over replicas, round-robin, until every replica is idle.
- * Arrivals at the same time as a step end are enqueued first. `afterEach` runs after every
+ * Arrivals at the same time as a step end are enqueued first. Replicas that coalesce decode steps
+ * are interrupted before each enqueue, as `EngineModel.interrupt` requires. `afterEach` runs after every
  * enqueue and every completed step (for invariant checks).
  */
 export function drive(
@@ -34,6 +35,9 @@ export function drive(
     if (a !== undefined && (best < 0 || a.atMs <= next[best]!)) {
       const i = rr++ % replicas.length;
       const r = replicas[i]!;
+      // A coalesced run in flight is cut first (EngineModel.interrupt); a no-op otherwise.
+      const cut = r.interrupt?.(a.atMs) ?? null;
+      if (cut !== null) next[i] = cut;
       const end = r.enqueue(a.req, a.atMs, (e) => log.push({ ...e, replica: i }));
       if (end !== null) next[i] = end;
       afterEach(r);

@@ -1,0 +1,255 @@
+/**
+ * Step time from measured GPU operators (the AIConfigurator / Vidur decomposition of one iteration):
+ *
+ *   stepMs = stepOverheadMs + perSequenceOverheadMs · sequences
+ *          + layers × ( GEMM(T) + elementwise(T) + 2 · allReduce(T · hidden)      [TP > 1]
+ *                     + contextAttention(prefill chunks) + generationAttention(decodes) )
+ *          + lmHead(sampled sequences)
+ *
+ * where T = prefill tokens + decode sequences is the step's token count. Every term is a lookup in
+ * the committed operator tables (`operator-tables.ts`), precomputed at construction into dense
+ * arrays indexed by token count and into log₂ grids with an O(1) index (the axes are half-octave
+ * geometric, so the cell of x is ⌊2·log₂ x⌋), so `stepMs` does no search and allocates nothing.
+ *
+ * Attention over existing KV. The context-attention tables are measured from an empty KV cache
+ * (b sequences of s tokens each, causal). A step's prefill chunks — some attending over KV already
+ * in the cache (later chunks of a chunked prefill, tokens after a prefix-cache hit) — are priced as
+ * the measured uniform batch with the same number of sequences and the same number of causal
+ * query–key pairs: b = prefill sequences, P = Σ c·(p + c/2) over chunks of c new tokens after p
+ * cached ones (`BatchShape.prefillAttnPairs`), s_eq = √(2P/b). For one chunk this is
+ * s_eq = √(c² + 2cp): a 2,048-token chunk after 6,144 cached tokens is priced as a 5,418-token
+ * prompt. Attention FLOPs are proportional to the pair count, so the approximation is exact in the
+ * compute-bound regime and ignores that a short chunk over a long cache reads more KV per FLOP
+ * (a memory-bound effect that matters only for chunks of a few tokens). Decodes are priced as the
+ * measured decode batch with the same sequence count at the mean KV length
+ * (`decodeContextTokens / decodeSeqs`), decode attention being linear in KV read.
+ *
+ * CUDA graphs: steps of at most `cudaGraphMaxTokens` tokens use the CUDA-graph all-reduce times,
+ * larger ones the eager times (vLLM captures graphs up to 512 tokens by default; SGLang only for
+ * decode batches). A decode step's token count is padded to the next capture size first.
+ */
+import type { Architecture, Dtype } from './architecture.ts';
+import { headsPerGpu } from './architecture.ts';
+import { attnKey, gemmKey, type OperatorTablesFile } from './operator-tables.ts';
+import type { BatchShape, StepTimeModel } from './step-time.ts';
+
+/** Options of {@link OperatorStepTime}. */
+export interface OperatorStepTimeOptions {
+  tables: OperatorTablesFile;
+  arch: Architecture;
+  /** Tensor-parallel degree (1, 2, 4 or 8). */
+  tp: number;
+  /** GEMM dtype (`fp8` needs FP8 tables: H100 only). */
+  gemmDtype: Dtype;
+  /** Largest step token count precomputed densely (beyond it: proportional). Default 65,536. */
+  maxTokens?: number;
+  /** Steps with at most this many tokens run as CUDA graphs. Default 512 (vLLM's default capture limit). */
+  cudaGraphMaxTokens?: number;
+  /** Only decode-only steps run as CUDA graphs (SGLang). Default false (vLLM's piecewise graphs cover mixed steps). */
+  cudaGraphDecodeOnly?: boolean;
+  /** Fixed cost of every non-empty step: scheduling, sampling, launch gaps (ms). Default 0. */
+  stepOverheadMs?: number;
+  /** Cost per sequence in the step: per-request scheduling, input preparation, output processing (ms). Default 0. */
+  perSequenceOverheadMs?: number;
+}
+
+/**
+ * CUDA-graph capture sizes vLLM uses by default: 1, 2, 4, then multiples of 8 (up to 512).
+ * A batch of n tokens runs the graph of the smallest capture size ≥ n.
+ */
+function captureSize(n: number): number {
+  if (n <= 2) return n;
+  if (n <= 4) return 4;
+  return Math.ceil(n / 8) * 8;
+}
+
+/** A `StepTimeModel` built from operator tables (formula and approximations in the module doc). */
+export class OperatorStepTime implements StepTimeModel {
+  readonly arch: Architecture;
+  readonly tp: number;
+  readonly gemmDtype: Dtype;
+  readonly stepOverheadMs: number;
+  readonly perSequenceOverheadMs: number;
+  readonly cudaGraphMaxTokens: number;
+  readonly cudaGraphDecodeOnly: boolean;
+  readonly maxTokens: number;
+  /** layers × (GEMM + elementwise + all-reduce) by token count, eager (index 0..maxTokens). */
+  private readonly denseEagerMs: Float64Array;
+  /** Same, CUDA-graph all-reduce, with decode padding to capture sizes (index 0..cudaGraphMaxTokens). */
+  private readonly denseGraphMs: Float64Array;
+  /** LM head by sampled sequences (index 0..maxTokens). */
+  private readonly lmHeadMs: Float64Array;
+  /** log₂(layers × context-attention ms), [batchIdx × nLen + lenIdx]. */
+  private readonly ctxLog2: Float64Array;
+  /** log₂(layers × generation-attention ms), [batchIdx × nLen + lenIdx]. */
+  private readonly genLog2: Float64Array;
+  private readonly nLen: number;
+  private readonly nCtxB: number;
+  private readonly nGenB: number;
+
+  /**
+   * @throws Error when the tables have no GEMM entry for (model, tp, dtype), no attention layout
+   *   for the model's heads per GPU, or no all-reduce table for tp GPUs (the message names what exists).
+   */
+  constructor(opts: OperatorStepTimeOptions) {
+    const { tables, arch, tp, gemmDtype } = opts;
+    this.arch = arch;
+    this.tp = tp;
+    this.gemmDtype = gemmDtype;
+    this.stepOverheadMs = opts.stepOverheadMs ?? 0;
+    this.perSequenceOverheadMs = opts.perSequenceOverheadMs ?? 0;
+    if (!(this.perSequenceOverheadMs >= 0)) throw new Error(`perSequenceOverheadMs must be ≥ 0, got ${this.perSequenceOverheadMs}`);
+    this.cudaGraphMaxTokens = opts.cudaGraphMaxTokens ?? 512;
+    this.cudaGraphDecodeOnly = opts.cudaGraphDecodeOnly ?? false;
+    this.maxTokens = opts.maxTokens ?? 65_536;
+    if (!(this.stepOverheadMs >= 0)) throw new Error(`stepOverheadMs must be ≥ 0, got ${this.stepOverheadMs}`);
+    const key = gemmKey(arch.name, tp, gemmDtype);
+    const g = tables.gemm[key];
+    if (!g) {
+      throw new Error(`operator tables ${tables.name} have no GEMM entry ${key}; available: ${Object.keys(tables.gemm).join(', ')}`);
+    }
+    const { heads, kvHeads } = headsPerGpu(arch, tp);
+    const ak = attnKey(heads, kvHeads);
+    const ctx = tables.contextAttention.tables[ak];
+    const gen = tables.generationAttention.tables[ak];
+    if (!ctx || !gen) throw new Error(`operator tables ${tables.name} have no attention table for ${ak} (heads x KV heads per GPU)`);
+    const ar = tp > 1 ? tables.allReduce[String(tp)] : undefined;
+    if (tp > 1 && !ar) throw new Error(`operator tables ${tables.name} have no all-reduce table for ${tp} GPUs`);
+
+    const L = arch.layers;
+    const toks = tables.tokens;
+    const at = (ys: readonly number[], m: number) => lerpProportional(toks, ys, m);
+    const arMs = (m: number, graph: boolean) =>
+      ar ? 2 * logLogInterp(ar.elements, graph ? ar.graphMs : ar.eagerMs, m * arch.hiddenSize) : 0;
+    const N = this.maxTokens;
+    this.denseEagerMs = new Float64Array(N + 1);
+    this.lmHeadMs = new Float64Array(N + 1);
+    for (let m = 1; m <= N; m++) {
+      this.denseEagerMs[m] = L * (at(g.layerGemmMs, m) + at(g.layerElementwiseMs, m) + arMs(m, false));
+      this.lmHeadMs[m] = at(g.lmHeadMs, m);
+    }
+    const G = Math.min(this.cudaGraphMaxTokens, N);
+    this.denseGraphMs = new Float64Array(G + 1);
+    for (let m = 1; m <= G; m++) {
+      const p = Math.min(captureSize(m), G);
+      this.denseGraphMs[m] = L * (at(g.layerGemmMs, p) + at(g.layerElementwiseMs, p) + arMs(p, true));
+    }
+    this.nLen = tables.contextAttention.lenHalfOctaves.length;
+    this.nCtxB = tables.contextAttention.batchHalfOctaves.length;
+    this.nGenB = tables.generationAttention.batchHalfOctaves.length;
+    const log2Grid = (rows: number[][]) => {
+      const out = new Float64Array(rows.length * this.nLen);
+      rows.forEach((row, i) => row.forEach((v, j) => (out[i * this.nLen + j] = Math.log2(Math.max(v, 1e-6) * L))));
+      return out;
+    };
+    this.ctxLog2 = log2Grid(ctx);
+    this.genLog2 = log2Grid(gen);
+  }
+
+  /** Duration of one step over `b` (ms); 0 for an empty batch. Allocation-free. */
+  stepMs(b: BatchShape): number {
+    const decodes = b.decodeSeqs;
+    const prefills = b.prefillSeqs;
+    if (b.prefillTokens === 0 && decodes === 0) return 0;
+    const T = b.prefillTokens + decodes;
+    let ms = this.stepOverheadMs;
+    if (T <= this.cudaGraphMaxTokens && (prefills === 0 || !this.cudaGraphDecodeOnly)) ms += this.denseGraphMs[T]!;
+    else if (T <= this.maxTokens) ms += this.denseEagerMs[T]!;
+    else ms += (this.denseEagerMs[this.maxTokens]! * T) / this.maxTokens;
+    const seqs = prefills + decodes;
+    ms += this.perSequenceOverheadMs * seqs;
+    ms += seqs <= this.maxTokens ? this.lmHeadMs[seqs]! : (this.lmHeadMs[this.maxTokens]! * seqs) / this.maxTokens;
+    // Both attention lookups are written out here rather than calling `lookup`: a double returned
+    // from a call that V8 does not inline is boxed, and this runs once per simulated step.
+    for (let phase = 0; phase < 2; phase++) {
+      const seqs2 = phase === 0 ? prefills : decodes;
+      if (seqs2 === 0) continue;
+      const grid = phase === 0 ? this.ctxLog2 : this.genLog2;
+      const nB = phase === 0 ? this.nCtxB : this.nGenB;
+      const nL = this.nLen;
+      const len = phase === 0 ? Math.sqrt((2 * b.prefillAttnPairs) / prefills) : b.decodeContextTokens / decodes;
+      const lenExp = phase === 0 ? 2 : 1;
+      let extra = 0;
+      let ub = 2 * Math.log2(seqs2);
+      if (ub > nB - 1) {
+        extra += (ub - (nB - 1)) / 2;
+        ub = nB - 1;
+      }
+      let ul = len > 1 ? 2 * Math.log2(len) : 0;
+      if (ul > nL - 1) {
+        extra += (lenExp * (ul - (nL - 1))) / 2;
+        ul = nL - 1;
+      }
+      const i = ub === nB - 1 ? nB - 2 : Math.floor(ub);
+      const j = ul === nL - 1 ? nL - 2 : Math.floor(ul);
+      const f = ub - i;
+      const g = ul - j;
+      const r0 = i * nL + j;
+      const r1 = r0 + nL;
+      const v = (1 - f) * ((1 - g) * grid[r0]! + g * grid[r0 + 1]!) + f * ((1 - g) * grid[r1]! + g * grid[r1 + 1]!);
+      ms += 2 ** (v + extra);
+    }
+    return ms;
+  }
+
+  /** Context-attention ms (all layers) of `seqs` sequences of `len` tokens each from an empty cache. */
+  contextAttentionMs(seqs: number, len: number): number {
+    return lookup(this.ctxLog2, this.nCtxB, this.nLen, seqs, len, 2);
+  }
+
+  /** Generation-attention ms (all layers) of `seqs` decoding sequences at mean KV length `kvLen`. */
+  generationAttentionMs(seqs: number, kvLen: number): number {
+    return lookup(this.genLog2, this.nGenB, this.nLen, seqs, kvLen, 1);
+  }
+}
+
+/**
+ * Bilinear interpolation in (log₂ batch, log₂ length) on a half-octave log₂ grid, in O(1).
+ * Beyond the last batch the time scales linearly in batch; beyond the last length as length^lenExp.
+ */
+function lookup(grid: Float64Array, nB: number, nL: number, batch: number, len: number, lenExp: number): number {
+  let extra = 0;
+  let ub = 2 * Math.log2(batch);
+  if (ub < 0) ub = 0;
+  else if (ub > nB - 1) {
+    extra += (ub - (nB - 1)) / 2;
+    ub = nB - 1;
+  }
+  let ul = len > 1 ? 2 * Math.log2(len) : 0;
+  if (ul > nL - 1) {
+    extra += (lenExp * (ul - (nL - 1))) / 2;
+    ul = nL - 1;
+  }
+  const i = ub === nB - 1 ? nB - 2 : Math.floor(ub);
+  const j = ul === nL - 1 ? nL - 2 : Math.floor(ul);
+  const f = ub - i;
+  const g = ul - j;
+  const r0 = i * nL + j;
+  const r1 = r0 + nL;
+  const v =
+    (1 - f) * ((1 - g) * grid[r0]! + g * grid[r0 + 1]!) +
+    f * ((1 - g) * grid[r1]! + g * grid[r1 + 1]!);
+  return 2 ** (v + extra);
+}
+
+/** Piecewise-linear on sorted xs; below the first point the first value; beyond the last, proportional. */
+function lerpProportional(xs: readonly number[], ys: readonly number[], x: number): number {
+  const n = xs.length;
+  if (x <= xs[0]!) return ys[0]!;
+  if (x >= xs[n - 1]!) return (ys[n - 1]! * x) / xs[n - 1]!;
+  let i = 1;
+  while (xs[i]! < x) i++;
+  const f = (x - xs[i - 1]!) / (xs[i]! - xs[i - 1]!);
+  return ys[i - 1]! + f * (ys[i]! - ys[i - 1]!);
+}
+
+/** Power-law interpolation on sorted xs > 0; clamps below, proportional above. */
+function logLogInterp(xs: readonly number[], ys: readonly number[], x: number): number {
+  const n = xs.length;
+  if (x <= xs[0]!) return ys[0]!;
+  if (x >= xs[n - 1]!) return (ys[n - 1]! * x) / xs[n - 1]!;
+  let i = 1;
+  while (xs[i]! < x) i++;
+  const f = Math.log(x / xs[i - 1]!) / Math.log(xs[i]! / xs[i - 1]!);
+  return ys[i - 1]! * (ys[i]! / ys[i - 1]!) ** f;
+}

@@ -1,0 +1,341 @@
+/**
+ * Validation of the engine models against real serving runs: every closed-loop point of
+ * AIConfigurator's silicon sample that the operator tables cover (dense models on H100 — vLLM
+ * Qwen3-32B, SGLang Qwen3-32B, vLLM Llama-3.1-70B FP8, TP 2/4/8) is replayed on one simulated
+ * replica with the benchmark client's protocol, and the simulated mean TTFT and TPOT are compared
+ * with the measured ones. The measured rows are committed in `validation-data/` (with their SOURCE
+ * note), so this runs without `../shared`.
+ *
+ * Benchmark protocols (from AIConfigurator's `eval` harness, `src/aiconfigurator/eval/benchmarks/`):
+ *  - vLLM points: genai-perf, `--concurrency C --request-count 10C --warmup-request-count 2C`; the
+ *    warm-up drains before profiling starts. Server settings from AIConfigurator's vLLM aggregated
+ *    rule (`generator/rule_plugin/vllm.rule`): max_num_seqs 512, max_num_batched_tokens = 512 + isl + 1,500.
+ *  - SGLang points: SGLang `bench_serving --max-concurrency C --num-prompts 10C`, nothing excluded;
+ *    SGLang 0.5 server defaults (chunked_prefill_size 8,192, max_prefill_tokens 16,384, fcfs,
+ *    mixed chunking off).
+ * Prompts are random (no prefix reuse); output lengths are fixed (ignore_eos).
+ */
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { type ClosedLoopSpec, meanOf, runClosedLoop } from './closed-loop.ts';
+import { buildReplica, type ReplicasConfig, ReplicasSchema, resolveReplicas } from './replica-config.ts';
+
+/** Path of the committed silicon rows. */
+export const SILICON_ROWS_PATH = join(dirname(fileURLToPath(import.meta.url)), 'validation-data', 'silicon-h100-dense.csv');
+
+/** One measured closed-loop point. Times in ms. */
+export interface SiliconRow {
+  id: string;
+  backend: 'vllm' | 'sglang';
+  backendVersion: string;
+  modelPath: string;
+  precision: string;
+  isl: number;
+  osl: number;
+  concurrency: number;
+  tp: number;
+  ttftMs: number;
+  tpotMs: number;
+}
+
+/**
+ * Read the committed silicon rows (CSV with a header; quoted empty strings allowed).
+ * @throws Error when the file is missing or a row has a bad number (names the row).
+ */
+export function readSiliconRows(path: string = SILICON_ROWS_PATH): SiliconRow[] {
+  const lines = readFileSync(path, 'utf8').trim().split('\n');
+  const header = lines[0]!.split(',');
+  const col = (n: string) => {
+    const i = header.indexOf(n);
+    if (i < 0) throw new Error(`${path}: missing column ${n}`);
+    return i;
+  };
+  const c = {
+    id: col('id'),
+    backend: col('backend'),
+    version: col('backend_version'),
+    model: col('model_path'),
+    precision: col('precision'),
+    isl: col('isl'),
+    osl: col('osl'),
+    bs: col('batch_size'),
+    tp: col('tp_size'),
+    ttft: col('silicon_ttft_ms'),
+    tpot: col('silicon_tpot_ms'),
+  };
+  return lines.slice(1).map((line, i) => {
+    const f = line.split(',').map((x) => x.replace(/^"(.*)"$/, '$1'));
+    const num = (k: number, name: string) => {
+      const v = Number(f[k]);
+      if (!Number.isFinite(v)) throw new Error(`${path}: row ${i + 2}: ${name} is not a number: '${f[k]}'`);
+      return v;
+    };
+    const backend = f[c.backend];
+    if (backend !== 'vllm' && backend !== 'sglang') throw new Error(`${path}: row ${i + 2}: unknown backend '${backend}'`);
+    return {
+      id: f[c.id]!,
+      backend,
+      backendVersion: f[c.version]!,
+      modelPath: f[c.model]!,
+      precision: f[c.precision]!,
+      isl: num(c.isl, 'isl'),
+      osl: num(c.osl, 'osl'),
+      concurrency: num(c.bs, 'batch_size'),
+      tp: num(c.tp, 'tp_size'),
+      ttftMs: num(c.ttft, 'silicon_ttft_ms'),
+      tpotMs: num(c.tpot, 'silicon_tpot_ms'),
+    };
+  });
+}
+
+/** A family of validation groups: engine × model × precision (one group per TP). */
+export interface ValidationFamily {
+  key: string;
+  label: string;
+  engine: 'vllm' | 'sglang';
+  model: 'qwen3-32b' | 'llama-3.1-70b';
+  dtype: 'bfloat16' | 'fp8';
+  matches(r: SiliconRow): boolean;
+  /** What the measured runs used vs the operator tables. */
+  versionNote: string;
+}
+
+/** The covered families (see the module doc). */
+export const VALIDATION_FAMILIES: readonly ValidationFamily[] = [
+  {
+    key: 'vllm-qwen3-32b',
+    label: 'H100 vLLM Qwen3-32B',
+    engine: 'vllm',
+    model: 'qwen3-32b',
+    dtype: 'bfloat16',
+    matches: (r) => r.backend === 'vllm' && r.modelPath === 'Qwen/Qwen3-32B' && r.precision === '',
+    versionNote: 'measured on vLLM 0.12.0; operator tables from vLLM 0.14.0',
+  },
+  {
+    key: 'sglang-qwen3-32b',
+    label: 'H100 SGLang Qwen3-32B',
+    engine: 'sglang',
+    model: 'qwen3-32b',
+    dtype: 'bfloat16',
+    matches: (r) => r.backend === 'sglang' && r.modelPath === 'Qwen/Qwen3-32B',
+    versionNote: 'measured on SGLang 0.5.1.post1; operator tables from SGLang 0.5.9',
+  },
+  {
+    key: 'vllm-llama-3.1-70b-fp8',
+    label: 'H100 vLLM Llama-3.1-70B FP8',
+    engine: 'vllm',
+    model: 'llama-3.1-70b',
+    dtype: 'fp8',
+    matches: (r) => r.backend === 'vllm' && r.modelPath === 'meta-llama/Llama-3.1-70B' && r.precision === 'fp8',
+    versionNote: 'measured vLLM version not recorded (measured 2025-10-29); operator tables from vLLM 0.14.0, FP8 GEMMs from SGLang 0.5.9 (see operator-tables notes)',
+  },
+];
+
+/** The simulated replica and client for one measured point. */
+export function pointSetup(fam: ValidationFamily, r: SiliconRow, overheads?: { stepOverheadMs: number; perSequenceOverheadMs: number }): { replicas: ReplicasConfig; client: ClosedLoopSpec } {
+  const common = {
+    count: 1,
+    engine: fam.engine,
+    gpu: 'h100_sxm',
+    model: fam.model,
+    tp: r.tp,
+    dtype: fam.dtype,
+    ...(overheads && { step_overhead_ms: overheads.stepOverheadMs, per_sequence_overhead_ms: overheads.perSequenceOverheadMs }),
+  };
+  const c = r.concurrency;
+  if (fam.engine === 'vllm') {
+    return {
+      replicas: ReplicasSchema.parse({ ...common, max_num_seqs: 512, max_num_batched_tokens: 512 + r.isl + 1500, enable_prefix_caching: false }),
+      client: { concurrency: c, inputTokens: r.isl, outputTokens: r.osl, warmupRequests: 2 * c, measuredRequests: 10 * c, drainWarmup: true },
+    };
+  }
+  return {
+    replicas: ReplicasSchema.parse({ ...common }),
+    client: { concurrency: c, inputTokens: r.isl, outputTokens: r.osl, warmupRequests: 0, measuredRequests: 10 * c },
+  };
+}
+
+/** Result of one point. Errors are signed percentages: 100 × (simulated − measured) / measured. */
+export interface PointResult {
+  family: string;
+  group: string;
+  row: SiliconRow;
+  simTtftMs: number;
+  simTpotMs: number;
+  ttftErrPct: number;
+  tpotErrPct: number;
+  steps: number;
+  wallMs: number;
+}
+
+/** Summary of one group (family × TP). Absolute errors in percent. */
+export interface GroupSummary {
+  family: string;
+  label: string;
+  tp: number;
+  group: string;
+  points: number;
+  ttftMeanAbsPct: number;
+  ttftMedianAbsPct: number;
+  ttftP90AbsPct: number;
+  ttftBiasPct: number;
+  tpotMeanAbsPct: number;
+  tpotMedianAbsPct: number;
+  tpotP90AbsPct: number;
+  tpotBiasPct: number;
+  /** Median targets met (TPOT ≤ 10 %, TTFT ≤ 15 %). */
+  meetsTarget: boolean;
+  simulatedSteps: number;
+  wallMs: number;
+}
+
+/** Quantile (0..1) of finite values by nearest rank on the sorted array; NaN when empty. */
+export function quantile(xs: readonly number[], q: number): number {
+  const s = xs.filter(Number.isFinite).sort((a, b) => a - b);
+  if (s.length === 0) return NaN;
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))]!;
+}
+
+/** Median by the usual definition (mean of the two middle values for an even count). */
+export function median(xs: readonly number[]): number {
+  const s = xs.filter(Number.isFinite).sort((a, b) => a - b);
+  if (s.length === 0) return NaN;
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
+/**
+ * Simulate one point.
+ * @throws Error when the replica cannot be built or the closed loop fails (names the point).
+ */
+export function simulatePoint(
+  fam: ValidationFamily,
+  r: SiliconRow,
+  overheads?: { stepOverheadMs: number; perSequenceOverheadMs: number },
+  opts: { coalesce?: boolean } = {},
+): PointResult {
+  const t0 = performance.now();
+  const { replicas, client } = pointSetup(fam, r, overheads);
+  let res;
+  // Coalesced decode runs are exact (the closed loop calls interrupt before every arrival).
+  const replica = buildReplica(resolveReplicas(replicas), 512, { coalesceDecodeSteps: opts.coalesce ?? true });
+  try {
+    res = runClosedLoop(replica, client);
+  } catch (e) {
+    throw new Error(`${r.id}: ${(e as Error).message}`);
+  }
+  const simTtftMs = meanOf(res.ttftMs);
+  const simTpotMs = meanOf(res.tpotMs);
+  return {
+    family: fam.key,
+    group: `${fam.key}/tp${r.tp}`,
+    row: r,
+    simTtftMs,
+    simTpotMs,
+    ttftErrPct: (100 * (simTtftMs - r.ttftMs)) / r.ttftMs,
+    tpotErrPct: (100 * (simTpotMs - r.tpotMs)) / r.tpotMs,
+    steps: (replica as unknown as { steps: number }).steps,
+    wallMs: performance.now() - t0,
+  };
+}
+
+/** Summaries per group, in family then TP order. */
+export function summarize(points: readonly PointResult[]): GroupSummary[] {
+  const out: GroupSummary[] = [];
+  for (const fam of VALIDATION_FAMILIES) {
+    for (const tp of [1, 2, 4, 8]) {
+      const ps = points.filter((p) => p.family === fam.key && p.row.tp === tp);
+      if (ps.length === 0) continue;
+      const at = ps.map((p) => Math.abs(p.ttftErrPct));
+      const ap = ps.map((p) => Math.abs(p.tpotErrPct));
+      const mean = (xs: number[]) => xs.reduce((s, x) => s + x, 0) / xs.length;
+      const s: GroupSummary = {
+        family: fam.key,
+        label: fam.label,
+        tp,
+        group: `${fam.key}/tp${tp}`,
+        points: ps.length,
+        ttftMeanAbsPct: mean(at),
+        ttftMedianAbsPct: median(at),
+        ttftP90AbsPct: quantile(at, 0.9),
+        ttftBiasPct: mean(ps.map((p) => p.ttftErrPct)),
+        tpotMeanAbsPct: mean(ap),
+        tpotMedianAbsPct: median(ap),
+        tpotP90AbsPct: quantile(ap, 0.9),
+        tpotBiasPct: mean(ps.map((p) => p.tpotErrPct)),
+        meetsTarget: false,
+        simulatedSteps: ps.reduce((s2, p) => s2 + p.steps, 0),
+        wallMs: ps.reduce((s2, p) => s2 + p.wallMs, 0),
+      };
+      s.meetsTarget = s.tpotMedianAbsPct <= 10 && s.ttftMedianAbsPct <= 15;
+      out.push(s);
+    }
+  }
+  return out;
+}
+
+/** Options of {@link runValidation}. */
+export interface ValidationOptions {
+  rows?: readonly SiliconRow[];
+  /** Only these family keys. Default all. */
+  families?: readonly string[];
+  /** Overheads to use instead of the committed calibration. */
+  overheads?: Partial<Record<'vllm' | 'sglang', { stepOverheadMs: number; perSequenceOverheadMs: number }>>;
+  onPoint?: (p: PointResult, done: number, total: number) => void;
+}
+
+/** Simulate every covered point; returns per-point results (family, TP, isl, osl, C order). */
+export function runValidation(opts: ValidationOptions = {}): PointResult[] {
+  const rows = opts.rows ?? readSiliconRows();
+  const jobs: [ValidationFamily, SiliconRow][] = [];
+  for (const fam of VALIDATION_FAMILIES) {
+    if (opts.families && !opts.families.includes(fam.key)) continue;
+    for (const r of rows) if (fam.matches(r)) jobs.push([fam, r]);
+  }
+  const out: PointResult[] = [];
+  for (const [fam, r] of jobs) {
+    const p = simulatePoint(fam, r, opts.overheads?.[fam.engine]);
+    out.push(p);
+    opts.onPoint?.(p, out.length, jobs.length);
+  }
+  return out;
+}
+
+/** Result of {@link fitOverheads}. */
+export interface OverheadFit {
+  stepOverheadMs: number;
+  perSequenceOverheadMs: number;
+  /** Median |TPOT error| on the fit points at the chosen constants, percent. */
+  tpotMedianAbsPct: number;
+  points: number;
+}
+
+/**
+ * Fit the two per-step overhead constants of one engine on the TPOT of the given points, minimising
+ * the median absolute TPOT error (ties broken by the mean): a coarse grid (step overhead 0–3 ms by
+ * 0.5 ms × per-sequence overhead 0–40 µs by 10 µs), then a fine grid around the best cell
+ * (±0.25 ms, ±5 µs). Both constants are kept ≥ 0.
+ */
+export function fitOverheads(fam: ValidationFamily, rows: readonly SiliconRow[]): OverheadFit {
+  let best: OverheadFit | null = null;
+  let bestMean = Infinity;
+  const tried = new Set<string>();
+  const consider = (a: number, b: number) => {
+    const o = { stepOverheadMs: Number(Math.max(0, a).toFixed(3)), perSequenceOverheadMs: Number(Math.max(0, b).toFixed(4)) };
+    const key = `${o.stepOverheadMs}/${o.perSequenceOverheadMs}`;
+    if (tried.has(key)) return;
+    tried.add(key);
+    const errs = rows.map((r) => Math.abs(simulatePoint(fam, r, o).tpotErrPct));
+    const med = median(errs);
+    const mean = errs.reduce((s, x) => s + x, 0) / errs.length;
+    if (best === null || med < best.tpotMedianAbsPct - 1e-9 || (Math.abs(med - best.tpotMedianAbsPct) <= 1e-9 && mean < bestMean)) {
+      best = { ...o, tpotMedianAbsPct: med, points: rows.length };
+      bestMean = mean;
+    }
+  };
+  for (const a of [0, 0.5, 1, 1.5, 2, 2.5, 3]) for (const b of [0, 0.01, 0.02, 0.03, 0.04]) consider(a, b);
+  const c = best!;
+  for (const da of [-0.25, 0, 0.25]) for (const db of [-0.005, 0, 0.005]) consider(c.stepOverheadMs + da, c.perSequenceOverheadMs + db);
+  return best!;
+}
