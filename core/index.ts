@@ -26,6 +26,14 @@ export type {
 } from './lifecycle/seam.ts';
 export { classifyStatus, isHealthFailure, type Outcome, type HttpErrorClass } from './lifecycle/outcome.ts';
 export { ERROR_STATUS, errorForOutcome, type ErrorCode } from './lifecycle/errors.ts';
+// The full request lifecycle (issue #6): Retry-After, outbound concurrency, engine hold, offload.
+export { parseRetryAfterMs, RetryAfterTable } from './lifecycle/retry-after.ts';
+export type { LifecycleDeps, OffloadReason } from './lifecycle/request-lifecycle.ts';
+export { OutboundLimiter, type OutboundLimiterOptions, type SlotResult } from './outbound/outbound-limiter.ts';
+export { EngineHold } from './outbound/engine-hold.ts';
+export { SlotPool, type SlotTicket } from './outbound/slot-pool.ts';
+export { resolveOffloadPolicy, type OffloadPolicy, type OffloadInactiveReason } from './offload/offload-policy.ts';
+export type { OffloadConfig } from './config/models-config.ts';
 export { HealthRegistry, DEFAULT_HEALTH_OPTIONS, type HealthOptions, type DispatchClaim, type EndpointHealthSnapshot } from './health/health-registry.ts';
 export type { BreakerState, BreakerTransition } from './health/health-registry.ts';
 export { StrategyRegistry, BUILTIN_STRATEGIES } from './strategies/registry.ts';
@@ -68,3 +76,18 @@ export { CooldownRegistry, type CooldownPolicy, type CooldownStatus, type Cooldo
 export { ROUTING_TAGS_HEADER, parseRoutingTagsHeader } from './multi-target/candidates.ts';
 export { ROUTING_KEY_HEADER, DEFAULT_HASH_ON, type HashSource } from './multi-target/hash-key.ts';
 export type { MultiTargetStatus, TargetStatusRow } from './multi-target/target-status.ts';
+// RouteWise (issue #13; seed 000 "RouteWise"): the planner, its tap, and its pure parts.
+export { QuotaWindowConfigSchema } from './config/models-config.ts';
+export { RouteWisePlanner, routeWiseStrategy, EnvelopeNotCalibratedError, type RouteWiseDecision } from './strategies/routewise/routewise.ts';
+export { RouteWiseParamsSchema, parseRouteWiseParams, BUDGET_ALPHA_HEADER, MOVED_TO_ROUTE, type RouteWiseParams } from './strategies/routewise/params.ts';
+export { RouteWiseLifeTap, type AttemptDetail, type AttemptObserver } from './strategies/routewise/life-tap.ts';
+export { routeWiseRoute, routeWiseRouteFromPlanner, type RouteWiseRoute, type RouteWisePlannerRoute } from './strategies/routewise/route-spec.ts';
+export { onDemandCostUsd, quotaShadowCostUsd, concurrencyCostUsd, QUOTA_Z_CAP, type ProviderType, type TokenPricing } from './strategies/routewise/effective-cost.ts';
+export { budgetUsd, type Budget } from './strategies/routewise/budget.ts';
+export { solveLatencyLp, drawFromMix, emptyLpSolution, type LpSolution } from './strategies/routewise/lp.ts';
+export { LatencyProfile, type LatencyProfileOptions, type ProfileCounts } from './strategies/routewise/latency-profile.ts';
+export { HedgeGrid, planHedge, planHedgeArrays, hedgeCheckpointsMs, hedgeSuccessProbability, primaryOnlyProbability, type CdfSource, type HedgeBackup, type HedgePlan } from './strategies/routewise/hedge.ts';
+export { OutputLengthPredictor, lengthBucket, DEFAULT_OUTPUT_LENGTH_OPTIONS, type OutputLengthOptions } from './strategies/routewise/output-length.ts';
+export { CostEnvelope, floorEnvelope, ENVELOPE_FLOOR_RATIO, type Envelope, type CostEnvelopeOptions } from './strategies/routewise/cost-envelope.ts';
+export { ResourceLedger, DEFAULT_QUOTA_BLOCK_MS, DEFAULT_CONCURRENCY_BLOCK_MS, type QuotaUnit, type QuotaWindow, type RouteResources, type Reservation } from './strategies/routewise/resources.ts';
+export { explorationProbability, ExplorationLeases, ProbeGate, ProbeScheduler } from './strategies/routewise/cold-start.ts';

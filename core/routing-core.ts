@@ -23,6 +23,13 @@ import { StatsTap } from './multi-target/life-tap.ts';
 import { configureCooldowns, resolveMultiTargetModel, type ResolvedMultiTarget } from './multi-target/multi-target-model.ts';
 import { resolveMultiTargetOptions, type MultiTargetOptions } from './multi-target/multi-target-options.ts';
 import { multiTargetStatuses, type MultiTargetStatus } from './multi-target/target-status.ts';
+import { OutboundLimiter } from './outbound/outbound-limiter.ts';
+import { EngineHold } from './outbound/engine-hold.ts';
+import type { SlotTicket } from './outbound/slot-pool.ts';
+import { RetryAfterTable } from './lifecycle/retry-after.ts';
+import { resolveOffloadPolicy, type OffloadPolicy } from './offload/offload-policy.ts';
+import { fnv1a64Hex } from './affinity/affinity-key.ts';
+import type { LifecycleEvent } from './lifecycle/seam.ts';
 
 /** Why a route's effective weight is 0 (seed 000, "routes excluded from selection"). */
 export type ExclusionReason = 'weight_override' | 'provider_disabled' | 'routing_yaml' | 'configured_zero';
@@ -50,6 +57,12 @@ export interface ResolvedRoute {
   /** Input + output price per 1k tokens, or null when the route has no `pricing` block (`least_cost`). */
   readonly costUsdPer1kTokens: number | null;
   readonly local: boolean;
+  /**
+   * Outbound-limiter key `provider|key-hash` (seed 000 "出站并发"), or null when the route is
+   * exempt: a loopback / 0.0.0.0 / host.docker.internal server, or a simulated `sim://` engine,
+   * unless the route sets `local: false`.
+   */
+  readonly outboundKey: string | null;
   readonly configuredWeight: number;
   readonly effectiveWeight: number;
   readonly exclusionReasons: readonly ExclusionReason[];
@@ -66,6 +79,8 @@ export interface ResolvedModel {
   readonly routes: readonly ResolvedRoute[];
   /** Present only for a multi-target model (seed 003): its resolved `routing:` block. */
   readonly multiTarget?: ResolvedMultiTarget;
+  /** The model's offload policy when configured (possibly inactive, with a reason). */
+  readonly offload?: OffloadPolicy;
 }
 
 /** One row of `route_exclusions` (GET /health/deep). */
@@ -92,6 +107,20 @@ export interface RoutingCoreOptions {
   multiTarget?: Partial<MultiTargetOptions>;
 }
 
+const LIMITER_EXEMPT_HOST = /^(localhost|127(\.\d{1,3}){3}|0\.0\.0\.0|host\.docker\.internal|\[::1\])$/i;
+
+/** Whether the outbound limiter leaves a route alone (see `ResolvedRoute.outboundKey`). */
+function limiterExempt(r: RouteConfig): boolean {
+  if (r.local === false) return false;
+  if (r.local === true) return true;
+  try {
+    const u = new URL(r.base_url);
+    return u.protocol === 'sim:' || LIMITER_EXEMPT_HOST.test(u.hostname);
+  } catch {
+    return false;
+  }
+}
+
 function isLocalRoute(r: RouteConfig): boolean {
   if (r.local !== undefined) return r.local;
   return endpointLocation(r.kind, r.base_url).startsWith('local-') || r.base_url.startsWith('sim://local');
@@ -111,6 +140,14 @@ export class RoutingCore {
   readonly endpointStats: EndpointStats;
   /** Opt-in cooldown of direct models used as multi-target targets. */
   readonly cooldowns: CooldownRegistry;
+  /** Adaptive outbound slots per (provider, API key). */
+  readonly limiter: OutboundLimiter;
+  /** Engine-hold places per local engine. */
+  readonly hold: EngineHold;
+  /** Retry-After not-before times per endpoint. */
+  readonly retryAfter: RetryAfterTable;
+  /** Tickets granted from a queue whose lives have not been told yet (see `drainWakeups`). */
+  private readonly wakeups: SlotTicket[] = [];
   private readonly deps: LifecycleDeps;
   private readonly multiTargetDeps: MultiTargetDeps;
   private readonly models = new Map<string, ResolvedModel>();
@@ -127,7 +164,28 @@ export class RoutingCore {
     this.settings = resolveRoutingSettings(options.settings);
     this.prefill = new PrefillLoad(this.settings);
     this.affinity = new AffinityTable(this.settings);
-    this.deps = { health: this.health, prefill: this.prefill, affinity: this.affinity, settings: this.settings };
+    const sink = (t: SlotTicket) => this.wakeups.push(t);
+    const st = this.settings;
+    this.limiter = new OutboundLimiter(
+      {
+        enabled: st.upstreamConcurrencyEnabled,
+        initialLimit: st.upstreamConcurrencyInitialLimit,
+        maxLimit: st.upstreamConcurrencyMaxLimit,
+        probeSuccessInterval: st.upstreamConcurrencyProbeSuccessInterval,
+      },
+      sink,
+    );
+    this.hold = new EngineHold(sink);
+    this.retryAfter = new RetryAfterTable();
+    this.deps = {
+      health: this.health,
+      prefill: this.prefill,
+      affinity: this.affinity,
+      settings: this.settings,
+      limiter: this.limiter,
+      hold: this.hold,
+      retryAfter: this.retryAfter,
+    };
     const mtOptions = resolveMultiTargetOptions(options.multiTarget);
     this.endpointStats = new EndpointStats(mtOptions.latencyEwmaAlpha);
     this.cooldowns = new CooldownRegistry();
@@ -147,7 +205,8 @@ export class RoutingCore {
         where,
         context,
       );
-      const model: ResolvedModel = { id: m.id, aliases: m.aliases, strategy, planner, published: m.published, routes };
+      const offload = m.offload ? resolveOffloadPolicy(m.offload, routes, strategy, m.router_params) : undefined;
+      const model: ResolvedModel = { id: m.id, aliases: m.aliases, strategy, planner, published: m.published, routes, ...(offload && { offload }) };
       for (const name of [m.id, ...m.aliases]) {
         if (this.models.has(name)) throw new Error(`${where}: model id or alias '${name}' is used twice`);
         this.models.set(name, model);
@@ -208,6 +267,7 @@ export class RoutingCore {
         },
         costUsdPer1kTokens: price ? (price.input_usd_per_1m + price.output_usd_per_1m) / 1000 : null,
         local: locals[i]!,
+        outboundKey: limiterExempt(r) ? null : `${r.provider ?? endpointLocation(r.kind, r.base_url)}|${r.api_key ? fnv1a64Hex(r.api_key) : '-'}`,
         configuredWeight: r.weight,
         effectiveWeight: effective,
         exclusionReasons: reasons,
@@ -260,10 +320,45 @@ export class RoutingCore {
       return { life: mlife, actions: mlife.begin(nowMs) };
     }
     const life = new RequestLifecycle(model, request, this.deps, rng);
-    if (!model?.planner.readsEndpointStats) return { life, actions: life.begin(nowMs) };
+    if (!model?.planner.readsEndpointStats) {
+      this.outer.set(life, life);
+      return { life, actions: life.begin(nowMs) };
+    }
     // A router that reads in-flight counts or latency learns from this model's own lives too.
     const tap = new StatsTap(life, request.stream, this.endpointStats);
+    this.outer.set(life, tap);
     return { life: tap, actions: tap.absorb(life.begin(nowMs), nowMs) };
+  }
+
+  /** The shared state lives run on; for code that builds a `RequestLifecycle` itself (RouteWise tap). */
+  get lifecycleDeps(): LifecycleDeps {
+    return this.deps;
+  }
+
+  /** The life a driver holds for each internal lifecycle (itself, or its stats tap). */
+  private readonly outer = new WeakMap<object, RequestLife>();
+
+  /**
+   * Slots and hold places granted from a queue since the last call, as `slot_acquired` events
+   * for the lives that waited. A driver calls this after every `start`/`step` it performs and
+   * steps each `life` with its `event` (applying the actions as usual); repeat until empty.
+   * A driver that never calls it still works: a granted waiter is sent at its give-up deadline.
+   */
+  drainWakeups(): Array<{ life: RequestLife; event: LifecycleEvent }> {
+    const out: Array<{ life: RequestLife; event: LifecycleEvent }> = [];
+    for (const t of this.wakeups.splice(0)) {
+      if (t.state !== 'held') continue; // the life ended or gave up meanwhile
+      const life = this.outer.get(t.owner as object);
+      if (life && !life.isDone) out.push({ life, event: { kind: 'slot_acquired', attemptId: t.attemptId } });
+    }
+    return out;
+  }
+
+  /** Offload policies of per-model routers (admin view), with `active` and `inactiveReason`. */
+  offloadPolicies(): Array<{ modelId: string; policy: OffloadPolicy }> {
+    const out: Array<{ modelId: string; policy: OffloadPolicy }> = [];
+    for (const m of this.ordered) if (m.offload) out.push({ modelId: m.id, policy: m.offload });
+    return out;
   }
 
   /**
@@ -276,8 +371,8 @@ export class RoutingCore {
 
   /**
    * Checks the shared state: health (claims, breakers), prefill (leases sum to the loads, none
-   * negative), affinity (size bound, max age), endpoint stats (in-flight ≥ 0), cooldowns and
-   * multi-target rate limits. For tests and the simulator's checked mode.
+   * negative), affinity (size bound, max age), endpoint stats (in-flight ≥ 0), cooldowns,
+   * multi-target rate limits, outbound slots, engine-hold places and Retry-After times. For tests and the simulator's checked mode.
    * @throws Error describing the first violation.
    */
   invariants(): void {
@@ -286,6 +381,9 @@ export class RoutingCore {
     this.affinity.invariants();
     this.endpointStats.invariants();
     this.cooldowns.invariants();
+    this.limiter.invariants();
+    this.hold.invariants();
+    this.retryAfter.invariants();
     for (const m of this.ordered) for (const t of m.multiTarget?.targets ?? []) t.rateLimit?.invariants();
   }
 }

@@ -143,6 +143,24 @@ export const CooldownSchema = z
   .strict();
 
 /** One model of the registry. */
+/**
+ * A model's offload policy (seed 000 "排队等待卸载", "引擎队列上限", "最大卸载输入"): the route
+ * that takes requests which waited too long elsewhere. `route` names one of the model's routes by
+ * endpoint id (`model:location`) or provider label. `wait_sec` bounds both the wait for an
+ * outbound slot / engine-hold place and, for streams, the wait for the engine's first token.
+ * `engine_queue_limit` caps streaming requests without a first token per local engine;
+ * `max_input_tokens` keeps larger prompts off the offload route. Whether the route exists and
+ * has weight is checked when the core resolves the model (an inactive policy, not a config error).
+ */
+export const OffloadSchema = z
+  .object({
+    route: z.string().min(1),
+    wait_sec: z.number().positive(),
+    engine_queue_limit: z.number().int().min(1).optional(),
+    max_input_tokens: z.number().int().min(1).optional(),
+  })
+  .strict();
+
 export const ModelSchema = z
   .object({
     id: z.string().min(1),
@@ -157,6 +175,8 @@ export const ModelSchema = z
     routing: MultiTargetSchema.optional(),
     /** Cooldown of this direct model as a multi-target target (opt-in). */
     cooldown: CooldownSchema.optional(),
+    /** Queue-wait offload policy of a per-model router (seed 000 "排队等待卸载"). */
+    offload: OffloadSchema.optional(),
   })
   .strict();
 
@@ -239,6 +259,7 @@ export type RouteConfig = z.infer<typeof RouteSchema>;
 export type TargetConfig = z.infer<typeof TargetSchema>;
 export type MultiTargetConfig = z.infer<typeof MultiTargetSchema>;
 export type CooldownConfig = z.infer<typeof CooldownSchema>;
+export type OffloadConfig = z.infer<typeof OffloadSchema>;
 export type ModelConfig = z.infer<typeof ModelSchema>;
 export type RoutingFileConfig = z.infer<typeof RoutingFileSchema>;
 export type ModelsConfig = z.infer<typeof ModelsConfigSchema>;

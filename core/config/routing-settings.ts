@@ -18,6 +18,24 @@
  * | `affinity_ttl_sec`                | `ROUTING_AFFINITY_TTL_SEC`        | 300     | `affinityTtlSec`              |
  * | `affinity_sweep_threshold`        | `ROUTING_AFFINITY_SWEEP_THRESHOLD`| 1 000   | `affinitySweepThreshold`      |
  *
+ * | `upstream_concurrency_enabled`    | `UPSTREAM_CONCURRENCY_ENABLED`    | true    | `upstreamConcurrencyEnabled`  |
+ * | `upstream_concurrency_initial_limit` | `UPSTREAM_CONCURRENCY_INITIAL_LIMIT` | 8 | `upstreamConcurrencyInitialLimit` |
+ * | `upstream_concurrency_max_limit`  | `UPSTREAM_CONCURRENCY_MAX_LIMIT`  | 64      | `upstreamConcurrencyMaxLimit` |
+ * | `upstream_concurrency_probe_success_interval` | `UPSTREAM_CONCURRENCY_PROBE_SUCCESS_INTERVAL` | 100 | `upstreamConcurrencyProbeSuccessInterval` |
+ * | `upstream_concurrency_acquire_timeout_sec` | `UPSTREAM_CONCURRENCY_ACQUIRE_TIMEOUT_SEC` | 30 | `upstreamConcurrencyAcquireTimeoutSec` |
+ * | `timeout_connect_sec`             | `ROUTING_TIMEOUT_CONNECT_SEC`     | 10      | `connectTimeoutSec`           |
+ * | `timeout_headers_sec`             | `ROUTING_TIMEOUT_HEADERS_SEC`     | 300     | `headersTimeoutSec`           |
+ * | `timeout_request_sec`             | `ROUTING_TIMEOUT_REQUEST_SEC`     | 600     | `requestTimeoutSec`           |
+ * | `timeout_stream_idle_sec`         | `ROUTING_TIMEOUT_STREAM_IDLE_SEC` | 120     | `streamIdleTimeoutSec`        |
+ * | `timeout_overall_sec`             | `ROUTING_TIMEOUT_OVERALL_SEC`     | 1 800   | `overallDeadlineSec`          |
+ *
+ * The `upstream_concurrency_*` keys are seed 000 "出站并发" and keep the spec's environment names
+ * (no `ROUTING_` prefix). The timeouts are Switchyard's own (the spec names none); their
+ * defaults are generous so that a slow but live engine is never cut off: connect covers TCP+TLS
+ * (enforced by the driver, which sees sockets), headers runs from dispatch to the first upstream
+ * output, request bounds a non-streaming attempt, stream idle bounds the gap between chunks of a
+ * stream (armed only once the driver reports `chunk` events), overall bounds the whole life.
+ *
  * The first eight come from seed 000 ("prefill 感知的选路", "会话亲和"); the spec fixes the
  * affinity TTL (300 s) and sweep threshold (1 000) as constants — Switchyard exposes them so an
  * experiment can sweep them, with the spec's values as defaults.
@@ -50,6 +68,26 @@ export interface RoutingSettings {
   readonly affinityTtlSec: number;
   /** Expired pins are swept lazily once the table holds more than this many. Integer ≥ 1. Default 1 000. */
   readonly affinitySweepThreshold: number;
+  /** Adaptive outbound concurrency per (provider, API key) for non-local routes. Default true. */
+  readonly upstreamConcurrencyEnabled: boolean;
+  /** Starting in-flight limit of each (provider, key). Integer ≥ 1. Default 8. */
+  readonly upstreamConcurrencyInitialLimit: number;
+  /** Highest the limit grows to. Integer ≥ 1. Default 64. */
+  readonly upstreamConcurrencyMaxLimit: number;
+  /** Successes between two +1 steps of the limit. Integer ≥ 1. Default 100. */
+  readonly upstreamConcurrencyProbeSuccessInterval: number;
+  /** Longest wait for an outbound slot (or engine-hold place) before moving on, seconds > 0. Default 30. */
+  readonly upstreamConcurrencyAcquireTimeoutSec: number;
+  /** TCP+TLS connect limit, seconds > 0, enforced by the driver. Default 10. */
+  readonly connectTimeoutSec: number;
+  /** Dispatch → first upstream output (headers, preamble or token), seconds > 0. Default 300. */
+  readonly headersTimeoutSec: number;
+  /** Dispatch → end of a non-streaming attempt, seconds > 0. Default 600. */
+  readonly requestTimeoutSec: number;
+  /** Longest gap between stream chunks once chunks are reported, seconds > 0. Default 120. */
+  readonly streamIdleTimeoutSec: number;
+  /** Start → end of the whole request life, seconds > 0. Default 1 800. */
+  readonly overallDeadlineSec: number;
 }
 
 /** Spec defaults (seed 000), frozen. */
@@ -64,6 +102,16 @@ export const DEFAULT_ROUTING_SETTINGS: Readonly<RoutingSettings> = Object.freeze
   affinityMaxAgeSec: 86_400,
   affinityTtlSec: 300,
   affinitySweepThreshold: 1_000,
+  upstreamConcurrencyEnabled: true,
+  upstreamConcurrencyInitialLimit: 8,
+  upstreamConcurrencyMaxLimit: 64,
+  upstreamConcurrencyProbeSuccessInterval: 100,
+  upstreamConcurrencyAcquireTimeoutSec: 30,
+  connectTimeoutSec: 10,
+  headersTimeoutSec: 300,
+  requestTimeoutSec: 600,
+  streamIdleTimeoutSec: 120,
+  overallDeadlineSec: 1_800,
 });
 
 const tokens = (min: number) => z.number().int().min(min);
@@ -81,6 +129,16 @@ export const RoutingSettingsSchema = z
     affinity_max_age_sec: z.number().nonnegative().optional(),
     affinity_ttl_sec: z.number().positive().optional(),
     affinity_sweep_threshold: tokens(1).optional(),
+    upstream_concurrency_enabled: z.boolean().optional(),
+    upstream_concurrency_initial_limit: tokens(1).optional(),
+    upstream_concurrency_max_limit: tokens(1).optional(),
+    upstream_concurrency_probe_success_interval: tokens(1).optional(),
+    upstream_concurrency_acquire_timeout_sec: z.number().positive().optional(),
+    timeout_connect_sec: z.number().positive().optional(),
+    timeout_headers_sec: z.number().positive().optional(),
+    timeout_request_sec: z.number().positive().optional(),
+    timeout_stream_idle_sec: z.number().positive().optional(),
+    timeout_overall_sec: z.number().positive().optional(),
   })
   .strict();
 
@@ -98,12 +156,26 @@ const FIELD_OF: Readonly<Record<SnakeKey, keyof RoutingSettings>> = {
   affinity_max_age_sec: 'affinityMaxAgeSec',
   affinity_ttl_sec: 'affinityTtlSec',
   affinity_sweep_threshold: 'affinitySweepThreshold',
+  upstream_concurrency_enabled: 'upstreamConcurrencyEnabled',
+  upstream_concurrency_initial_limit: 'upstreamConcurrencyInitialLimit',
+  upstream_concurrency_max_limit: 'upstreamConcurrencyMaxLimit',
+  upstream_concurrency_probe_success_interval: 'upstreamConcurrencyProbeSuccessInterval',
+  upstream_concurrency_acquire_timeout_sec: 'upstreamConcurrencyAcquireTimeoutSec',
+  timeout_connect_sec: 'connectTimeoutSec',
+  timeout_headers_sec: 'headersTimeoutSec',
+  timeout_request_sec: 'requestTimeoutSec',
+  timeout_stream_idle_sec: 'streamIdleTimeoutSec',
+  timeout_overall_sec: 'overallDeadlineSec',
 };
 const SNAKE_KEYS = Object.keys(FIELD_OF) as SnakeKey[];
-const BOOLEAN_KEYS: ReadonlySet<SnakeKey> = new Set(['prefill_aware_enabled', 'affinity_enabled']);
+const BOOLEAN_KEYS: ReadonlySet<SnakeKey> = new Set(['prefill_aware_enabled', 'affinity_enabled', 'upstream_concurrency_enabled']);
 
-/** The environment variable for a snake_case key, e.g. `ROUTING_PREFILL_INTERVENE_TOKENS`. */
+/**
+ * The environment variable for a snake_case key, e.g. `ROUTING_PREFILL_INTERVENE_TOKENS`;
+ * `upstream_concurrency_*` keys keep the spec's unprefixed names (`UPSTREAM_CONCURRENCY_MAX_LIMIT`).
+ */
 export function routingEnvName(key: string): string {
+  if (key.startsWith('upstream_concurrency_')) return key.toUpperCase();
   return `ROUTING_${key.toUpperCase()}`;
 }
 

@@ -154,6 +154,8 @@ export class MultiTargetLifecycle implements RequestLife {
     if (this.done) return [];
     switch (event.kind) {
       case 'attempt_sent':
+      case 'chunk': // seam extensions of issue #6 that multi-target lives do not use
+      case 'slot_acquired':
         return [];
       case 'first_output': {
         const a = this.liveAttempt(event.attemptId);

@@ -16,9 +16,25 @@
  * others) and moved to the new choice. Every fresh primary choice is pinned. A failure on the
  * pinned endpoint drops the pin (cancellation and client disconnects are not its failures).
  *
- * The life owns every dispatch claim and prefill lease it takes and ends each exactly once on
- * every path: a lease at the attempt's first token or its end, whichever comes first; a claim
- * at the attempt's end.
+ * The full life (issue #6; seed 000 "出站并发", "排队等待卸载", "引擎等待", "引擎队列上限",
+ * "最大卸载输入"): an attempt is first *queued* for an outbound slot (non-local routes, adaptive
+ * limiter per provider key) or an engine-hold place (local engines of a model with an
+ * `engine_queue_limit`), then *sent* (`dispatch`), then waits for its first output and token.
+ * Deadlines are `wait_until` actions the life arms and `deadline` events it interprets: overall
+ * (whole life), queue give-up, headers (dispatch → first output), non-streaming request timeout,
+ * stream idle (after `chunk` events) and engine wait (dispatch → first output, offload models).
+ * Offload: the offload route is never primary while another route is admissible; a queue give-up
+ * or engine-wait expiry moves to it next (at most once per request); if it fails, the remaining
+ * routes run, then the interrupted route once more without offload deadlines.
+ *
+ * The life owns every dispatch claim, prefill lease, outbound slot and hold place it takes and
+ * ends each exactly once on every path: a lease at the attempt's first token or its end; a hold
+ * place at the first output or the end; a slot and a claim at the attempt's end.
+ *
+ * Hedge hook (RouteWise): attempts are a map, so two in flight is natural — a planner-driven
+ * second `startAttempt` while the first is live; the first `first_token` commits and cancels
+ * the other live attempts (`commitAndCancelOthers`), a failure of one while the other is live
+ * just waits for the other.
  */
 import type { Rng } from '../rng.ts';
 import type { ResolvedModel, ResolvedRoute } from '../routing-core.ts';
@@ -39,6 +55,11 @@ import type { RoutingSettings } from '../config/routing-settings.ts';
 import type { PrefillLease, PrefillLoad } from '../prefill/prefill-load.ts';
 import type { AffinityPin, AffinityTable } from '../affinity/affinity-table.ts';
 import { ANONYMOUS_AFFINITY_KEY } from '../affinity/affinity-key.ts';
+import { OutboundLimiter } from '../outbound/outbound-limiter.ts';
+import { EngineHold } from '../outbound/engine-hold.ts';
+import type { SlotTicket } from '../outbound/slot-pool.ts';
+import { RetryAfterTable } from './retry-after.ts';
+import type { OffloadPolicy } from '../offload/offload-policy.ts';
 
 /** The process-wide state a life works with, owned by `RoutingCore`. */
 export interface LifecycleDeps {
@@ -46,17 +67,62 @@ export interface LifecycleDeps {
   readonly prefill: PrefillLoad;
   readonly affinity: AffinityTable;
   readonly settings: Readonly<RoutingSettings>;
+  /**
+   * Adaptive outbound slots per provider key (seed 000 "出站并发"). Optional only so that code
+   * building deps by hand keeps compiling; absent ⇒ a private, unshared instance (use
+   * `RoutingCore.lifecycleDeps` to share the core's).
+   */
+  readonly limiter?: OutboundLimiter;
+  /** Engine-hold places per local engine (seed 000 "引擎队列上限"); absent ⇒ private instance. */
+  readonly hold?: EngineHold;
+  /** Not-before times from Retry-After; absent ⇒ private instance. */
+  readonly retryAfter?: RetryAfterTable;
 }
+
+/** `LifecycleDeps` with every shared table present. */
+type FullDeps = Required<LifecycleDeps>;
+
+function completeDeps(d: LifecycleDeps): FullDeps {
+  if (d.limiter && d.hold && d.retryAfter) return d as FullDeps;
+  const s = d.settings;
+  const limiter =
+    d.limiter ??
+    new OutboundLimiter(
+      { enabled: s.upstreamConcurrencyEnabled, initialLimit: s.upstreamConcurrencyInitialLimit, maxLimit: s.upstreamConcurrencyMaxLimit, probeSuccessInterval: s.upstreamConcurrencyProbeSuccessInterval },
+      () => {},
+    );
+  return { ...d, limiter, hold: d.hold ?? new EngineHold(() => {}), retryAfter: d.retryAfter ?? new RetryAfterTable() };
+}
+
+/** Why the offload route was tried (`RoutingMetadata.offloadReason`). */
+export type OffloadReason = 'queue_wait' | 'engine_wait' | 'last_resort';
+
+/** `normal`: may be interrupted for offload; `offload`: the offload attempt; `retry`/`pinned`: never interrupted. */
+type AttemptRole = 'normal' | 'offload' | 'retry' | 'pinned';
+type DeadlineKind = 'overall' | 'queue' | 'headers' | 'total' | 'idle' | 'engine_wait';
 
 interface LiveAttempt {
   readonly attemptId: number;
   readonly route: ResolvedRoute;
   /** Null when the attempt bypassed admission (explicit pin). */
   readonly claim: DispatchClaim | null;
+  readonly role: AttemptRole;
+  readonly startMs: number;
+  phase: 'queued' | 'sent';
+  /** Outbound slot (limiter) or engine-hold place; null when exempt or already given up. */
+  ticket: SlotTicket | null;
+  ticketKind: 'limiter' | 'hold' | null;
   /** Held from dispatch until the first token or the attempt's end; then null. */
   lease: PrefillLease | null;
-  readonly startMs: number;
+  gotOutput: boolean;
+  lastChunkAtMs: number;
+  idleArmed: boolean;
+  /** Deadline ids armed for this attempt (removed from the life's map at the attempt's end). */
+  readonly deadlineIds: number[];
 }
+
+const NEUTRAL: Outcome = { kind: 'cancelled' };
+const TIMEOUT: Outcome = { kind: 'transport', cause: 'timeout' };
 
 /** Implementation of `RequestLife` for per-model routers. Created by `RoutingCore.start`. */
 export class RequestLifecycle implements RequestLife {
@@ -64,7 +130,9 @@ export class RequestLifecycle implements RequestLife {
   private done = false;
   private committedAttempt: number | null = null;
   private nextAttemptId = 1;
+  private nextDeadlineId = 1;
   private readonly live = new Map<number, LiveAttempt>();
+  private readonly deadlines = new Map<number, { kind: DeadlineKind; attemptId: number }>();
   private readonly attempts: AttemptRecord[] = [];
   private primaryFailure: Outcome | null = null;
   private pinned = false;
@@ -75,16 +143,37 @@ export class RequestLifecycle implements RequestLife {
   private affinityKey: string | null = null;
   private leasesTaken = 0;
   private leasesReleased = 0;
+  private ticketsTaken = 0;
+  private ticketsReleased = 0;
+  private overallAtMs = Number.POSITIVE_INFINITY;
+  /** The model's active offload policy, or null. */
+  private readonly policy: OffloadPolicy | null;
+  /** The offload route when this request may use it (not pinned, fits its size limits), else null. */
+  private offloadRoute: ResolvedRoute | null = null;
+  /** The offload route's endpoint id when the policy is active (it is never primary then). */
+  private readonly offloadId: string | null;
+  private offloaded = false;
+  private offloadReason: OffloadReason | null = null;
+  /** The route an offload interrupted; retried once after every other candidate. */
+  private interrupted: ResolvedRoute | null = null;
+  private interruptedRetried = false;
+  /** After a context-length rejection: routes need a `context_length` above this. */
+  private contextFloor: number | null = null;
   private readonly health: HealthRegistry;
+  private readonly deps: FullDeps;
 
   constructor(
     private readonly model: ResolvedModel | null,
     private readonly request: RouteRequest,
-    private readonly deps: LifecycleDeps,
+    deps: LifecycleDeps,
     private readonly rng: Rng,
   ) {
     this.requestId = request.requestId;
+    this.deps = completeDeps(deps);
     this.health = deps.health;
+    const p = model?.offload;
+    this.policy = p && p.active ? p : null;
+    this.offloadId = this.policy?.endpointId ?? null;
   }
 
   get isDone(): boolean {
@@ -113,6 +202,9 @@ export class RequestLifecycle implements RequestLife {
         nowMs,
       );
     }
+    // The overall deadline's `wait_until` goes last, after the first attempt's actions.
+    const out: LifecycleAction[] = [];
+    this.overallAtMs = nowMs + this.deps.settings.overallDeadlineSec * 1000;
     if (this.request.pin !== null) {
       const pin = this.request.pin;
       const route = modal.find((r) => r.endpointId === pin || r.provider === pin);
@@ -125,7 +217,14 @@ export class RequestLifecycle implements RequestLife {
       }
       this.pinned = true;
       this.reason = 'pin';
-      return [this.dispatch(route, null, nowMs)];
+      out.push(...this.startAttempt(route, null, 'pinned', nowMs));
+      return this.withOverall(out);
+    }
+    if (this.policy !== null) {
+      const r = modal.find((x) => x.endpointId === this.offloadId) ?? null;
+      const maxIn = this.policy.maxInputTokens;
+      const fits = r !== null && (maxIn === null || this.request.inputTokens <= maxIn) && (r.contextLength === null || this.request.inputTokens <= r.contextLength);
+      this.offloadRoute = fits ? r : null;
     }
     // Session affinity first: a hit needs only its own endpoint's admission, not the full
     // candidate list (the common case for a returning caller).
@@ -136,7 +235,7 @@ export class RequestLifecycle implements RequestLife {
       this.affinityKey = key;
       affinityPin = this.deps.affinity.lookup(key, model.id, nowMs);
       if (affinityPin !== null) {
-        const route = this.admitted(modal, affinityPin.endpointId, nowMs);
+        const route = affinityPin.endpointId === this.offloadId ? null : this.admitted(modal, affinityPin.endpointId, nowMs);
         if (route === null) {
           this.deps.affinity.dropIfPinnedTo(key, model.id, affinityPin.endpointId); // no longer admissible
           affinityPin = null;
@@ -144,23 +243,38 @@ export class RequestLifecycle implements RequestLife {
           bypassed = route.endpointId; // backlogged: draw among the others, re-pin below
         } else {
           const claim = this.health.beginDispatch(route.endpointId, nowMs);
-          if (claim) return [this.dispatchPinned(route, claim, affinityPin, nowMs)];
+          if (claim) {
+            this.deps.affinity.slide(affinityPin, nowMs);
+            this.reason = 'affinity';
+            out.push(...this.startAttempt(route, claim, 'normal', nowMs));
+            return this.withOverall(out);
+          }
           this.deps.affinity.dropIfPinnedTo(key, model.id, affinityPin.endpointId);
           affinityPin = null;
         }
       }
     }
     const candidates: Candidate[] = [];
+    let coolestMs = Number.POSITIVE_INFINITY;
     for (const r of modal) {
-      if (r.endpointId !== bypassed && r.effectiveWeight > 0 && this.health.allowRequest(r.endpointId, nowMs)) {
-        candidates.push({ endpointId: r.endpointId, weight: r.effectiveWeight, routeIndex: r.routeIndex });
+      if (r.endpointId === bypassed || r.endpointId === this.offloadId || r.effectiveWeight <= 0) continue;
+      const wait = this.deps.retryAfter.remainingMs(r.endpointId, nowMs);
+      if (wait > 0) {
+        coolestMs = Math.min(coolestMs, wait);
+        continue;
       }
+      if (this.health.allowRequest(r.endpointId, nowMs)) candidates.push({ endpointId: r.endpointId, weight: r.effectiveWeight, routeIndex: r.routeIndex });
     }
     if (bypassed !== null && candidates.length === 0) {
       // Nowhere else to go: a backlogged pin still beats a rejection (never blocks or rejects).
       const route = this.admitted(modal, bypassed, nowMs)!;
       const claim = this.health.beginDispatch(route.endpointId, nowMs);
-      if (claim) return [this.dispatchPinned(route, claim, affinityPin!, nowMs)];
+      if (claim) {
+        this.deps.affinity.slide(affinityPin!, nowMs);
+        this.reason = 'affinity';
+        out.push(...this.startAttempt(route, claim, 'normal', nowMs));
+        return this.withOverall(out);
+      }
     }
     // A planner pick whose claim is refused is dropped and the planner asked again. In a
     // single-threaded core allowRequest and beginDispatch agree, so this loop runs once.
@@ -172,9 +286,28 @@ export class RequestLifecycle implements RequestLife {
       if (claim) {
         this.reason = bypassed !== null ? 'affinity_ceiling' : pick.reason;
         if (this.affinityKey !== null) this.deps.affinity.pin(this.affinityKey, model.id, route.endpointId, nowMs);
-        return [this.dispatch(route, claim, nowMs)];
+        out.push(...this.startAttempt(route, claim, 'normal', nowMs));
+        return this.withOverall(out);
       }
       candidates.splice(pick.candidate, 1);
+    }
+    // No other route is admissible: the offload route is the primary (seed: "兜底").
+    const last = this.startOffload('last_resort', nowMs);
+    if (last !== null) {
+      this.reason = 'offload';
+      out.push(...last);
+      return this.withOverall(out);
+    }
+    if (coolestMs !== Number.POSITIVE_INFINITY) {
+      // Every candidate is cooling after a Retry-After: tell the client when to come back.
+      const status = this.coolingStatus(modal, nowMs);
+      return this.fail(
+        status === 429 ? 'upstream_rate_limited' : 'all_circuits_open',
+        `every route of model '${model.id}' asked us to retry later`,
+        nowMs,
+        status,
+        Math.max(1, Math.ceil(coolestMs / 1000)),
+      );
     }
     return this.fail(
       'all_circuits_open',
@@ -187,23 +320,42 @@ export class RequestLifecycle implements RequestLife {
     if (this.done) return [];
     switch (event.kind) {
       case 'attempt_sent':
-      case 'first_output':
-      case 'deadline':
         return [];
+      case 'slot_acquired': {
+        const a = this.live.get(event.attemptId);
+        if (!a || a.phase !== 'queued' || a.ticket?.state !== 'held') return [];
+        return this.send(a, nowMs);
+      }
+      case 'first_output': {
+        const a = this.live.get(event.attemptId);
+        if (a && a.phase === 'sent') this.gotOutput(a);
+        return [];
+      }
       case 'first_token': {
         const a = this.live.get(event.attemptId);
-        if (!a) return [];
+        if (!a || a.phase !== 'sent') return [];
+        this.gotOutput(a);
         this.releaseLease(a); // prefill is over; decode is not prefill pressure
         if (this.firstTokenAtMs === null) this.firstTokenAtMs = nowMs;
         if (this.request.stream && this.committedAttempt === null) {
           this.committedAttempt = a.attemptId;
-          return [{ kind: 'commit', attemptId: a.attemptId }];
+          const out: LifecycleAction[] = [{ kind: 'commit', attemptId: a.attemptId }];
+          out.push(...this.cancelOthers(nowMs, a.attemptId)); // a hedge's loser
+          return out;
         }
         return [];
       }
+      case 'chunk': {
+        const a = this.live.get(event.attemptId);
+        if (!a || a.phase !== 'sent') return [];
+        a.lastChunkAtMs = nowMs;
+        if (a.idleArmed) return [];
+        a.idleArmed = true;
+        return [this.arm('idle', a.attemptId, nowMs + this.deps.settings.streamIdleTimeoutSec * 1000)];
+      }
       case 'finished': {
         const a = this.live.get(event.attemptId);
-        if (!a) return [];
+        if (!a || a.phase !== 'sent') return [];
         const out: LifecycleAction[] = [];
         if (this.committedAttempt === null) {
           this.committedAttempt = a.attemptId;
@@ -218,17 +370,11 @@ export class RequestLifecycle implements RequestLife {
       }
       case 'failed': {
         const a = this.live.get(event.attemptId);
-        if (!a) return [];
-        this.endAttempt(a, event.outcome, nowMs);
-        if (this.primaryFailure === null) this.primaryFailure = event.outcome;
-        const terminal = event.outcome.kind === 'client_gone' || event.outcome.kind === 'cancelled';
-        if (!this.pinned && this.committedAttempt === null && !terminal) {
-          const next = this.nextFallback(nowMs);
-          if (next) return [next];
-        }
-        if (this.live.size > 0) return [];
-        return this.failWithOutcome(this.committedAttempt === null ? this.primaryFailure : event.outcome, nowMs);
+        if (!a || a.phase !== 'sent') return [];
+        return this.attemptFailed(a, event.outcome, event.outcome, nowMs);
       }
+      case 'deadline':
+        return this.onDeadline(event.deadlineId, nowMs);
       case 'client_gone': {
         const out = this.cancelOthers(nowMs);
         out.push(this.doneAction('client_gone', nowMs, null));
@@ -238,32 +384,298 @@ export class RequestLifecycle implements RequestLife {
   }
 
   invariants(): void {
-    for (const a of this.live.values()) {
-      if (this.done) throw new Error(`${this.requestId}: attempt ${a.attemptId} still live after done`);
-    }
+    if (this.done && this.live.size > 0) throw new Error(`${this.requestId}: ${this.live.size} attempt(s) still live after done`);
     if (this.attempts.length + this.live.size !== this.nextAttemptId - 1) {
       throw new Error(`${this.requestId}: attempts recorded + live != attempts started`);
     }
-    let held = 0;
-    for (const a of this.live.values()) if (a.lease !== null) held++;
-    if (this.leasesTaken !== this.nextAttemptId - 1 || this.leasesTaken !== this.leasesReleased + held) {
-      throw new Error(`${this.requestId}: prefill leases taken ${this.leasesTaken} != released ${this.leasesReleased} + held ${held} (attempts ${this.nextAttemptId - 1})`);
+    let leases = 0;
+    let tickets = 0;
+    for (const a of this.live.values()) {
+      if (a.lease !== null) leases++;
+      if (a.ticket !== null) {
+        tickets++;
+        if (a.ticket.state === 'released') throw new Error(`${this.requestId}: attempt ${a.attemptId} keeps a released ticket`);
+      }
+    }
+    if (this.leasesTaken !== this.leasesReleased + leases) {
+      throw new Error(`${this.requestId}: prefill leases taken ${this.leasesTaken} != released ${this.leasesReleased} + held ${leases}`);
+    }
+    if (this.ticketsTaken !== this.ticketsReleased + tickets) {
+      throw new Error(`${this.requestId}: slot tickets taken ${this.ticketsTaken} != released ${this.ticketsReleased} + held ${tickets}`);
     }
   }
 
-  /** The route of `endpointId` among `modal` if it has weight and its breaker admits now, else null. */
+  // ---- attempts -------------------------------------------------------------------------
+
+  /**
+   * Starts an attempt on `route`: queued behind an outbound slot or engine-hold place when one
+   * applies and none is free (`acquire_slot` + a give-up `wait_until`), else sent at once.
+   */
+  private startAttempt(route: ResolvedRoute, claim: DispatchClaim | null, role: AttemptRole, nowMs: number): LifecycleAction[] {
+    const attemptId = this.nextAttemptId++;
+    const a: LiveAttempt = {
+      attemptId,
+      route,
+      claim,
+      role,
+      startMs: nowMs,
+      phase: 'queued',
+      ticket: null,
+      ticketKind: null,
+      lease: null,
+      gotOutput: false,
+      lastChunkAtMs: nowMs,
+      idleArmed: false,
+      deadlineIds: [],
+    };
+    this.live.set(attemptId, a);
+    const s = this.deps.settings;
+    if (route.outboundKey !== null) {
+      if (s.upstreamConcurrencyEnabled) {
+        a.ticket = this.deps.limiter.acquire(route.outboundKey, this, attemptId);
+        a.ticketKind = 'limiter';
+      }
+    } else if (this.request.stream && this.model?.offload?.active === true && this.model.offload.engineQueueLimit !== null) {
+      a.ticket = this.deps.hold.acquire(route.endpointId, this.model.offload.engineQueueLimit, this, attemptId);
+      a.ticketKind = 'hold';
+    }
+    if (a.ticket === null || a.ticket.state === 'held') {
+      if (a.ticket !== null) this.ticketsTaken++;
+      return this.send(a, nowMs);
+    }
+    this.ticketsTaken++;
+    const acquireMs = s.upstreamConcurrencyAcquireTimeoutSec * 1000;
+    const waitMs = this.interruptible(a) ? Math.min(acquireMs, this.policy!.waitMs) : acquireMs;
+    const giveUpAtMs = Math.min(nowMs + waitMs, this.overallAtMs);
+    return [
+      { kind: 'acquire_slot', attemptId, endpointId: route.endpointId, giveUpAtMs },
+      this.arm('queue', attemptId, giveUpAtMs),
+    ];
+  }
+
+  /** Sends a (no longer queued) attempt: prefill lease, dispatch, headers/total/engine-wait deadlines. */
+  private send(a: LiveAttempt, nowMs: number): LifecycleAction[] {
+    this.disarm(a, 'queue');
+    a.phase = 'sent';
+    a.lease = this.deps.prefill.acquire(a.route.endpointId, this.request.callerId, this.request.inputTokens, nowMs);
+    this.leasesTaken++;
+    const s = this.deps.settings;
+    const totalAtMs = this.request.stream ? this.overallAtMs : Math.min(this.overallAtMs, nowMs + s.requestTimeoutSec * 1000);
+    const out: LifecycleAction[] = [
+      {
+        kind: 'dispatch',
+        attemptId: a.attemptId,
+        endpointId: a.route.endpointId,
+        deadlines: { firstTokenAtMs: null, totalAtMs: Number.isFinite(totalAtMs) ? totalAtMs : null },
+      },
+      this.arm('headers', a.attemptId, nowMs + s.headersTimeoutSec * 1000),
+    ];
+    if (!this.request.stream) out.push(this.arm('total', a.attemptId, nowMs + s.requestTimeoutSec * 1000));
+    // Engine wait: a stream on a non-offload route of an offload model gets `wait` to show output.
+    if (this.request.stream && this.interruptible(a)) out.push(this.arm('engine_wait', a.attemptId, nowMs + this.policy!.waitMs));
+    return out;
+  }
+
+  /** First upstream output (preamble, buffered output or a token): lifts headers and engine-wait limits, frees the hold place. */
+  private gotOutput(a: LiveAttempt): void {
+    if (a.gotOutput) return;
+    a.gotOutput = true;
+    this.disarm(a, 'headers');
+    this.disarm(a, 'engine_wait');
+    if (a.ticketKind === 'hold') this.releaseTicket(a, 'other');
+  }
+
+  /** Whether `a` may still be cut short to go to the offload route. */
+  private interruptible(a: LiveAttempt): boolean {
+    return a.role === 'normal' && a.route.endpointId !== this.offloadId && this.canOffload(-1);
+  }
+
+  /** Whether the offload route is available to this request now (never twice). */
+  private canOffload(nowMs: number): boolean {
+    const r = this.offloadRoute;
+    if (r === null || this.offloaded) return false;
+    if (this.contextFloor !== null && !(r.contextLength !== null && r.contextLength > this.contextFloor)) return false;
+    if (nowMs >= 0 && (this.deps.retryAfter.remainingMs(r.endpointId, nowMs) > 0 || !this.health.allowRequest(r.endpointId, nowMs))) return false;
+    return true;
+  }
+
+  /** Starts the offload attempt (at most once per request), or null when it is not available. */
+  private startOffload(reason: OffloadReason, nowMs: number): LifecycleAction[] | null {
+    if (!this.canOffload(nowMs)) return null;
+    const r = this.offloadRoute!;
+    const claim = this.health.beginDispatch(r.endpointId, nowMs);
+    if (!claim) return null;
+    this.offloaded = true;
+    this.offloadReason = reason;
+    return this.startAttempt(r, claim, 'offload', nowMs);
+  }
+
+  /** Cuts `a` short for the offload route (queue give-up or engine-wait expiry). */
+  private interrupt(a: LiveAttempt, reason: 'queue_wait' | 'engine_wait', nowMs: number): LifecycleAction[] {
+    const out: LifecycleAction[] = [];
+    if (a.phase === 'sent') out.push({ kind: 'cancel', attemptId: a.attemptId });
+    const recorded: Outcome = reason === 'queue_wait' ? { kind: 'queue_wait_timeout' } : { kind: 'first_token_timeout' };
+    this.endAttempt(a, recorded, nowMs, NEUTRAL); // neither the breaker nor the hints hear of it
+    this.interrupted = a.route;
+    const next = this.startOffload(reason, nowMs);
+    if (next !== null) out.push(...next);
+    else out.push(...this.continueAfter(recorded, nowMs));
+    return out;
+  }
+
+  private onDeadline(deadlineId: number, nowMs: number): LifecycleAction[] {
+    const d = this.deadlines.get(deadlineId);
+    if (!d) return [];
+    this.deadlines.delete(deadlineId);
+    if (d.kind === 'overall') return this.overallExpired(nowMs);
+    const a = this.live.get(d.attemptId);
+    if (!a) return [];
+    const i = a.deadlineIds.indexOf(deadlineId);
+    if (i >= 0) a.deadlineIds.splice(i, 1);
+    switch (d.kind) {
+      case 'queue': {
+        if (a.ticket !== null && a.ticket.state === 'held') return this.send(a, nowMs); // granted, wakeup not yet delivered
+        if (this.interruptible(a) && this.canOffload(nowMs)) return this.interrupt(a, 'queue_wait', nowMs);
+        if (a.ticketKind === 'hold' && a.ticket !== null) {
+          // Holding never fails a request: past the acquire timeout it goes in over the limit.
+          a.ticket.pool.force(a.ticket);
+          return this.send(a, nowMs);
+        }
+        this.endAttempt(a, { kind: 'queue_wait_timeout' }, nowMs); // not the endpoint's fault
+        return this.continueAfter({ kind: 'queue_wait_timeout' }, nowMs);
+      }
+      case 'engine_wait':
+        if (a.gotOutput || !this.interruptible(a) || !this.canOffload(nowMs)) return []; // lifted: wait as long as it takes
+        return this.interrupt(a, 'engine_wait', nowMs);
+      case 'headers':
+      case 'total':
+        return this.stalled(a, nowMs);
+      case 'idle': {
+        const due = a.lastChunkAtMs + this.deps.settings.streamIdleTimeoutSec * 1000;
+        if (due > nowMs) return [this.arm('idle', a.attemptId, due)]; // chunks came since: re-arm lazily
+        return this.stalled(a, nowMs);
+      }
+    }
+  }
+
+  /** A silent upstream: before commit the attempt fails over; after it the client gets an in-band error. */
+  private stalled(a: LiveAttempt, nowMs: number): LifecycleAction[] {
+    const out: LifecycleAction[] = [{ kind: 'cancel', attemptId: a.attemptId }];
+    if (this.committedAttempt === a.attemptId) {
+      this.endAttempt(a, TIMEOUT, nowMs);
+      out.push(...this.cancelOthers(nowMs));
+      out.push(...this.fail('upstream_timeout', `upstream ${a.route.endpointId} stalled mid-stream`, nowMs));
+      return out;
+    }
+    out.push(...this.attemptFailed(a, TIMEOUT, TIMEOUT, nowMs));
+    return out;
+  }
+
+  private overallExpired(nowMs: number): LifecycleAction[] {
+    const out = this.cancelOthers(nowMs);
+    out.push(...this.fail('upstream_timeout', `request exceeded its overall deadline of ${this.deps.settings.overallDeadlineSec} s`, nowMs));
+    return out;
+  }
+
+  /** An attempt failed with `outcome` (`healthOutcome` is what the breaker hears). */
+  private attemptFailed(a: LiveAttempt, outcome: Outcome, healthOutcome: Outcome, nowMs: number): LifecycleAction[] {
+    this.endAttempt(a, outcome, nowMs, healthOutcome);
+    if (outcome.kind === 'http_status') {
+      if (outcome.retryAfterMs !== null && (outcome.status === 429 || outcome.status === 503)) {
+        this.deps.retryAfter.set(a.route.endpointId, nowMs + outcome.retryAfterMs, outcome.status);
+      }
+      if (outcome.errorClass === 'context_length') {
+        const len = a.route.contextLength;
+        if (len !== null) this.contextFloor = Math.max(this.contextFloor ?? 0, len);
+      }
+    }
+    const terminal = outcome.kind === 'client_gone' || outcome.kind === 'cancelled';
+    if (this.pinned || this.committedAttempt !== null || terminal) {
+      if (this.live.size > 0) return [];
+      return this.failWithOutcome(this.committedAttempt === null ? this.primaryFailure ?? outcome : outcome, nowMs);
+    }
+    return this.continueAfter(outcome, nowMs);
+  }
+
+  /**
+   * The next attempt after one ended without serving: the remaining routes in declaration order,
+   * then the offload route as last resort, then the interrupted route once more; else the error.
+   */
+  private continueAfter(outcome: Outcome, nowMs: number): LifecycleAction[] {
+    if (this.pinned) return this.live.size > 0 ? [] : this.failWithOutcome(this.primaryFailure ?? outcome, nowMs);
+    for (const r of this.model!.routes) {
+      if (r.endpointId === this.offloadId || this.tried(r.endpointId) || !this.usable(r, nowMs)) continue;
+      const claim = this.health.beginDispatch(r.endpointId, nowMs);
+      if (claim) return this.startAttempt(r, claim, 'normal', nowMs);
+    }
+    const last = this.startOffload('last_resort', nowMs);
+    if (last !== null) return last;
+    const back = this.interrupted;
+    if (back !== null && !this.interruptedRetried && this.offloaded) {
+      this.interruptedRetried = true;
+      const claim = this.health.beginDispatch(back.endpointId, nowMs);
+      if (claim) return this.startAttempt(back, claim, 'retry', nowMs);
+    }
+    if (this.live.size > 0) return [];
+    return this.failWithOutcome(this.primaryFailure ?? outcome, nowMs);
+  }
+
+  /** Weight, modality, Retry-After and context-window checks of a fallback route. */
+  private usable(r: ResolvedRoute, nowMs: number): boolean {
+    if (r.effectiveWeight <= 0 || !this.acceptsModalities(r)) return false;
+    if (this.contextFloor !== null && r.contextLength !== null && r.contextLength <= this.contextFloor) return false;
+    return this.deps.retryAfter.remainingMs(r.endpointId, nowMs) === 0;
+  }
+
+  // ---- bookkeeping ------------------------------------------------------------------------
+
+  /** Appends the overall deadline to `begin`'s actions. */
+  private withOverall(out: LifecycleAction[]): LifecycleAction[] {
+    out.push(this.arm('overall', 0, this.overallAtMs));
+    return out;
+  }
+
+  /** Arms a deadline: records it and returns the `wait_until` for the driver. */
+  private arm(kind: DeadlineKind, attemptId: number, atMs: number): LifecycleAction {
+    const deadlineId = this.nextDeadlineId++;
+    this.deadlines.set(deadlineId, { kind, attemptId });
+    if (kind !== 'overall') this.live.get(attemptId)?.deadlineIds.push(deadlineId);
+    return { kind: 'wait_until', deadlineId, atMs };
+  }
+
+  /** Forgets `a`'s deadlines of `kind` (their `deadline` events are then ignored). */
+  private disarm(a: LiveAttempt, kind: DeadlineKind): void {
+    for (let i = a.deadlineIds.length - 1; i >= 0; i--) {
+      const id = a.deadlineIds[i]!;
+      if (this.deadlines.get(id)?.kind === kind) {
+        this.deadlines.delete(id);
+        a.deadlineIds.splice(i, 1);
+      }
+    }
+  }
+
+  /** The route of `endpointId` among `modal` if it has weight, is not cooling and its breaker admits now, else null. */
   private admitted(modal: readonly ResolvedRoute[], endpointId: string, nowMs: number): ResolvedRoute | null {
     for (const r of modal) {
-      if (r.endpointId === endpointId) return r.effectiveWeight > 0 && this.health.allowRequest(endpointId, nowMs) ? r : null;
+      if (r.endpointId !== endpointId) continue;
+      if (r.effectiveWeight <= 0 || this.deps.retryAfter.remainingMs(endpointId, nowMs) > 0) return null;
+      return this.health.allowRequest(endpointId, nowMs) ? r : null;
     }
     return null;
   }
 
-  /** Dispatches to the caller's pinned endpoint and slides the pin's TTL. */
-  private dispatchPinned(route: ResolvedRoute, claim: DispatchClaim, pin: AffinityPin, nowMs: number): LifecycleAction {
-    this.deps.affinity.slide(pin, nowMs);
-    this.reason = 'affinity';
-    return this.dispatch(route, claim, nowMs);
+  /** 429 unless the shortest-cooling route's Retry-After came with a 503. */
+  private coolingStatus(modal: readonly ResolvedRoute[], nowMs: number): number {
+    let best = Number.POSITIVE_INFINITY;
+    let status = 429;
+    for (const r of modal) {
+      const w = this.deps.retryAfter.remainingMs(r.endpointId, nowMs);
+      if (w > 0 && w < best) {
+        best = w;
+        status = this.deps.retryAfter.statusOf(r.endpointId);
+      }
+    }
+    return status;
   }
 
   /** Every request carries text; a route must accept text and each extra modality. */
@@ -271,14 +683,6 @@ export class RequestLifecycle implements RequestLife {
     if (!r.modalities.includes('text')) return false;
     for (const m of this.request.modalities) if (!r.modalities.includes(m)) return false;
     return true;
-  }
-
-  private dispatch(route: ResolvedRoute, claim: DispatchClaim | null, nowMs: number): LifecycleAction {
-    const attemptId = this.nextAttemptId++;
-    const lease = this.deps.prefill.acquire(route.endpointId, this.request.callerId, this.request.inputTokens, nowMs);
-    this.leasesTaken++;
-    this.live.set(attemptId, { attemptId, route, claim, lease, startMs: nowMs });
-    return { kind: 'dispatch', attemptId, endpointId: route.endpointId, deadlines: { firstTokenAtMs: null, totalAtMs: null } };
   }
 
   /** Releases the attempt's prefill lease if it still holds one (idempotent per attempt). */
@@ -289,26 +693,50 @@ export class RequestLifecycle implements RequestLife {
     this.leasesReleased++;
   }
 
-  /** Ends an attempt's claim and lease exactly once and records it. */
-  private endAttempt(a: LiveAttempt, outcome: Outcome, nowMs: number): void {
+  /** Releases the attempt's slot or hold place if it still holds one (idempotent per attempt). */
+  private releaseTicket(a: LiveAttempt, result: 'success' | 'rate_limited' | 'other'): void {
+    const t = a.ticket;
+    if (t === null) return;
+    a.ticket = null;
+    if (a.ticketKind === 'limiter') this.deps.limiter.release(t, result);
+    else t.pool.release(t);
+    this.ticketsReleased++;
+  }
+
+  /**
+   * Ends an attempt's claim, lease, ticket and deadlines exactly once and records it.
+   * `healthOutcome` is what the breaker, affinity and planner hear (neutral for offload cuts).
+   */
+  private endAttempt(a: LiveAttempt, outcome: Outcome, nowMs: number, healthOutcome: Outcome = outcome): void {
     this.live.delete(a.attemptId);
+    for (const id of a.deadlineIds) this.deadlines.delete(id);
+    a.deadlineIds.length = 0;
     this.releaseLease(a);
-    if (this.affinityKey !== null && outcome.kind !== 'ok' && outcome.kind !== 'cancelled' && outcome.kind !== 'client_gone') {
+    const rateLimited = outcome.kind === 'http_status' && outcome.status === 429;
+    this.releaseTicket(a, outcome.kind === 'ok' ? 'success' : rateLimited ? 'rate_limited' : 'other');
+    const h = healthOutcome.kind;
+    if (this.affinityKey !== null && h !== 'ok' && h !== 'cancelled' && h !== 'client_gone' && h !== 'queue_wait_timeout') {
       this.deps.affinity.dropIfPinnedTo(this.affinityKey, this.model!.id, a.route.endpointId);
     }
-    if (a.claim) this.health.endDispatch(a.claim, outcome, nowMs);
-    else this.health.recordUnadmitted(a.route.endpointId, outcome, nowMs);
-    if (outcome.kind === 'http_status' && outcome.errorClass === 'auth_rejected') {
+    if (a.claim) this.health.endDispatch(a.claim, healthOutcome, nowMs);
+    else if (a.phase === 'sent') this.health.recordUnadmitted(a.route.endpointId, healthOutcome, nowMs);
+    if (healthOutcome.kind === 'http_status' && healthOutcome.errorClass === 'auth_rejected') {
       this.health.markDegraded(a.route.endpointId, nowMs);
     }
-    this.model?.planner.observe?.(a.route.endpointId, outcome, nowMs);
+    if (a.phase === 'sent') this.model?.planner.observe?.(a.route.endpointId, healthOutcome, nowMs);
+    if (outcome.kind !== 'ok' && outcome.kind !== 'cancelled' && outcome.kind !== 'client_gone') {
+      const interruption = outcome.kind === 'queue_wait_timeout' || (outcome.kind === 'first_token_timeout' && healthOutcome === NEUTRAL);
+      if (this.primaryFailure === null && !interruption) this.primaryFailure = outcome;
+    }
     this.attempts.push({ attemptId: a.attemptId, endpointId: a.route.endpointId, startMs: a.startMs, endMs: nowMs, outcome });
   }
 
-  private cancelOthers(nowMs: number): LifecycleAction[] {
+  /** Cancels every live attempt except `keep` (sent ones get a `cancel` action; queued ones just leave). */
+  private cancelOthers(nowMs: number, keep = -1): LifecycleAction[] {
     const out: LifecycleAction[] = [];
     for (const a of [...this.live.values()]) {
-      out.push({ kind: 'cancel', attemptId: a.attemptId });
+      if (a.attemptId === keep) continue;
+      if (a.phase === 'sent') out.push({ kind: 'cancel', attemptId: a.attemptId });
       this.endAttempt(a, { kind: 'cancelled' }, nowMs);
     }
     return out;
@@ -319,15 +747,6 @@ export class RequestLifecycle implements RequestLife {
     for (const a of this.attempts) if (a.endpointId === endpointId) return true;
     for (const a of this.live.values()) if (a.route.endpointId === endpointId) return true;
     return false;
-  }
-
-  private nextFallback(nowMs: number): LifecycleAction | null {
-    for (const r of this.model!.routes) {
-      if (this.tried(r.endpointId) || r.effectiveWeight <= 0 || !this.acceptsModalities(r)) continue;
-      const claim = this.health.beginDispatch(r.endpointId, nowMs);
-      if (claim) return this.dispatch(r, claim, nowMs);
-    }
-    return null;
   }
 
   private failWithOutcome(outcome: Outcome, nowMs: number): LifecycleAction[] {
@@ -343,6 +762,7 @@ export class RequestLifecycle implements RequestLife {
 
   private doneAction(status: string, nowMs: number, usage: Usage | null): LifecycleAction {
     this.done = true;
+    this.deadlines.clear();
     const last = this.attempts[this.attempts.length - 1];
     const route = this.servedBy ?? (last ? this.model!.routes.find((r) => r.endpointId === last.endpointId) ?? null : null);
     const metadata: RoutingMetadata = {
@@ -359,7 +779,8 @@ export class RequestLifecycle implements RequestLife {
       firstTokenAtMs: this.firstTokenAtMs,
       finishedAtMs: nowMs,
       usage,
-      offloadReason: null,
+      offloadReason: this.offloadReason,
+      offloadEndpointId: this.offloaded ? this.offloadId : null,
     };
     return { kind: 'done', metadata };
   }

@@ -67,7 +67,21 @@ export type LifecycleEvent =
   | { kind: 'attempt_sent'; attemptId: number }
   /** First bytes of the upstream response (headers or a non-token SSE event). */
   | { kind: 'first_output'; attemptId: number }
+  /**
+   * First content or tool-call delta: the commit point of a stream (issue #6 item 3). Role-only
+   * or empty deltas and keep-alive comments are `first_output`, held back by the driver.
+   */
   | { kind: 'first_token'; attemptId: number }
+  /**
+   * A later stream chunk arrived (optional). Drivers that report chunks get the stream-idle
+   * timeout; the core arms it only after the first `chunk` of an attempt.
+   */
+  | { kind: 'chunk'; attemptId: number }
+  /**
+   * The outbound slot or engine-hold place of queued attempt `attemptId` was granted. Drivers get
+   * these from `RoutingCore.drainWakeups()` after each step and deliver them to the life named.
+   */
+  | { kind: 'slot_acquired'; attemptId: number }
   | { kind: 'finished'; attemptId: number; usage: Usage }
   | { kind: 'failed'; attemptId: number; outcome: Outcome }
   /** A `wait_until` deadline fired. */
@@ -87,6 +101,12 @@ export type LifecycleAction =
   | { kind: 'dispatch'; attemptId: number; endpointId: string; deadlines: AttemptDeadlines }
   /** Report `{kind:'deadline', deadlineId}` at `atMs` unless the life is done first. */
   | { kind: 'wait_until'; deadlineId: number; atMs: number }
+  /**
+   * Attempt `attemptId` is queued in the gateway for an outbound slot (or an engine-hold place)
+   * on `endpointId`; the core gives up at `giveUpAtMs` (it also emits a `wait_until` for that, so
+   * a driver may ignore this action). Its `dispatch` follows when the slot is granted.
+   */
+  | { kind: 'acquire_slot'; attemptId: number; endpointId: string; giveUpAtMs: number }
   /** Abort attempt `attemptId` upstream; the driver reports nothing more for it. */
   | { kind: 'cancel'; attemptId: number }
   /** From now on this attempt's output goes to the client; no fallback after this point. */
@@ -145,8 +165,10 @@ export interface RoutingMetadata {
   firstTokenAtMs: number | null;
   finishedAtMs: number | null;
   usage: Usage | null;
-  /** `queue_wait` | `engine_wait` | `last_resort` once offload exists; null otherwise. */
+  /** `queue_wait` | `engine_wait` | `last_resort` when the offload route was tried; null otherwise. */
   offloadReason: string | null;
+  /** Endpoint id of the offload route when it was tried (it may not be `endpointId`). */
+  offloadEndpointId?: string | null;
   /**
    * Multi-target models: the direct model that produced the response (for an
    * `x-switchyard-served-by` header), or null when none did. Absent for per-model routers.

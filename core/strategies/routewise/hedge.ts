@@ -26,6 +26,8 @@
 export interface CdfSource {
   /** F at `grid.pointsMs[k]`, in [0, 1]. */
   cdfAt(k: number): number;
+  /** Optional fast path: F at every grid point at once (index k = `cdfAt(k)`), valid until the source changes. */
+  cdfArray?(): ArrayLike<number>;
 }
 
 /**
@@ -107,8 +109,8 @@ export class HedgeGrid {
 
   /** A `CdfSource` over this grid from any CDF function F(x) (x in ms): for tests and callers with a model. */
   sourceFrom(cdf: (xMs: number) => number): CdfSource {
-    const values = this.pointsMs.map(cdf);
-    return { cdfAt: (k) => values[k]! };
+    const values = Float64Array.from(this.pointsMs, cdf);
+    return { cdfAt: (k) => values[k]!, cdfArray: () => values };
   }
 }
 
@@ -177,16 +179,29 @@ export function planHedgeArrays(
     scratch[k] = j;
   }
   if (m === 0) return { kind: 'none', reason: 'no_backup' };
+  // Each backup's F over the grid, read once (the inner loop is then array reads and arithmetic).
+  const cols = new Array<ArrayLike<number>>(m);
+  for (let x = 0; x < m; x++) {
+    const src = sources[scratch[x]!]!;
+    cols[x] = src.cdfArray ? src.cdfArray() : Float64Array.from(grid.pointsMs, (_, i) => src.cdfAt(i));
+  }
   const fpS = primary.cdfAt(grid.sloIndex);
   for (let k = grid.checkpointsMs.length - 1; k >= 0; k--) {
     const fpT = primary.cdfAt(grid.checkpointIndex[k]!);
     const alone = primaryOnlyProbability(fpS, fpT);
     if (fpT < 1 && alone >= targetProbability) return { kind: 'none', reason: 'primary_safe' };
     const rem = grid.remainingIndex[k]!;
+    // P = A + B·F_b(S − t − δ), as in hedgeSuccessProbability (same operations, same rounding).
+    const surv = 1 - fpT;
+    const degenerate = !(surv > 0);
+    const A = degenerate ? 0 : (fpS - fpT) / surv;
+    const B = degenerate ? 1 : (1 - fpS) / surv;
     for (let x = 0; x < m; x++) {
-      const b = scratch[x]!;
-      const p = hedgeSuccessProbability(fpS, fpT, sources[b]!.cdfAt(rem));
+      const f = cols[x]![rem]!;
+      let p = degenerate ? f : A + B * f;
+      p = p <= 0 ? 0 : p >= 1 ? 1 : p;
       if (p >= targetProbability) {
+        const b = scratch[x]!;
         return { kind: 'hedge', checkpoint: k, atMs: grid.checkpointsMs[k]!, backup: b, endpointId: ids[b]!.endpointId, probability: p, primaryProbability: alone };
       }
     }

@@ -215,6 +215,12 @@ export class LatencyProfile {
     return this.cdfCache[k]!;
   }
 
+  /** F at every grid point (index k = `cdfAt(k)`), as of the last expiry; valid until the next change. */
+  cdfArray(): Float64Array {
+    if (!this.cdfFresh) this.computeCdf();
+    return this.cdfCache;
+  }
+
   /**
    * F(x) at `nowMs` for any x: exact at grid points; between them, F at the largest grid point
    * ≤ x (a lower bound); 0 below the grid.

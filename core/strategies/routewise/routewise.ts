@@ -107,6 +107,11 @@ export class RouteWisePlanner implements Planner, AttemptObserver {
   /** Plain mode: reservations committed at pick, released oldest-first by `observe`. */
   private readonly held = new Map<string, Reservation[]>();
   private tapped = false;
+  /**
+   * Seed 000: a routewise model plans its own candidates and ignores offload routes; an offload
+   * policy configured on it is inactive. (For the offload/lifecycle code to read.)
+   */
+  readonly ignoresOffload = true;
 
   /**
    * @param params validated parameters (`parseRouteWiseParams`).
@@ -184,6 +189,11 @@ export class RouteWisePlanner implements Planner, AttemptObserver {
     }
   }
 
+  /**
+   * The primary for `request` among the admitted `candidates` (see the module comment for the
+   * steps). Draws from `rng` only for exploration (0 < q < 1) and two-route mixes. Reserves the
+   * primary's quota / slot; with a tap present the reservation is committed by its dispatch.
+   */
   pick(candidates: readonly Candidate[], request: RouteRequest, nowMs: number, rng: Rng): Pick {
     const i = this.decide(candidates, request, nowMs, rng);
     return { candidate: i, reason: this.lastDecision.reason };
@@ -230,6 +240,7 @@ export class RouteWisePlanner implements Planner, AttemptObserver {
     return new RouteWiseLifeTap(life, request, this);
   }
 
+  /** Tap hook (AttemptObserver): commits `pick`'s reservation for `endpointId`, or takes one for a dispatch it did not choose. */
   onDispatch(endpointId: string, request: RouteRequest, nowMs: number): Reservation | null {
     for (let k = 0; k < this.pending.length; k++) {
       const r = this.pending[k]!;
@@ -246,10 +257,12 @@ export class RouteWisePlanner implements Planner, AttemptObserver {
     return r;
   }
 
+  /** Tap hook: returns reservations `pick` made that no dispatch took (a refused claim). */
   settlePending(nowMs: number): void {
     while (this.pending.length > 0) this.ledger.release(this.pending.pop()!, nowMs);
   }
 
+  /** Tap hook: a first token after `ttftMs` — a success sample; ends the route's exploration lease. */
   onFirstToken(endpointId: string, ttftMs: number, nowMs: number): void {
     const i = this.index.get(endpointId);
     if (i === undefined) return;
@@ -257,6 +270,13 @@ export class RouteWisePlanner implements Planner, AttemptObserver {
     this.leases.end(endpointId);
   }
 
+  /**
+   * Tap hook: the attempt ended. Releases its reservation (token quotas get the real count);
+   * without a first token records a failure (route failures only), a censored observation
+   * (cancelled / client gone) or, for a finish without a `first_token` event, a success at the
+   * end time; a 429 from a subscription blocks it; a finished attempt's usage feeds the
+   * output-length predictor, the route's cached fraction and the cost envelope.
+   */
   onAttemptEnd(d: AttemptDetail, reservation: Reservation | null): void {
     const u = d.usage;
     if (reservation) this.ledger.release(reservation, d.endMs, u ? u.inputTokens + u.outputTokens : null);

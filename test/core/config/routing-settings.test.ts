@@ -22,6 +22,16 @@ describe('routing settings', () => {
       affinityMaxAgeSec: 86_400,
       affinityTtlSec: 300,
       affinitySweepThreshold: 1_000,
+      upstreamConcurrencyEnabled: true,
+      upstreamConcurrencyInitialLimit: 8,
+      upstreamConcurrencyMaxLimit: 64,
+      upstreamConcurrencyProbeSuccessInterval: 100,
+      upstreamConcurrencyAcquireTimeoutSec: 30,
+      connectTimeoutSec: 10,
+      headersTimeoutSec: 300,
+      requestTimeoutSec: 600,
+      streamIdleTimeoutSec: 120,
+      overallDeadlineSec: 1_800,
     });
     expect(Object.isFrozen(DEFAULT_ROUTING_SETTINGS)).toBe(true);
     expect(parseRoutingSettings({})).toEqual(DEFAULT_ROUTING_SETTINGS);
@@ -48,6 +58,13 @@ describe('routing settings', () => {
 
   it('env names are ROUTING_ + the key upper-cased', () => {
     expect(routingEnvName('prefill_affinity_ceiling')).toBe('ROUTING_PREFILL_AFFINITY_CEILING');
+    // Outbound concurrency keeps the spec's own names (seed 000 "出站并发").
+    expect(routingEnvName('upstream_concurrency_acquire_timeout_sec')).toBe('UPSTREAM_CONCURRENCY_ACQUIRE_TIMEOUT_SEC');
+    expect(routingSettingsFromEnv({ UPSTREAM_CONCURRENCY_ENABLED: 'false', UPSTREAM_CONCURRENCY_MAX_LIMIT: '16', ROUTING_TIMEOUT_OVERALL_SEC: '60' })).toMatchObject({
+      upstreamConcurrencyEnabled: false,
+      upstreamConcurrencyMaxLimit: 16,
+      overallDeadlineSec: 60,
+    });
   });
 
   it('builds from environment variables; unset/empty keep defaults; unrelated names are ignored', () => {

@@ -13,7 +13,7 @@ import {
   type RouteRequest,
   type Rng,
 } from '../../../core/index.ts';
-import { RequestLifecycle } from '../../../core/lifecycle/request-lifecycle.ts';
+import { RequestLifecycle, type LifecycleDeps } from '../../../core/lifecycle/request-lifecycle.ts';
 import { RouteWisePlanner, routeWiseStrategy } from '../../../core/strategies/routewise/routewise.ts';
 import { routeWiseRoute } from '../../../core/strategies/routewise/route-spec.ts';
 import type { RouteConfig } from '../../../core/config/models-config.ts';
@@ -35,7 +35,8 @@ export function rwCore(routes: RwRoute[], params: Record<string, unknown> = {}, 
 /** `RoutingCore.start` with the RouteWise tap wired in (the proposed three lines). */
 export function startTapped(core: RoutingCore, request: RouteRequest, nowMs: number, rng: Rng): { life: RequestLife; actions: LifecycleAction[] } {
   const model = core.model(request.model) ?? null;
-  const life = new RequestLifecycle(model, request, { health: core.health, prefill: core.prefill, affinity: core.affinity, settings: core.settings }, rng);
+  // The core's own lifecycle dependencies (private), so dependencies the lifecycle gains later follow.
+  const life = new RequestLifecycle(model, request, (core as unknown as { deps: LifecycleDeps }).deps, rng);
   const planner = model?.planner as RouteWisePlanner | undefined;
   if (!planner?.tapLife) return { life, actions: life.begin(nowMs) };
   const tap = planner.tapLife(life, request, nowMs);
