@@ -201,7 +201,7 @@ export class RoutingCore {
       const planner = registry.create(
         strategy,
         m.router_params,
-        routes.map((r) => ({ endpointId: r.endpointId, configuredWeight: r.configuredWeight, costUsdPer1kTokens: r.costUsdPer1kTokens })),
+        routes.map((r) => ({ endpointId: r.endpointId, configuredWeight: r.configuredWeight, costUsdPer1kTokens: r.costUsdPer1kTokens, route: m.route[r.routeIndex]! })),
         where,
         context,
       );
@@ -320,6 +320,11 @@ export class RoutingCore {
       return { life: mlife, actions: mlife.begin(nowMs) };
     }
     const life = new RequestLifecycle(model, request, this.deps, rng);
+    const plannerTap = model?.planner.tapLife?.(life, request, nowMs);
+    if (plannerTap) {
+      this.outer.set(life, plannerTap);
+      return { life: plannerTap, actions: plannerTap.absorb(life.begin(nowMs), nowMs) };
+    }
     if (!model?.planner.readsEndpointStats) {
       this.outer.set(life, life);
       return { life, actions: life.begin(nowMs) };

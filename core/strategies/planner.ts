@@ -7,7 +7,8 @@
 import type { z } from 'zod';
 import type { Rng } from '../rng.ts';
 import type { Outcome } from '../lifecycle/outcome.ts';
-import type { RouteRequest } from '../lifecycle/seam.ts';
+import type { LifecycleAction, RequestLife, RouteRequest } from '../lifecycle/seam.ts';
+import type { RouteConfig } from '../config/models-config.ts';
 import type { RoutingSettings } from '../config/routing-settings.ts';
 import type { PrefillLoadView } from '../prefill/prefill-load.ts';
 import type { EndpointStatsView } from '../multi-target/endpoint-stats.ts';
@@ -58,6 +59,11 @@ export interface Planner {
    */
   order?(candidates: readonly Candidate[], request: RouteRequest, nowMs: number, rng: Rng): Ordering;
   /**
+   * Optional: wrap each request's life so the planner sees every attempt's dispatch, first token
+   * and outcome (RouteWise). `RoutingCore.start` installs it before the life begins.
+   */
+  tapLife?(life: RequestLife, request: RouteRequest, nowMs: number): PlannerLifeTap;
+  /**
    * True when the planner reads `PlannerContext.endpoints` (in-flight counts, latency); the core
    * then feeds those signals from this model's per-model lives too. Absent ⇒ false.
    */
@@ -88,6 +94,14 @@ export interface PlannerRoute {
    * the route has no `pricing` block (`least_cost` ranks unpriced routes last). Absent ⇒ null.
    */
   readonly costUsdPer1kTokens?: number | null;
+  /** The validated `route:` entry (provider type, quota, concurrency, pricing) for planners that need it. */
+  readonly route?: RouteConfig;
+}
+
+/** A life wrapper a planner installs to observe every attempt (RouteWise's TTFT profiles). */
+export interface PlannerLifeTap extends RequestLife {
+  /** Passes the wrapped life's first actions through the tap; returns them (possibly amended). */
+  absorb(actions: LifecycleAction[], nowMs: number): LifecycleAction[];
 }
 
 /** A registered strategy: its name, the schema of its `router_params`, and a factory. */

@@ -1,11 +1,7 @@
-// Helpers for RouteWise tests: a core whose `routewise` planner sees the full route entries and
-// whose lives carry the RouteWise tap — exactly the wiring the report proposes for RoutingCore —
-// plus a small discrete-event driver for hosted routes with scripted TTFT distributions.
+// Helpers for RouteWise tests: a real RoutingCore (which hands RouteWise the full route entries
+// and installs its life tap), plus a small discrete-event driver for hosted routes with scripted TTFT distributions.
 import {
-  BUILTIN_STRATEGIES,
   RoutingCore,
-  StrategyRegistry,
-  endpointId,
   parseModelsConfig,
   type LifecycleAction,
   type Outcome,
@@ -13,34 +9,22 @@ import {
   type RouteRequest,
   type Rng,
 } from '../../../core/index.ts';
-import { RequestLifecycle, type LifecycleDeps } from '../../../core/lifecycle/request-lifecycle.ts';
-import { RouteWisePlanner, routeWiseStrategy } from '../../../core/strategies/routewise/routewise.ts';
-import { routeWiseRoute } from '../../../core/strategies/routewise/route-spec.ts';
-import type { RouteConfig } from '../../../core/config/models-config.ts';
+import { RouteWisePlanner } from '../../../core/strategies/routewise/routewise.ts';
 
 export type RwRoute = Record<string, unknown> & { name: string };
 
-/** A one-model core (`m`) routed by RouteWise with full route entries (`sim://<name>`). */
+/** A one-model core (`m`) routed by RouteWise with full route entries (`sim://<name>`), wired as in production. */
 export function rwCore(routes: RwRoute[], params: Record<string, unknown> = {}, modelId = 'm') {
   const config = parseModelsConfig({
     models: [{ id: modelId, router: 'routewise', router_params: params, route: routes.map(({ name, ...rest }) => ({ base_url: `sim://${name}`, ...rest })) }],
   });
-  const byId = new Map<string, RouteConfig>(config.models[0]!.route.map((r) => [endpointId(modelId, r.kind, r.base_url), r]));
-  const def = { ...routeWiseStrategy, create: (p: Parameters<typeof routeWiseStrategy.create>[0], rs: Parameters<typeof routeWiseStrategy.create>[1]) => new RouteWisePlanner(p, rs.map((r) => routeWiseRoute(r.endpointId, byId.get(r.endpointId)!))) };
-  const registry = new StrategyRegistry(BUILTIN_STRATEGIES.map((d) => (d.name === 'routewise' ? def : d)));
-  const core = new RoutingCore(config, { registry });
+  const core = new RoutingCore(config);
   return { core, planner: core.model(modelId)!.planner as RouteWisePlanner };
 }
 
-/** `RoutingCore.start` with the RouteWise tap wired in (the proposed three lines). */
+/** `RoutingCore.start`: the core installs RouteWise's life tap itself. */
 export function startTapped(core: RoutingCore, request: RouteRequest, nowMs: number, rng: Rng): { life: RequestLife; actions: LifecycleAction[] } {
-  const model = core.model(request.model) ?? null;
-  // The core's own lifecycle dependencies (private), so dependencies the lifecycle gains later follow.
-  const life = new RequestLifecycle(model, request, (core as unknown as { deps: LifecycleDeps }).deps, rng);
-  const planner = model?.planner as RouteWisePlanner | undefined;
-  if (!planner?.tapLife) return { life, actions: life.begin(nowMs) };
-  const tap = planner.tapLife(life, request, nowMs);
-  return { life: tap, actions: tap.absorb(life.begin(nowMs), nowMs) };
+  return core.start(request, nowMs, rng);
 }
 
 let counter = 0;
