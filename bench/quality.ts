@@ -1,5 +1,5 @@
 /**
- * Routing quality on the bundled reference trace: each built-in strategy replays a fixed slice
+ * Routing quality on the bundled reference trace: each gated strategy replays a fixed slice
  * of the Mooncake conversation trace (first 3,000 requests, 4 replicas, rate_scale 0.2, seed 1)
  * and reports TTFT p99, goodput and cost. The simulator is deterministic, so these numbers change
  * only when routing or the engine model changes — a worse number is a routing regression.
@@ -10,7 +10,9 @@ import { replicaFactory } from '../simulator/engine/replica-config.ts';
 import { ExperimentSchema } from '../simulator/experiment.ts';
 import { replayRun } from '../simulator/replay.ts';
 import { selectRows } from '../simulator/sim-command.ts';
-import { BUILTIN_STRATEGIES } from '../core/strategies/registry.ts';
+
+/** Per-model strategies gated on routing quality (multi-target orderers are gated by their contract suites). */
+export const QUALITY_STRATEGIES = ['fixed', 'round_robin'] as const;
 
 /** Quality of one strategy on the reference slice. */
 export interface QualityResult {
@@ -33,7 +35,7 @@ export async function runQuality(limit = 3_000): Promise<QualityResult[]> {
   const trace = join(import.meta.dirname, '..', 'traces', 'mooncake', 'conversation.arrow');
   const { rows: all } = await readTrace(trace);
   const out: QualityResult[] = [];
-  for (const { name: strategy } of BUILTIN_STRATEGIES) {
+  for (const strategy of QUALITY_STRATEGIES) {
     const exp = {
       ...ExperimentSchema.parse({ name: 'quality', trace, seed: 1, rate_scale: 0.2, limit, model: 'kimi', replicas: { count: 4, profile: 'llama2-70b-h100-tp4' }, runs: [{ strategy }], output: 'unused' }),
       tracePath: trace,

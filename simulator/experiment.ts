@@ -1,39 +1,51 @@
 /**
- * Experiment files (`experiments/*.yaml`): which trace to replay, on which simulated replicas,
- * under which strategies and seed, and where the results go. Validated with zod; an error
- * names the field and what is allowed.
+ * Experiment files (`experiments/*.yaml`): which trace to replay, onto which endpoints (local
+ * replicas and hosted providers), under which client behaviour, faults, strategies, seeds and
+ * sweep grid, and where the results go. Validated with zod; an error names the field and what
+ * is allowed.
  */
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { formatConfigError } from '../core/config/models-config.ts';
+import type { HealthOptions } from '../core/health/health-options.ts';
+import { ClientSchema } from './client-behaviour.ts';
+import { METRIC_NAMES } from './compare/metrics.ts';
+import { CostsSchema } from './costs.ts';
 import { ReplicasSchema } from './engine/replica-config.ts';
+import { FaultSchema } from './faults/fault-config.ts';
+import { ProviderEntrySchema, resolveProvider, type ResolvedProvider } from './providers/provider-config.ts';
+import { SweepSchema } from './sweep/sweep-config.ts';
 
-/** A window during which one replica answers every new attempt with an HTTP error. */
-export const FaultSchema = z
-  .object({
-    /** Replica name, e.g. `replica-1`. */
-    endpoint: z.string().min(1),
-    from_ms: z.number().nonnegative(),
-    to_ms: z.number().nonnegative(),
-    /** HTTP status returned during the window. */
-    status: z.number().int().min(400).max(599).default(503),
-    /** Virtual ms until the error arrives (connect + response). */
-    latency_ms: z.number().nonnegative().default(20),
-  })
-  .strict()
-  .refine((f) => f.to_ms > f.from_ms, { message: 'to_ms must be greater than from_ms' });
+/** Re-exported: the fault schema used by `faults:` and `scenarios:`. */
+export { FaultSchema, type Fault } from './faults/fault-config.ts';
 
 /** One replay: a strategy with its params. */
 export const RunSchema = z
   .object({
     strategy: z.string().min(1),
     params: z.record(z.string(), z.unknown()).default({}),
-    /** Optional label in tables; defaults to the strategy name. */
-    label: z.string().min(1).optional(),
+    /** Optional label in tables; defaults to the strategy name. Labels must be unique. */
+    label: z.string().regex(/^[A-Za-z0-9_.-]+$/, 'use letters, digits, _, - and .').optional(),
   })
   .strict();
+
+/** `compare:` — run the paired comparison after the sweep (same as `switchyard compare`). */
+export const CompareConfigSchema = z
+  .object({
+    /** Label of the baseline run. */
+    baseline: z.string().min(1),
+    metrics: z.array(z.enum(METRIC_NAMES)).min(1).optional(),
+    /** Bootstrap resamples. */
+    resamples: z.number().int().min(100).default(10_000),
+    /** Confidence level of the interval. */
+    confidence: z.number().gt(0).lt(1).default(0.95),
+  })
+  .strict();
+
+/** Name of the scenario that adds no faults. */
+export const NO_SCENARIO = 'none';
 
 /** The whole experiment file. */
 export const ExperimentSchema = z
@@ -50,9 +62,24 @@ export const ExperimentSchema = z
     limit: z.number().int().positive().optional(),
     /** Public model id the trace's requests are sent to. */
     model: z.string().min(1).default('default'),
+    /** Local replicas (`sim://replica-<i>`, routed first). */
     replicas: ReplicasSchema,
+    /** Hosted providers (`sim://<name>`, routed after the replicas, in this order). */
+    providers: z.array(ProviderEntrySchema).default([]),
+    /** Fraction of traffic weight given to local routes (the routing file's `local_weight_share`). */
+    local_weight_share: z.number().min(0).max(1).optional(),
     /** Core routing settings (prefill-aware P2C, affinity, …), validated by the core. */
     routing: z.record(z.string(), z.unknown()).default({}),
+    /** Circuit-breaker and availability tunables of the core (its defaults where absent). */
+    health: z
+      .object({
+        failure_threshold: z.number().int().min(1).optional(),
+        cooldown_ms: z.number().positive().optional(),
+        min_availability: z.number().min(0).max(1).optional(),
+        ewma_alpha: z.number().gt(0).max(1).optional(),
+      })
+      .strict()
+      .default({}),
     /** Callers are assigned to sessions by a seeded Zipf draw (traces carry no caller ids). */
     callers: z
       .object({ count: z.number().int().positive().default(100), zipf_s: z.number().nonnegative().default(1.1) })
@@ -62,28 +89,106 @@ export const ExperimentSchema = z
       .object({ ttft_ms: z.number().positive().default(2000), tpot_ms: z.number().positive().default(100) })
       .strict()
       .default({ ttft_ms: 2000, tpot_ms: 100 }),
+    /** Streaming, timeouts, abandonment and retries of the clients. */
+    client: ClientSchema,
+    /** $/GPU-hour of local replicas. */
+    costs: CostsSchema,
     /** Virtual interval of endpoint_timeseries samples. */
     sample_interval_ms: z.number().positive().default(1000),
+    /** Faults in every cell. */
     faults: z.array(FaultSchema).default([]),
+    /** Named fault sets a sweep can choose from (`sweep.scenarios`). */
+    scenarios: z.record(z.string().regex(/^[A-Za-z0-9_.]+$/, 'use letters, digits, _ and .'), z.array(FaultSchema)).default({}),
     runs: z.array(RunSchema).min(1),
+    sweep: SweepSchema.optional(),
+    compare: CompareConfigSchema.optional(),
     /** DuckDB output path, relative to the working directory. */
     output: z.string().min(1),
   })
   .strict()
   .superRefine((e, ctx) => {
+    const replicaCount = e.replicas.count;
     if (e.replicas.weights && e.replicas.weights.length !== e.replicas.count) {
       ctx.addIssue({ code: 'custom', path: ['replicas', 'weights'], message: `needs ${e.replicas.count} weights (one per replica), got ${e.replicas.weights.length}` });
     }
-    for (const [i, f] of e.faults.entries()) {
-      const idx = /^replica-(\d+)$/.exec(f.endpoint);
-      if (!idx || Number(idx[1]) >= e.replicas.count) {
-        ctx.addIssue({ code: 'custom', path: ['faults', i, 'endpoint'], message: `must name a replica replica-0..replica-${e.replicas.count - 1}, got '${f.endpoint}'` });
-      }
+    const names = new Set<string>();
+    for (let i = 0; i < replicaCount; i++) names.add(`replica-${i}`);
+    e.providers.forEach((p, i) => {
+      if (/^replica-\d+$/.test(p.name) || names.has(p.name)) ctx.addIssue({ code: 'custom', path: ['providers', i, 'name'], message: `'${p.name}' is already an endpoint name; pick another` });
+      names.add(p.name);
+    });
+    const checkFaults = (list: readonly { endpoint: string }[], path: (string | number)[]) => {
+      list.forEach((f, i) => {
+        if (!names.has(f.endpoint)) {
+          ctx.addIssue({ code: 'custom', path: [...path, i, 'endpoint'], message: `must name an endpoint (${[...names].join(', ')}), got '${f.endpoint}'` });
+        }
+      });
+    };
+    checkFaults(e.faults, ['faults']);
+    for (const [name, list] of Object.entries(e.scenarios)) {
+      if (name === NO_SCENARIO) ctx.addIssue({ code: 'custom', path: ['scenarios', name], message: `'${NO_SCENARIO}' is reserved for "no extra faults"` });
+      checkFaults(list, ['scenarios', name]);
+    }
+    const labels = new Set<string>();
+    e.runs.forEach((r, i) => {
+      const label = r.label ?? r.strategy;
+      if (labels.has(label)) ctx.addIssue({ code: 'custom', path: ['runs', i, 'label'], message: `label '${label}' is used twice; give each run its own label` });
+      labels.add(label);
+    });
+    if (e.sweep?.scenarios) {
+      e.sweep.scenarios.forEach((s, i) => {
+        if (s !== NO_SCENARIO && !(s in e.scenarios)) {
+          ctx.addIssue({ code: 'custom', path: ['sweep', 'scenarios', i], message: `no scenario '${s}'; scenarios are ${[NO_SCENARIO, ...Object.keys(e.scenarios)].join(', ')}` });
+        }
+      });
+    }
+    if (e.compare && !labels.has(e.compare.baseline)) {
+      ctx.addIssue({ code: 'custom', path: ['compare', 'baseline'], message: `must be a run label (${[...labels].join(', ')}), got '${e.compare.baseline}'` });
     }
   });
 
 /** A validated experiment. `tracePath` is resolved to an absolute path. */
 export type Experiment = z.infer<typeof ExperimentSchema> & { tracePath: string; file: string };
+
+/** The experiment's `health:` block as the core's `HealthOptions` overrides. */
+export function healthOptions(exp: Pick<Experiment, 'health'>): Partial<HealthOptions> {
+  const h = exp.health;
+  return {
+    ...(h.failure_threshold !== undefined && { failureThreshold: h.failure_threshold }),
+    ...(h.cooldown_ms !== undefined && { cooldownMs: h.cooldown_ms }),
+    ...(h.min_availability !== undefined && { minAvailability: h.min_availability }),
+    ...(h.ewma_alpha !== undefined && { ewmaAlpha: h.ewma_alpha }),
+  };
+}
+
+/** Label of a run entry: its `label`, else its strategy. */
+export function runLabel(r: z.infer<typeof RunSchema>): string {
+  return r.label ?? r.strategy;
+}
+
+/**
+ * The experiment's providers merged with their profiles, in route order.
+ * @throws Error naming `providers[i]` and the field for a missing profile or a missing limit/price.
+ */
+export function resolveProviders(exp: Pick<Experiment, 'providers'>): ResolvedProvider[] {
+  return exp.providers.map((p, i) => resolveProvider(p, `providers[${i}] (${p.name})`));
+}
+
+/**
+ * Validates a parsed experiment object (YAML already parsed) and resolves its providers.
+ * @param file label for errors and the base for the trace path.
+ * @throws Error naming the file and every bad field (path and allowed values).
+ */
+export function parseExperiment(raw: unknown, file: string): Experiment {
+  const r = ExperimentSchema.safeParse(raw);
+  if (!r.success) throw new Error(formatConfigError(file, r.error));
+  try {
+    resolveProviders(r.data);
+  } catch (err) {
+    throw new Error(`${file} is invalid:\n  ${(err as Error).message}`);
+  }
+  return { ...r.data, tracePath: resolve(dirname(file), r.data.trace), file };
+}
 
 /**
  * Reads and validates an experiment file.
@@ -96,7 +201,5 @@ export function loadExperiment(file: string): Experiment {
   } catch (err) {
     throw new Error(`${file}: cannot read experiment: ${(err as Error).message}`);
   }
-  const r = ExperimentSchema.safeParse(raw);
-  if (!r.success) throw new Error(formatConfigError(file, r.error));
-  return { ...r.data, tracePath: resolve(dirname(file), r.data.trace), file };
+  return parseExperiment(raw, file);
 }

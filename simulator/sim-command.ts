@@ -1,29 +1,39 @@
 /**
- * `switchyard sim <experiment.yaml>`: replays the experiment's trace once per run, writes every
- * request, attempt, sample and event to the experiment's DuckDB file, and prints a per-run
- * summary table. Prints the seed first; `--seed` reproduces a run exactly.
+ * `switchyard sim <experiment.yaml>`: expands the experiment's sweep grid (runs × swept
+ * parameters × seeds; one cell per run without a sweep), runs every cell — in parallel on
+ * worker threads with `--jobs` (default: the machine's cores) — writes each as a `run` of the
+ * experiment's DuckDB file with its requests, attempts, samples and events, prints a summary
+ * table, and, when the experiment has a `compare:` block, the paired comparison. Prints the seed
+ * first; `--seed` reproduces every cell exactly, whatever `--jobs` is.
  */
 import { execFileSync } from 'node:child_process';
+import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import { randomUUID } from 'node:crypto';
 import cliProgress from 'cli-progress';
 import { UsageError, type CliCommand } from '../bin/command.ts';
 import { readTrace } from '../traces/arrow-trace.ts';
-import { describeReplicas, replicaFactory } from './engine/replica-config.ts';
-import { loadExperiment, type Experiment } from './experiment.ts';
-import { replayRun, type RunSpec } from './replay.ts';
+import { describeReplicas } from './engine/replica-config.ts';
+import { loadExperiment, resolveProviders, type Experiment } from './experiment.ts';
 import { ResultsStore } from './results/results-store.ts';
-import type { SummaryRow } from './results/result-rows.ts';
-import type { TraceRow } from '../traces/trace-row.ts';
+import type { ComparisonRow, SummaryRow } from './results/result-rows.ts';
+import { expandGrid } from './sweep/grid.ts';
+import { runCells } from './sweep/worker-pool.ts';
+import { compareInStore, formatComparisons } from './compare/paired-comparison.ts';
+
+/** Re-exported for benches and tests: trace rows as replayed (sorted by arrival, cut to `limit`). */
+export { selectRows } from './sweep/cell-runner.ts';
 
 /** Options of `runExperiment`. */
 export interface SimOptions {
-  /** Overrides the experiment's seed. */
+  /** Overrides the experiment's seed (the first seed of a sweep). */
   seed?: number;
   /** Overrides the output DuckDB path. */
   output?: string;
-  /** Show a progress bar (default: when stderr is a TTY or not in CI). */
+  /** Show a progress bar (default: when stderr is a TTY). */
   progress?: boolean;
+  /** Worker threads (default: available cores; 1 = run in this thread). */
+  jobs?: number;
   /** Where text goes (default: process.stdout.write). */
   print?: (line: string) => void;
 }
@@ -33,7 +43,10 @@ export interface SimReport {
   experimentId: string;
   output: string;
   seed: number;
+  /** One per cell, in grid order. */
   summaries: SummaryRow[];
+  /** Rows of the paired comparison (empty without a `compare:` block). */
+  comparisons: ComparisonRow[];
 }
 
 function gitRevision(): string {
@@ -44,29 +57,36 @@ function gitRevision(): string {
   }
 }
 
-/** Trace rows as replayed: sorted by arrival (stable), cut to `limit`. */
-export function selectRows(rows: readonly TraceRow[], exp: Experiment): TraceRow[] {
-  const sorted = [...rows].sort((a, b) => a.arrivalMs - b.arrivalMs);
-  return exp.limit === undefined ? sorted : sorted.slice(0, exp.limit);
+/** One line naming the endpoints of an experiment, for run headers. */
+export function describeEndpoints(exp: Experiment): string {
+  const parts: string[] = [describeReplicas(exp.replicas)];
+  const providers = resolveProviders(exp);
+  if (providers.length > 0) parts.push(`${providers.length} hosted provider${providers.length === 1 ? '' : 's'} (${providers.map((p) => `${p.name}: ${p.type} ${p.profile}`).join(', ')})`);
+  return parts.join(' + ');
 }
 
 /**
  * Runs an experiment file end to end.
- * @throws Error for an invalid experiment (names the field), an unreadable trace (names file and
- *   row), or a broken simulator invariant.
+ * @throws Error for an invalid experiment or sweep cell (names the field), an unreadable trace
+ *   (names file and row), or a broken simulator invariant (names the run).
  */
 export async function runExperiment(file: string, opts: SimOptions = {}): Promise<SimReport> {
   const print = opts.print ?? ((s: string) => process.stdout.write(`${s}\n`));
   const exp = loadExperiment(file);
   const seed = opts.seed ?? exp.seed;
   const output = opts.output ?? exp.output;
+  const jobs = opts.jobs ?? availableParallelism();
   print(`seed ${seed}  (reproduce with --seed ${seed})`);
-  print(`experiment ${exp.name}: ${describeReplicas(exp.replicas)}, rate_scale ${exp.rate_scale}`);
+  print(`experiment ${exp.name}: ${describeEndpoints(exp)}, rate_scale ${exp.rate_scale}`);
 
   const { meta, rows: allRows } = await readTrace(exp.tracePath);
-  const rows = selectRows(allRows, exp);
-  print(`trace ${exp.trace}: ${rows.length} requests (source: ${meta.source.split('\n')[0]})`);
-  const hashBlockTokens = meta.blockUnit === 'tokens' && meta.blockSize > 0 ? meta.blockSize : 512;
+  print(`trace ${exp.trace}: ${exp.limit === undefined ? allRows.length : Math.min(exp.limit, allRows.length)} requests (source: ${meta.source.split('\n')[0]})`);
+  const cells = expandGrid(exp, seed);
+  const rowsOf = (e: Experiment) => (e.limit === undefined ? allRows.length : Math.min(e.limit, allRows.length));
+  const workers = Math.max(1, Math.min(jobs, cells.length));
+  const axes = cells[0]?.axes.map((a) => a.name) ?? [];
+  const seeds = new Set(cells.map((c) => c.seed)).size;
+  print(`${cells.length} run${cells.length === 1 ? '' : 's'}: ${exp.runs.length} strateg${exp.runs.length === 1 ? 'y' : 'ies'}${axes.length ? ` × ${axes.join(' × ')}` : ''} × ${seeds} seed${seeds === 1 ? '' : 's'}, ${workers} job${workers === 1 ? '' : 's'}`);
 
   const store = await ResultsStore.open(output, { overwrite: true });
   const experimentId = randomUUID();
@@ -80,53 +100,96 @@ export async function runExperiment(file: string, opts: SimOptions = {}): Promis
     seed,
   });
   const showProgress = opts.progress ?? (process.stderr.isTTY === true);
+  const total = cells.reduce((s, c) => s + rowsOf(c.experiment), 0);
+  const doneBy = new Float64Array(cells.length);
+  let doneSum = 0;
+  const bar = showProgress
+    ? new cliProgress.SingleBar({ format: `${cells.length} runs {bar} {percentage}% | {value}/{total} requests | {duration}s`, hideCursor: true }, cliProgress.Presets.shades_classic)
+    : null;
+  bar?.start(total, 0);
   const summaries: SummaryRow[] = [];
+  const revision = gitRevision();
+  const labelsRepeat = cells.length > exp.runs.length;
+  let comparisons: ComparisonRow[] = [];
   try {
-    for (const r of exp.runs) {
-      const run: RunSpec = { strategy: r.strategy, params: r.params, label: r.label ?? r.strategy };
-      const runId = `${run.label}-${seed}`;
-      const bar = showProgress
-        ? new cliProgress.SingleBar({ format: `${run.label.padEnd(14)} {bar} {percentage}% | {value}/{total} requests | {duration}s`, hideCursor: true }, cliProgress.Presets.shades_classic)
-        : null;
-      bar?.start(rows.length, 0);
-      const t0 = performance.now();
-      const res = replayRun({
-        experiment: exp,
-        rows,
-        run,
-        runId,
-        seed,
-        makeReplica: replicaFactory(exp.replicas, hashBlockTokens),
-        onProgress: (done) => bar?.update(done),
+    await runCells(cells, {
+      jobs,
+      onProgress: (index, done) => {
+        doneSum += done - doneBy[index]!;
+        doneBy[index] = done;
+        bar?.update(doneSum);
+      },
+      onOutput: async (out) => {
+        const cell = cells[out.index]!;
+        const res = out.result;
+        const n = res.requests.length;
+        doneSum += n - doneBy[out.index]!;
+        doneBy[out.index] = n;
+        bar?.update(doneSum);
+        await store.addRun({
+          runId: cell.runId,
+          experimentId,
+          strategy: cell.run.strategy,
+          paramsJson: cell.paramsJson,
+          seed: cell.seed,
+          nodeVersion: process.version,
+          gitRevision: revision,
+          wallSeconds: out.wallSeconds,
+          label: cell.run.label,
+          pairKey: cell.pairKey,
+        });
+        await store.appendRequests(res.requests);
+        await store.appendAttempts(res.attempts);
+        await store.appendTimeseries(res.samples);
+        await store.appendEvents(res.events);
+        const s = await store.computeSummary(cell.runId, cell.run.label, {
+          sloTtftMs: cell.experiment.slo.ttft_ms,
+          sloTpotMs: cell.experiment.slo.tpot_ms,
+          durationMs: Math.max(1, res.durationMs),
+          fixedCostUsd: res.costs.fixedUsd,
+          gpuHours: res.costs.gpuHours,
+          gpuCostUsd: res.costs.gpuUsd,
+        });
+        summaries.push(s);
+        if (!showProgress) {
+          print(`${cell.runId}: ${n} requests replayed in ${out.wallSeconds.toFixed(1)} s (${Math.round(n / Math.max(out.wallSeconds, 1e-9))} req/s, ${res.eventsProcessed} events)`);
+        }
+      },
+    });
+    bar?.stop();
+    if (exp.compare) {
+      comparisons = await compareInStore(store, {
+        baseline: exp.compare.baseline,
+        ...(exp.compare.metrics && { metrics: exp.compare.metrics }),
+        resamples: exp.compare.resamples,
+        confidence: exp.compare.confidence,
       });
-      const wallSeconds = (performance.now() - t0) / 1000;
-      bar?.stop();
-      await store.addRun({ runId, experimentId, strategy: run.label, paramsJson: JSON.stringify(run.params), seed, nodeVersion: process.version, gitRevision: gitRevision(), wallSeconds });
-      await store.appendRequests(res.requests);
-      await store.appendAttempts(res.attempts);
-      await store.appendTimeseries(res.samples);
-      await store.appendEvents(res.events);
-      const s = await store.computeSummary(runId, run.label, { sloTtftMs: exp.slo.ttft_ms, sloTpotMs: exp.slo.tpot_ms, durationMs: Math.max(1, res.durationMs) });
-      summaries.push(s);
-      if (!showProgress) print(`${run.label}: ${rows.length} requests replayed in ${wallSeconds.toFixed(1)} s (${Math.round(rows.length / wallSeconds)} req/s, ${res.eventsProcessed} events)`);
     }
   } finally {
+    bar?.stop();
     await store.close();
   }
   print('');
-  print(formatSummaryTable(summaries));
+  print(formatSummaryTable(summaries, labelsRepeat));
+  if (exp.compare) {
+    print('');
+    print(formatComparisons(comparisons));
+  }
   print('');
   print(`results: ${output}  (try: duckdb ${output} "select * from summary")`);
-  return { experimentId, output, seed, summaries };
+  return { experimentId, output, seed, summaries, comparisons };
 }
 
 const fmt = (v: number | null, digits = 0) => (v === null ? '-' : v.toFixed(digits));
 
-/** Renders summaries as an aligned text table (ms, percent). */
-export function formatSummaryTable(rows: readonly SummaryRow[]): string {
-  const header = ['run', 'ok/total', 'TTFT p50', 'p90', 'p99', 'TPOT p50', 'p99', 'E2E p50', 'p90', 'p99', 'prefix hit', 'goodput'];
+/**
+ * Renders summaries as an aligned text table (ms, percent, USD per 1,000 requests), one line per
+ * run named by its label, or by its run id when `byRunId` (a sweep repeats labels).
+ */
+export function formatSummaryTable(rows: readonly SummaryRow[], byRunId = false): string {
+  const header = ['run', 'ok/total', 'TTFT p50', 'p90', 'p99', 'TPOT p50', 'p99', 'E2E p50', 'p90', 'p99', 'prefix hit', 'goodput', '$/1k req'];
   const body = rows.map((s) => [
-    s.strategy,
+    byRunId ? s.runId : s.strategy,
     `${s.okRequests}/${s.requests}`,
     fmt(s.ttftP50Ms),
     fmt(s.ttftP90Ms),
@@ -138,23 +201,26 @@ export function formatSummaryTable(rows: readonly SummaryRow[]): string {
     fmt(s.e2eP99Ms),
     `${(s.prefixCacheHitRate * 100).toFixed(1)}%`,
     `${(s.goodput * 100).toFixed(1)}%`,
+    s.costPer1kRequestsUsd.toFixed(3),
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...body.map((r) => r[i]!.length)));
   const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
-  const slo = rows[0] ? `latencies in ms; goodput = ok with TTFT ≤ ${rows[0].sloTtftMs} ms and TPOT ≤ ${rows[0].sloTpotMs} ms` : '';
+  const slo = rows[0]
+    ? `latencies in ms; goodput = ok with TTFT ≤ ${rows[0].sloTtftMs} ms and TPOT ≤ ${rows[0].sloTpotMs} ms; $/1k req = (hosted tokens + plan fees + GPU-hours) per 1,000 requests`
+    : '';
   return [line(header), ...body.map(line), slo].join('\n');
 }
 
-/** The `sim` command: `switchyard sim <experiment.yaml> [--seed N] [--output FILE] [--no-progress]`. */
+/** The `sim` command: `switchyard sim <experiment.yaml> [--seed N] [--output FILE] [--jobs N] [--no-progress]`. */
 export const simCommand: CliCommand = {
   name: 'sim',
-  summary: 'replay a trace through the routing strategies of an experiment; results in DuckDB',
-  usage: 'usage: switchyard sim <experiment.yaml> [--seed N] [--output FILE] [--no-progress]',
+  summary: 'replay a trace through the routing strategies (and sweep grid) of an experiment; results in DuckDB',
+  usage: 'usage: switchyard sim <experiment.yaml> [--seed N] [--output FILE] [--jobs N] [--no-progress]',
   async run(args) {
     const { values, positionals } = parseArgs({
       args,
       allowPositionals: true,
-      options: { seed: { type: 'string' }, output: { type: 'string' }, 'no-progress': { type: 'boolean' } },
+      options: { seed: { type: 'string' }, output: { type: 'string' }, jobs: { type: 'string' }, 'no-progress': { type: 'boolean' } },
     });
     const file = positionals[0];
     if (!file || positionals.length > 1) throw new UsageError('sim takes exactly one experiment file');
@@ -163,8 +229,14 @@ export const simCommand: CliCommand = {
       seed = Number(values.seed);
       if (!Number.isInteger(seed)) throw new UsageError(`--seed must be an integer, got '${values.seed}'`);
     }
+    let jobs: number | undefined;
+    if (values.jobs !== undefined) {
+      jobs = Number(values.jobs);
+      if (!Number.isInteger(jobs) || jobs < 1) throw new UsageError(`--jobs must be an integer ≥ 1, got '${values.jobs}'`);
+    }
     await runExperiment(file, {
       ...(seed !== undefined && { seed }),
+      ...(jobs !== undefined && { jobs }),
       ...(values.output !== undefined && { output: values.output }),
       ...(values['no-progress'] && { progress: false }),
     });

@@ -20,6 +20,7 @@ import {
 } from '@duckdb/node-api';
 import type {
   AttemptRow,
+  ComparisonRow,
   EndpointSampleRow,
   EventRow,
   ExperimentRow,
@@ -56,6 +57,12 @@ export interface SummaryOptions {
   sloTpotMs: number;
   /** Virtual duration of the run, ms (> 0); denominator of the throughput figures. */
   durationMs: number;
+  /** Subscription fees of the run, USD (≥ 0). Default 0. */
+  fixedCostUsd?: number;
+  /** GPU-hours of the local replicas (≥ 0). Default 0. */
+  gpuHours?: number;
+  /** GPU cost of the run, USD (≥ 0). Default 0. */
+  gpuCostUsd?: number;
 }
 
 const DUCKDB_TYPES: { readonly [T in SqlType]: DuckDBType } = {
@@ -293,13 +300,22 @@ export class ResultsStore {
    * - `prefixCacheHitRate`: Σ cached_tokens / Σ input_tokens over all rows; 0 without input.
    * - `goodput`: rows that are ok with `ttft_ms <= sloTtftMs` and (`tpot_ms` null or
    *   `<= sloTpotMs`), over all rows; 0 when the run has no rows.
+   * - `successRate`: ok rows / rows (0 without rows); `failedRequests`: rows not ok;
+   *   `rateLimitedRequests`: status `upstream_rate_limited`; `clientGoneRequests`: status
+   *   `client_timeout`, `client_abandoned` or `client_gone`; `retriedRequests`: tries > 1;
+   *   `fallbackRequests`: fallbacks > 0.
+   * - costs: `tokenCostUsd` = Σ cost_usd; fixed, GPU-hours and GPU cost as given;
+   *   `totalCostUsd` = token + fixed + GPU; `costPer1kRequestsUsd` = total / rows × 1000 (0 without rows).
    *
    * A run without rows yields counts 0, rates 0 and null percentiles.
-   * @throws RangeError unless the SLOs are finite and ≥ 0 and `durationMs` is finite and > 0.
+   * @throws RangeError unless the SLOs and costs are finite and ≥ 0 and `durationMs` is finite and > 0.
    */
   async computeSummary(runId: string, strategy: string, opts: SummaryOptions): Promise<SummaryRow> {
     const { sloTtftMs, sloTpotMs, durationMs } = opts;
-    for (const [name, v] of [['sloTtftMs', sloTtftMs], ['sloTpotMs', sloTpotMs]] as const) {
+    const fixedCostUsd = opts.fixedCostUsd ?? 0;
+    const gpuHours = opts.gpuHours ?? 0;
+    const gpuCostUsd = opts.gpuCostUsd ?? 0;
+    for (const [name, v] of [['sloTtftMs', sloTtftMs], ['sloTpotMs', sloTpotMs], ['fixedCostUsd', fixedCostUsd], ['gpuHours', gpuHours], ['gpuCostUsd', gpuCostUsd]] as const) {
       if (!Number.isFinite(v) || v < 0) throw new RangeError(`${name} must be a finite number ≥ 0, got ${v}`);
     }
     if (!Number.isFinite(durationMs) || durationMs <= 0) {
@@ -331,7 +347,18 @@ export class ResultsStore {
         (SELECT coalesce(
            count(*) FILTER (WHERE status = 'ok' AND ttft_ms <= $slo_ttft_ms
                             AND (tpot_ms IS NULL OR tpot_ms <= $slo_tpot_ms))::DOUBLE
-           / nullif(count(*), 0), 0) FROM r)
+           / nullif(count(*), 0), 0) FROM r),
+        (SELECT coalesce(count(*) FILTER (WHERE status = 'ok')::DOUBLE / nullif(count(*), 0), 0) FROM r),
+        (SELECT count(*) FILTER (WHERE status <> 'ok') FROM r),
+        (SELECT count(*) FILTER (WHERE status = 'upstream_rate_limited') FROM r),
+        (SELECT count(*) FILTER (WHERE status IN ('client_timeout', 'client_abandoned', 'client_gone')) FROM r),
+        (SELECT count(*) FILTER (WHERE tries > 1) FROM r),
+        (SELECT count(*) FILTER (WHERE fallbacks > 0) FROM r),
+        (SELECT coalesce(fsum(cost_usd), 0) FROM r),
+        $fixed_cost_usd, $gpu_hours, $gpu_cost_usd,
+        (SELECT coalesce(fsum(cost_usd), 0) FROM r) + $fixed_cost_usd + $gpu_cost_usd,
+        (SELECT coalesce(((SELECT coalesce(fsum(cost_usd), 0) FROM r) + $fixed_cost_usd + $gpu_cost_usd) * 1000.0 / nullif(count(*), 0), 0) FROM r),
+        $duration_ms
       RETURNING *`;
     const rows = await this.read<Record<string, unknown>>(
       sql,
@@ -341,14 +368,51 @@ export class ResultsStore {
         slo_ttft_ms: sloTtftMs,
         slo_tpot_ms: sloTpotMs,
         duration_ms: durationMs,
+        fixed_cost_usd: fixedCostUsd,
+        gpu_hours: gpuHours,
+        gpu_cost_usd: gpuCostUsd,
       },
-      { run_id: VARCHAR, strategy: VARCHAR, slo_ttft_ms: DOUBLE, slo_tpot_ms: DOUBLE, duration_ms: DOUBLE },
+      {
+        run_id: VARCHAR,
+        strategy: VARCHAR,
+        slo_ttft_ms: DOUBLE,
+        slo_tpot_ms: DOUBLE,
+        duration_ms: DOUBLE,
+        fixed_cost_usd: DOUBLE,
+        gpu_hours: DOUBLE,
+        gpu_cost_usd: DOUBLE,
+      },
     );
     const stored = rows[0];
     if (stored === undefined) throw new Error(`summary insert for run ${runId} returned no row`);
     const out: Record<string, unknown> = {};
     for (const c of cols) out[c.field] = stored[c.column];
     return out as unknown as SummaryRow;
+  }
+
+  /**
+   * Replaces the comparison rows of (`experimentId`, `baseline`) with `rows` in one transaction,
+   * so re-running `compare` with the same baseline leaves one set.
+   * @throws TypeError / RangeError naming `comparisons[i].field` for a bad value (nothing changed).
+   */
+  async replaceComparisons(experimentId: string, baseline: string, rows: readonly ComparisonRow[]): Promise<void> {
+    checkRows(TABLES.comparisons, rows);
+    await this.exclusive(async () => {
+      const conn = this.connection;
+      await conn.run('BEGIN TRANSACTION');
+      try {
+        await conn.run('DELETE FROM comparisons WHERE experiment_id = $1 AND baseline = $2', [experimentId, baseline], [VARCHAR, VARCHAR]);
+        if (rows.length > 0) {
+          const appender = await conn.createAppender('comparisons');
+          appendChecked(appender, TABLES.comparisons, rows);
+          appender.closeSync();
+        }
+        await conn.run('COMMIT');
+      } catch (err) {
+        await conn.run('ROLLBACK');
+        throw err;
+      }
+    });
   }
 
   /**

@@ -13,6 +13,7 @@ import type {
   AttemptRow,
   EndpointSampleRow,
   EventRow,
+  ComparisonRow,
   ExperimentRow,
   RequestRow,
   RunRow,
@@ -53,14 +54,23 @@ export const TABLE_NAMES = [
   'endpoint_timeseries',
   'events',
   'summary',
+  'comparisons',
 ] as const;
 
 /** A results table name. */
 export type TableName = (typeof TABLE_NAMES)[number];
 
-/** camelCase → snake_case: `ttftP50Ms` → `ttft_p50_ms`, `e2eMs` → `e2e_ms`. */
+/**
+ * Column names that are not the plain snake_case of their field: a digit run inside a word
+ * (`costPer1kRequestsUsd`) cannot be told from one that is part of a word (`e2eMs`).
+ */
+export const COLUMN_NAME_OVERRIDES: Readonly<Record<string, string>> = {
+  costPer1kRequestsUsd: 'cost_per_1k_requests_usd',
+};
+
+/** camelCase → snake_case: `ttftP50Ms` → `ttft_p50_ms`, `e2eMs` → `e2e_ms`; see COLUMN_NAME_OVERRIDES. */
 export function snakeCase(field: string): string {
-  return field.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+  return COLUMN_NAME_OVERRIDES[field] ?? field.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 }
 
 const experimentsSpec: TableSpec<ExperimentRow> = {
@@ -82,6 +92,8 @@ const runsSpec: TableSpec<RunRow> = {
   nodeVersion: 'VARCHAR',
   gitRevision: 'VARCHAR',
   wallSeconds: 'DOUBLE',
+  label: 'VARCHAR',
+  pairKey: 'VARCHAR',
 };
 
 const requestsSpec: TableSpec<RequestRow> = {
@@ -102,6 +114,8 @@ const requestsSpec: TableSpec<RequestRow> = {
   costUsd: 'DOUBLE',
   fallbacks: 'INTEGER',
   offloadReason: 'VARCHAR?',
+  stream: 'BOOLEAN',
+  tries: 'INTEGER',
 };
 
 const attemptsSpec: TableSpec<AttemptRow> = {
@@ -113,6 +127,10 @@ const attemptsSpec: TableSpec<AttemptRow> = {
   endMs: 'DOUBLE',
   outcome: 'VARCHAR',
   status: 'INTEGER?',
+  clientTry: 'INTEGER',
+  retryAfterMs: 'DOUBLE?',
+  cause: 'VARCHAR?',
+  costUsd: 'DOUBLE',
 };
 
 const endpointTimeseriesSpec: TableSpec<EndpointSampleRow> = {
@@ -154,6 +172,39 @@ const summarySpec: TableSpec<SummaryRow> = {
   sloTtftMs: 'DOUBLE',
   sloTpotMs: 'DOUBLE',
   goodput: 'DOUBLE',
+  successRate: 'DOUBLE',
+  failedRequests: 'BIGINT',
+  rateLimitedRequests: 'BIGINT',
+  clientGoneRequests: 'BIGINT',
+  retriedRequests: 'BIGINT',
+  fallbackRequests: 'BIGINT',
+  tokenCostUsd: 'DOUBLE',
+  fixedCostUsd: 'DOUBLE',
+  gpuHours: 'DOUBLE',
+  gpuCostUsd: 'DOUBLE',
+  totalCostUsd: 'DOUBLE',
+  costPer1kRequestsUsd: 'DOUBLE',
+  durationMs: 'DOUBLE',
+};
+
+const comparisonsSpec: TableSpec<ComparisonRow> = {
+  experimentId: 'VARCHAR',
+  baseline: 'VARCHAR',
+  candidate: 'VARCHAR',
+  pairKey: 'VARCHAR',
+  metric: 'VARCHAR',
+  better: 'VARCHAR',
+  seeds: 'INTEGER',
+  baselineMean: 'DOUBLE',
+  candidateMean: 'DOUBLE',
+  diffMean: 'DOUBLE',
+  diffRel: 'DOUBLE?',
+  ciLow: 'DOUBLE?',
+  ciHigh: 'DOUBLE?',
+  confidence: 'DOUBLE',
+  resamples: 'INTEGER',
+  significant: 'BOOLEAN',
+  candidateBetter: 'BOOLEAN',
 };
 
 function defineTable<Row>(
@@ -185,6 +236,7 @@ export const TABLES: { readonly [N in TableName]: TableDef } = {
   endpoint_timeseries: defineTable('endpoint_timeseries', endpointTimeseriesSpec),
   events: defineTable('events', eventsSpec),
   summary: defineTable('summary', summarySpec, ['runId']),
+  comparisons: defineTable('comparisons', comparisonsSpec, ['experimentId', 'baseline', 'candidate', 'pairKey', 'metric']),
 };
 
 /** `CREATE TABLE IF NOT EXISTS …` for one table definition; idempotent. */

@@ -50,7 +50,7 @@ describe('switchyard sim', () => {
       const [c] = await store.query<{ n: number }>('select count(*) as n from requests');
       expect(c!.n).toBe(600);
       const tables = await store.query<{ name: string }>("select table_name as name from information_schema.tables order by 1");
-      expect(tables.map((t) => t.name)).toEqual(['attempts', 'endpoint_timeseries', 'events', 'experiments', 'requests', 'runs', 'summary']);
+      expect(tables.map((t) => t.name)).toEqual(['attempts', 'comparisons', 'endpoint_timeseries', 'events', 'experiments', 'requests', 'runs', 'summary']);
       const runs = await store.query<{ strategy: string; seed: number; node_version: string }>('select strategy, seed, node_version from runs order by strategy');
       expect(runs.map((r) => r.strategy)).toEqual(['fixed', 'round_robin']);
       expect(runs[0]!.node_version).toBe(process.version);
@@ -64,9 +64,9 @@ describe('switchyard sim', () => {
 
   it('same seed twice ⇒ identical requests tables; --seed changes the draws', async () => {
     const file = writeExperiment('e2');
-    await runExperiment(file, { progress: false, print: () => {}, output: join(dir, 'a.duckdb') });
-    await runExperiment(file, { progress: false, print: () => {}, output: join(dir, 'b.duckdb') });
-    await runExperiment(file, { progress: false, print: () => {}, output: join(dir, 'c.duckdb'), seed: 4 });
+    await runExperiment(file, { jobs: 1, progress: false, print: () => {}, output: join(dir, 'a.duckdb') });
+    await runExperiment(file, { jobs: 1, progress: false, print: () => {}, output: join(dir, 'b.duckdb') });
+    await runExperiment(file, { jobs: 1, progress: false, print: () => {}, output: join(dir, 'c.duckdb'), seed: 4 });
     const a = await requestsOf(join(dir, 'a.duckdb'));
     expect(await requestsOf(join(dir, 'b.duckdb'))).toEqual(a);
     expect(await requestsOf(join(dir, 'c.duckdb'))).not.toEqual(a);

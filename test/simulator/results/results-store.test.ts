@@ -8,6 +8,7 @@ import type {
   AttemptRow,
   EndpointSampleRow,
   EventRow,
+  ComparisonRow,
   ExperimentRow,
   RequestRow,
   RunRow,
@@ -52,6 +53,8 @@ function request(over: Partial<RequestRow> = {}): RequestRow {
     costUsd: 0.00123,
     fallbacks: 0,
     offloadReason: null,
+    stream: true,
+    tries: 1,
     ...over,
   };
 }
@@ -60,6 +63,7 @@ describe('schema', () => {
   it('names every column as the snake_case form of its field', () => {
     expect(TABLES.requests.columns.map((c) => c.column)).toContain('queue_wait_ms');
     expect(TABLES.summary.columns.map((c) => c.column)).toContain('e2e_p99_ms');
+    expect(TABLES.summary.columns.map((c) => c.column)).toContain('cost_per_1k_requests_usd');
     for (const name of TABLE_NAMES) {
       for (const c of TABLES[name].columns) expect(c.column).toBe(snakeCase(c.field));
     }
@@ -67,7 +71,7 @@ describe('schema', () => {
 });
 
 describe('ResultsStore', () => {
-  it('creates all seven tables on open, even empty, and reopening is idempotent', async () => {
+  it('creates every results table on open, even empty, and reopening is idempotent', async () => {
     const path = join(dir, 'nested', 'deeper', 'tables.duckdb');
     for (let i = 0; i < 2; i++) {
       const store = await ResultsStore.open(path);
@@ -102,6 +106,8 @@ describe('ResultsStore', () => {
       nodeVersion: 'v20.19.0',
       gitRevision: 'unknown',
       wallSeconds: 1.5,
+      label: 'll',
+      pairKey: 'scenario=outage,replicas=2',
     };
     const requests: RequestRow[] = [
       request({ offloadReason: 'queue_wait', fallbacks: 2 }),
@@ -121,8 +127,8 @@ describe('ResultsStore', () => {
       }),
     ];
     const attempts: AttemptRow[] = [
-      { runId: 'run-1', requestId: 'req-0', attemptId: 0, endpointId: 'ep-b', startMs: 1, endMs: 2.5, outcome: 'http_status', status: 503 },
-      { runId: 'run-1', requestId: 'req-0', attemptId: 1, endpointId: 'ep-a', startMs: 2.5, endMs: 900, outcome: 'ok', status: null },
+      { runId: 'run-1', requestId: 'req-0', attemptId: 0, endpointId: 'ep-b', startMs: 1, endMs: 2.5, outcome: 'http_status', status: 429, clientTry: 0, retryAfterMs: 2000, cause: 'rate_limited', costUsd: 0 },
+      { runId: 'run-1', requestId: 'req-0', attemptId: 1, endpointId: 'ep-a', startMs: 2.5, endMs: 900, outcome: 'ok', status: null, clientTry: 1, retryAfterMs: null, cause: null, costUsd: 0.0025 },
     ];
     const samples: EndpointSampleRow[] = [
       { runId: 'run-1', endpointId: 'ep-a', atMs: 0, running: 0, waiting: 0, kvUsage: 0, prefillBacklogTokens: 0 },
@@ -200,11 +206,11 @@ describe('ResultsStore', () => {
       r(2, { ttftMs: 200, tpotMs: null, e2eMs: 2000, outputTokens: 1, cachedTokens: 50 }),
       r(3, { ttftMs: 300, tpotMs: 30, e2eMs: 3000, outputTokens: 20, cachedTokens: 100 }),
       r(4, { ttftMs: 400, tpotMs: 50, e2eMs: 4000, outputTokens: 30, cachedTokens: 100 }),
-      r(5, { status: 'http_500', ttftMs: null, tpotMs: null, e2eMs: null, outputTokens: 0, cachedTokens: 0 }),
+      r(5, { status: 'upstream_rate_limited', ttftMs: null, tpotMs: null, e2eMs: null, outputTokens: 0, cachedTokens: 0, tries: 3, costUsd: 0.5, fallbacks: 1 }),
       // Another run's row must not count.
       request({ runId: 'run-2', requestId: 'x', ttftMs: 1, inputTokens: 1000, cachedTokens: 0 }),
     ]);
-    const opts = { sloTtftMs: 300, sloTpotMs: 40, durationMs: 2000 };
+    const opts = { sloTtftMs: 300, sloTpotMs: 40, durationMs: 2000, fixedCostUsd: 1, gpuHours: 4, gpuCostUsd: 10 };
     const summary = await store.computeSummary('run-1', 'least-load', opts);
     expect(summary).toMatchObject({
       runId: 'run-1',
@@ -220,7 +226,20 @@ describe('ResultsStore', () => {
       sloTtftMs: 300,
       sloTpotMs: 40,
       goodput: 0.6, // req 1, 2 (no TPOT) and 3 (at the SLO); not 4 (TPOT 50) nor 5 (error)
+      successRate: 0.8,
+      failedRequests: 1,
+      rateLimitedRequests: 1,
+      clientGoneRequests: 0,
+      retriedRequests: 1,
+      fallbackRequests: 1,
+      fixedCostUsd: 1,
+      gpuHours: 4,
+      gpuCostUsd: 10,
+      durationMs: 2000,
     });
+    expect(summary.tokenCostUsd).toBeCloseTo(4 * 0.00123 + 0.5, 12);
+    expect(summary.totalCostUsd).toBeCloseTo(4 * 0.00123 + 0.5 + 1 + 10, 12);
+    expect(summary.costPer1kRequestsUsd).toBeCloseTo(((4 * 0.00123 + 0.5 + 11) / 5) * 1000, 9);
     expect(summary.ttftP90Ms).toBeCloseTo(370, 9); // 300 + 0.7 · 100
     expect(summary.ttftP99Ms).toBeCloseTo(397, 9);
 
@@ -253,6 +272,36 @@ describe('ResultsStore', () => {
     await expect(
       store.computeSummary('run-1', 'rr', { sloTtftMs: 1, sloTpotMs: 1, durationMs: 0 }),
     ).rejects.toThrow(RangeError);
+    await store.close();
+  });
+
+  it('replaces the comparisons of one baseline and keeps the others', async () => {
+    const store = await ResultsStore.open(join(dir, 'comparisons.duckdb'), { overwrite: true });
+    const row = (over: Partial<ComparisonRow>): ComparisonRow => ({
+      experimentId: 'exp-1',
+      baseline: 'fixed',
+      candidate: 'round_robin',
+      pairKey: '',
+      metric: 'ttft_p50_ms',
+      better: 'lower',
+      seeds: 5,
+      baselineMean: 100,
+      candidateMean: 90,
+      diffMean: -10,
+      diffRel: -0.1,
+      ciLow: -15,
+      ciHigh: -5,
+      confidence: 0.95,
+      resamples: 10_000,
+      significant: true,
+      candidateBetter: true,
+      ...over,
+    });
+    await store.replaceComparisons('exp-1', 'fixed', [row({}), row({ metric: 'goodput', better: 'higher', ciLow: null, ciHigh: null, diffRel: null, significant: false, candidateBetter: false })]);
+    await store.replaceComparisons('exp-1', 'round_robin', [row({ baseline: 'round_robin', candidate: 'fixed' })]);
+    await store.replaceComparisons('exp-1', 'fixed', [row({ diffMean: -11 })]);
+    const back = await readBack<ComparisonRow>(store, 'comparisons', 'baseline, metric');
+    expect(back).toEqual([row({ diffMean: -11 }), row({ baseline: 'round_robin', candidate: 'fixed' })]);
     await store.close();
   });
 

@@ -1,0 +1,82 @@
+/**
+ * `switchyard compare <db> --baseline <run>`: paired comparison of every run label against a
+ * baseline over the seeds of a sweep (see compare/paired-comparison.ts). Prints per-metric
+ * differences with bootstrap intervals, marks the significant ones, and stores the rows in the
+ * database's `comparisons` table for the dashboard.
+ */
+import { existsSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { UsageError, type CliCommand } from '../bin/command.ts';
+import { METRIC_NAMES, type MetricName } from './compare/metrics.ts';
+import { compareInStore, formatComparisons } from './compare/paired-comparison.ts';
+import { ResultsStore } from './results/results-store.ts';
+
+/** Options of `runCompare`. */
+export interface CompareCommandOptions {
+  baseline: string;
+  metrics?: readonly MetricName[];
+  resamples?: number;
+  confidence?: number;
+  /** Where text goes (default: process.stdout.write). */
+  print?: (line: string) => void;
+}
+
+/**
+ * Compares the runs of the results database `db` against `baseline` and prints the table.
+ * @throws Error when the file is missing, holds no runs, or the baseline matches nothing.
+ */
+export async function runCompare(db: string, opts: CompareCommandOptions): Promise<void> {
+  const print = opts.print ?? ((s: string) => process.stdout.write(`${s}\n`));
+  if (!existsSync(db)) throw new Error(`${db}: no such results database (run switchyard sim first)`);
+  const store = await ResultsStore.open(db);
+  try {
+    const rows = await compareInStore(store, opts);
+    print(formatComparisons(rows));
+    print('');
+    print(`stored in ${db}: table comparisons (${rows.length} rows)`);
+  } finally {
+    await store.close();
+  }
+}
+
+/** The `compare` command. */
+export const compareCommand: CliCommand = {
+  name: 'compare',
+  summary: 'paired comparison of runs against a baseline, with bootstrap intervals over seeds',
+  usage:
+    'usage: switchyard compare <results.duckdb> --baseline <run label or id> [--metrics m1,m2,…] [--resamples N] [--confidence 0.95]\n' +
+    `metrics: ${METRIC_NAMES.join(', ')}`,
+  async run(args) {
+    const { values, positionals } = parseArgs({
+      args,
+      allowPositionals: true,
+      options: { baseline: { type: 'string' }, metrics: { type: 'string' }, resamples: { type: 'string' }, confidence: { type: 'string' } },
+    });
+    const db = positionals[0];
+    if (!db || positionals.length > 1) throw new UsageError('compare takes exactly one results database');
+    if (!values.baseline) throw new UsageError('--baseline is required (a run label such as fixed)');
+    let metrics: MetricName[] | undefined;
+    if (values.metrics !== undefined) {
+      metrics = values.metrics.split(',').map((m) => m.trim()) as MetricName[];
+      const bad = metrics.filter((m) => !(METRIC_NAMES as readonly string[]).includes(m));
+      if (bad.length > 0) throw new UsageError(`--metrics: unknown ${bad.join(', ')}`);
+    }
+    let resamples: number | undefined;
+    if (values.resamples !== undefined) {
+      resamples = Number(values.resamples);
+      if (!Number.isInteger(resamples) || resamples < 100) throw new UsageError(`--resamples must be an integer ≥ 100, got '${values.resamples}'`);
+    }
+    let confidence: number | undefined;
+    if (values.confidence !== undefined) {
+      confidence = Number(values.confidence);
+      if (!(confidence > 0 && confidence < 1)) throw new UsageError(`--confidence must be in (0, 1), got '${values.confidence}'`);
+    }
+    await runCompare(db, {
+      baseline: values.baseline,
+      ...(metrics && { metrics }),
+      ...(resamples !== undefined && { resamples }),
+      ...(confidence !== undefined && { confidence }),
+    });
+    return 0;
+  },
+};

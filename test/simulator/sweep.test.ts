@@ -1,0 +1,146 @@
+// Sweeps: the grid expands into stable, unique, validated cells; running it on 1 or 2 worker
+// threads writes the same DuckDB tables.
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { expandGrid, setPath } from '../../simulator/sweep/grid.ts';
+import { runExperiment } from '../../simulator/sim-command.ts';
+import { ResultsStore } from '../../simulator/results/results-store.ts';
+import { azureConv, mixedExperiment } from './fixtures.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'switchyard-sweep-'));
+
+describe('expandGrid', () => {
+  const exp = mixedExperiment({
+    seed: 3,
+    runs: [{ strategy: 'fixed' }, { strategy: 'round_robin' }],
+    scenarios: { outage: [{ kind: 'crash', endpoint: 'deepinfra', from_ms: 1000, to_ms: 2000 }] },
+    faults: [{ kind: 'slow', endpoint: 'replica-0', from_ms: 0, to_ms: 500, factor: 2 }],
+    sweep: { seeds: 2, scenarios: ['none', 'outage'], axes: { 'client.timeout_ms': [30_000, 60_000] } },
+  });
+
+  it('is runs × scenarios × axes × seeds, with stable unique ids and flat params', () => {
+    const cells = expandGrid(exp, 3);
+    expect(cells).toHaveLength(16);
+    expect(cells.slice(0, 4).map((c) => c.runId)).toEqual([
+      'fixed-none-timeout_ms30000-seed3',
+      'round_robin-none-timeout_ms30000-seed3',
+      'fixed-none-timeout_ms30000-seed4',
+      'round_robin-none-timeout_ms30000-seed4',
+    ]);
+    expect(new Set(cells.map((c) => c.runId)).size).toBe(16);
+    expect(expandGrid(exp, 3).map((c) => c.runId)).toEqual(cells.map((c) => c.runId));
+    const last = cells[15]!;
+    expect(last.runId).toBe('round_robin-outage-timeout_ms60000-seed4');
+    expect(last.pairKey).toBe('scenario=outage,client.timeout_ms=60000');
+    expect(JSON.parse(last.paramsJson)).toEqual({ label: 'round_robin', strategy: 'round_robin', router_params: {}, seed: 4, scenario: 'outage', 'client.timeout_ms': 60_000 });
+    expect(last.experiment.client.timeout_ms).toBe(60_000);
+    expect(last.experiment.faults.map((f) => f.kind)).toEqual(['slow', 'crash']);
+    expect(cells[0]!.experiment.faults.map((f) => f.kind)).toEqual(['slow']);
+    expect(last.experiment.sweep).toBeUndefined();
+    // Cells that differ only in the run pair up: same pair key, same seed.
+    expect(cells[0]!.pairKey).toBe(cells[1]!.pairKey);
+    expect(cells[0]!.seed).toBe(cells[1]!.seed);
+  });
+
+  it('without a sweep: one cell per run at the seed', () => {
+    const cells = expandGrid(mixedExperiment({ runs: [{ strategy: 'fixed' }, { strategy: 'round_robin', label: 'rr' }] }), 42);
+    expect(cells.map((c) => [c.runId, c.pairKey, c.seed])).toEqual([
+      ['fixed-seed42', '', 42],
+      ['rr-seed42', '', 42],
+    ]);
+  });
+
+  it('sets list entries by name and names ambiguous axes by their whole path', () => {
+    const cells = expandGrid(mixedExperiment({ sweep: { replicas: [1, 2], rate_scale: [0.5], axes: { 'providers.deepinfra.limits.rpm': [60], 'providers.minimax.limits.rpm': [120] } } }), 1);
+    expect(cells.map((c) => c.runId)).toEqual([
+      'round_robin-replicas1-rate0.5-providers_deepinfra_limits_rpm60-providers_minimax_limits_rpm120-seed1',
+      'round_robin-replicas2-rate0.5-providers_deepinfra_limits_rpm60-providers_minimax_limits_rpm120-seed1',
+    ]);
+    expect(cells[0]!.experiment.providers.map((p) => p.limits.rpm)).toEqual([60, 120]);
+    expect(cells[0]!.experiment.replicas.count).toBe(1);
+    const obj: Record<string, unknown> = { runs: [{ strategy: 'fixed', params: {} }] };
+    setPath(obj, 'runs.fixed.params.alpha', 2);
+    expect(obj).toEqual({ runs: [{ strategy: 'fixed', params: { alpha: 2 } }] });
+    expect(() => setPath(obj, 'runs.nope.params', 1)).toThrow(/'runs\.nope' names no entry/);
+  });
+
+  it('names the cell and field when a combination is invalid', () => {
+    const bad = mixedExperiment({ faults: [{ kind: 'crash', endpoint: 'replica-1', from_ms: 0, to_ms: 1 }], sweep: { replicas: [1, 2] } });
+    expect(() => expandGrid(bad, 1)).toThrow(/sweep cell replicas=1[\s\S]*faults\.0\.endpoint/);
+    expect(() => mixedExperiment({ sweep: { scenarios: ['missing'] } })).toThrow(/no scenario 'missing'/);
+  });
+});
+
+describe('switchyard sim sweeps', () => {
+  const file = join(dir, 'sweep.yaml');
+  writeFileSync(
+    file,
+    `name: sweep
+trace: ${azureConv}
+seed: 7
+limit: 120
+model: m
+replicas: { count: 2, profile: llama2-70b-h100-tp4 }
+providers:
+  - { name: deepinfra, profile: minimax-m2.5-openrouter/deepinfra }
+  - name: chutes
+    profile: minimax-m2.5-subscriptions/chutes
+    limits: { quota: [{ window_ms: 10000, requests: 5 }] }
+client: { stream: 0.7, retries: { max: 1 } }
+costs: { gpu_usd_per_hour: 2, gpus_per_replica: 4 }
+scenarios:
+  outage: [{ kind: crash, endpoint: deepinfra, from_ms: 5000, to_ms: 12000 }]
+runs:
+  - strategy: fixed
+  - strategy: round_robin
+sweep: { seeds: 2, scenarios: [none, outage] }
+compare: { baseline: fixed, resamples: 500 }
+output: ${join(dir, 'unused.duckdb')}
+`,
+  );
+
+  async function tables(path: string) {
+    const store = await ResultsStore.open(path);
+    try {
+      return {
+        runs: await store.query('select * exclude (experiment_id, wall_seconds, git_revision) from runs order by run_id'),
+        requests: await store.query('select * from requests order by run_id, request_id'),
+        attempts: await store.query('select * from attempts order by run_id, request_id, attempt_id'),
+        events: await store.query('select * from events order by run_id, at_ms, kind, endpoint_id, detail_json'),
+        timeseries: await store.query('select * from endpoint_timeseries order by run_id, endpoint_id, at_ms'),
+        summary: await store.query('select * from summary order by run_id'),
+        comparisons: await store.query('select * exclude (experiment_id) from comparisons order by candidate, pair_key, metric'),
+      };
+    } finally {
+      await store.close();
+    }
+  }
+
+  it('writes every cell as a run; results are the same with --jobs 1 and --jobs 2', async () => {
+    const one = await runExperiment(file, { jobs: 1, progress: false, print: () => {}, output: join(dir, 'one.duckdb') });
+    const lines: string[] = [];
+    await runExperiment(file, { jobs: 2, progress: false, print: (l) => lines.push(l), output: join(dir, 'two.duckdb') });
+    expect(lines.join('\n')).toMatch(/8 runs: 2 strategies × scenario × 2 seeds, 2 jobs/);
+    expect(lines.join('\n')).toMatch(/round_robin vs fixed \[scenario=outage\], 2 seeds/);
+    expect(one.summaries.map((s) => s.runId)).toEqual([
+      'fixed-none-seed7',
+      'round_robin-none-seed7',
+      'fixed-none-seed8',
+      'round_robin-none-seed8',
+      'fixed-outage-seed7',
+      'round_robin-outage-seed7',
+      'fixed-outage-seed8',
+      'round_robin-outage-seed8',
+    ]);
+    const a = await tables(join(dir, 'one.duckdb'));
+    const b = await tables(join(dir, 'two.duckdb'));
+    expect(a.requests).toHaveLength(8 * 120);
+    expect(b).toEqual(a);
+    expect(a.runs.map((r) => (r as { pair_key: string }).pair_key)).toContain('scenario=outage');
+    expect(a.events.some((e) => (e as { kind: string }).kind === 'fault')).toBe(true);
+    expect(a.attempts.some((x) => (x as { status: number | null }).status === 429)).toBe(true); // chutes' quota
+    expect(a.comparisons.length).toBeGreaterThan(0);
+  });
+});
