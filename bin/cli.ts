@@ -6,12 +6,13 @@ import { UsageError, type CliCommand } from './command.ts';
 import { simCommand } from '../simulator/sim-command.ts';
 import { compareCommand } from '../simulator/compare-command.ts';
 import { traceImportCommand } from '../traces/import-command.ts';
+import { traceExportCommand } from '../gateway/request-log/export-command.ts';
 import { dashboardCommand } from '../notebooks-web/dashboard-command.ts';
 import { gatewayCommand, validateCommand } from '../gateway/gateway-command.ts';
 import { emulateCommand } from '../simulator/emulator/emulate-command.ts';
 import { validateSimCommand } from '../simulator/engine/validate-sim-command.ts';
 
-const COMMANDS: readonly CliCommand[] = [simCommand, compareCommand, traceImportCommand, dashboardCommand, gatewayCommand, emulateCommand, validateCommand, validateSimCommand];
+const COMMANDS: readonly CliCommand[] = [simCommand, compareCommand, traceImportCommand, traceExportCommand, dashboardCommand, gatewayCommand, emulateCommand, validateCommand, validateSimCommand];
 
 function usage(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length));

@@ -17,6 +17,7 @@ export type GatewayOwnCode =
   | 'invalid_request'
   | 'body_too_large'
   | 'overloaded'
+  | 'draining'
   | 'not_found'
   | 'internal_error';
 
@@ -33,6 +34,7 @@ const OWN_STATUS: Readonly<Record<GatewayOwnCode, number>> = {
   invalid_request: 400,
   body_too_large: 413,
   overloaded: 503,
+  draining: 503,
   not_found: 404,
   internal_error: 500,
 };

@@ -12,11 +12,16 @@ import { ConfigError, loadGatewayConfig, statefulModels, type GatewayConfig } fr
 import { ServerSchema } from './config/gateway-settings.ts';
 import { startGateway, type RunningGateway } from './gateway.ts';
 
-const GATEWAY_USAGE = `usage: switchyard gateway --config <dir|models.yaml> [--host ADDR] [--port N] [--workers N] [--seed N] [--log-level LEVEL]
+const GATEWAY_USAGE = `usage: switchyard gateway --config <dir|models.yaml> [--host ADDR] [--port N] [--admin-port N|off] [--workers N] [--seed N] [--log-level LEVEL]
 
 Starts the gateway on the configuration (models.yaml, with routing.yaml and gateway.yaml beside
-it), after the emulators gateway.yaml lists under emulators:. Ctrl-C stops everything.
+it), after the emulators gateway.yaml lists under emulators:.
+Signals: SIGHUP re-reads and validates the configuration and swaps it in (an invalid one is
+logged and the old one kept); SIGTERM / Ctrl-C stop accepting, let in-flight requests finish
+(up to server.drain_grace_ms), flush the request log and exit 0.
   --port       public port (default server.port, 8080); with --workers > 1 it must not be 0
+  --admin-port admin listener port for /health/deep, /routing, /metrics (default
+               server.admin_port, 8081, on server.admin_host); 'off' for none
   --workers    worker threads sharing the port (default 1; state is per worker)
   --seed       root seed of routing draws (default server.seed, else random; printed)`;
 
@@ -77,6 +82,7 @@ export const gatewayCommand: CliCommand = {
         config: { type: 'string' },
         host: { type: 'string' },
         port: { type: 'string' },
+        'admin-port': { type: 'string' },
         workers: { type: 'string' },
         seed: { type: 'string' },
         'log-level': { type: 'string' },
@@ -89,6 +95,7 @@ export const gatewayCommand: CliCommand = {
     const server = { ...loaded.settings.server };
     if (values.host !== undefined) server.host = values.host;
     server.port = intOption('port', values.port) ?? server.port;
+    if (values['admin-port'] !== undefined) server.admin_port = values['admin-port'] === 'off' ? null : intOption('admin-port', values['admin-port'])!;
     server.workers = intOption('workers', values.workers) ?? server.workers;
     const seedOpt = intOption('seed', values.seed);
     if (seedOpt !== undefined) server.seed = seedOpt;
@@ -128,25 +135,60 @@ export const gatewayCommand: CliCommand = {
       log.info({ url: em.baseUrl, mode: em.mode }, 'emulator listening');
     }
 
-    let stop: () => Promise<void>;
+    const grace = server.drain_grace_ms;
+    let drain: () => Promise<void>;
+    let reload: (c: GatewayConfig) => void;
     let url: string;
+    let adminUrl: string | null = null;
     if (server.workers === 1) {
-      const gw: RunningGateway = await startGateway({ config, seed, logger: log });
+      const gw: RunningGateway = await startGateway({ config, seed, logger: log, adminPort: server.admin_port });
       url = gw.url;
-      stop = () => gw.close();
+      adminUrl = gw.adminUrl;
+      drain = async () => {
+        await gw.drain(grace);
+      };
+      reload = (c) => {
+        const restart = gw.reload(c);
+        if (restart.length > 0) log.warn({ settings: restart }, 'reload: these settings changed but take effect only after a restart');
+      };
     } else {
       const workers = await startWorkers(config, server.workers, seed);
       url = `http://${server.host}:${server.port}`;
-      stop = () => stopWorkers(workers);
+      drain = () => stopWorkers(workers, grace);
+      reload = (c) => {
+        for (const w of workers) w.postMessage({ reload: c });
+      };
     }
-    process.stdout.write(`switchyard gateway on ${url}/v1 (seed ${seed}, ${server.workers} worker(s), auth ${config.settings.auth.mode}) — Ctrl-C to stop\n`);
+    process.stdout.write(
+      `switchyard gateway on ${url}/v1 (seed ${seed}, ${server.workers} worker(s), auth ${config.settings.auth.mode}${adminUrl ? `, admin ${adminUrl}` : ''}) — Ctrl-C to stop\n`,
+    );
+    const onHup = (): void => {
+      let next: GatewayConfig;
+      try {
+        const loadedNext = loadGatewayConfig(path);
+        // Command-line overrides stay in force across reloads.
+        next = { ...loadedNext, settings: { ...loadedNext.settings, server: { ...loadedNext.settings.server, host: server.host, port: server.port, workers: server.workers, admin_port: server.admin_port, seed } } };
+      } catch (e) {
+        log.error({ reason: e instanceof ConfigError ? e.problems : (e as Error).message }, 'reload rejected: configuration invalid; keeping the old configuration');
+        return;
+      }
+      try {
+        reload(next);
+      } catch (e) {
+        log.error({ reason: (e as Error).message }, 'reload rejected by the routing core; keeping the old configuration');
+      }
+    };
+    process.on('SIGHUP', onHup);
     await new Promise<void>((resolve) => {
       const done = () => resolve();
       process.once('SIGINT', done);
       process.once('SIGTERM', done);
     });
-    await stop();
+    process.off('SIGHUP', onHup);
+    log.info({ graceMs: grace }, 'draining');
+    await drain();
     for (const em of emulators) await em.close();
+    log.flush?.();
     return 0;
   },
 };
@@ -168,13 +210,14 @@ async function startWorkers(config: GatewayConfig, n: number, seed: number): Pro
   return workers;
 }
 
-async function stopWorkers(workers: Worker[]): Promise<void> {
+/** Drains every worker (each waits up to `graceMs` for its requests) and waits for their exit. */
+async function stopWorkers(workers: Worker[], graceMs: number): Promise<void> {
   await Promise.all(
     workers.map(
       (w) =>
         new Promise<void>((resolve) => {
           w.once('exit', () => resolve());
-          w.postMessage('stop');
+          w.postMessage({ drain: graceMs });
         }),
     ),
   );

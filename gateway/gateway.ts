@@ -1,20 +1,32 @@
 /**
  * Assembles one gateway (one worker): the routing core built from the validated configuration,
  * undici pools for every upstream origin, the caller keys, one seeded routing stream per model,
- * and the uWS server. `startGateway` resolves once it listens; `listen(0)` picks a free port
- * (tests read it back). The clock is `performance.now()` (monotonic); the root seed comes from
- * the options, else `server.seed`, else `crypto`, and is reported so a run can be explained.
+ * the uWS server, and — when configured — the admin listener, the request log and the metrics.
+ * `startGateway` resolves once it listens; `listen(0)` picks a free port (tests read it back).
+ * The clock is `performance.now()` (monotonic); the root seed comes from the options, else
+ * `server.seed`, else `crypto`, and is reported so a run can be explained.
+ *
+ * Operations: `reload(config)` builds a new configuration generation (core, routes, keys) and
+ * swaps it in one assignment; requests already running finish on the generation they started
+ * with; a configuration the core rejects leaves the old one in place. Breakers and learnt state
+ * start fresh in the new generation. Listener, pool, admin and request-log settings need a
+ * restart (a reload that changes them says so in the log). `drain(graceMs)` stops accepting,
+ * waits for in-flight requests up to the grace, then closes everything, request log included.
  */
 import { randomInt } from 'node:crypto';
 import uWS from '@trufflesuite/uws-js-unofficial';
-import type { TemplatedApp } from '@trufflesuite/uws-js-unofficial';
+import type { TemplatedApp, us_listen_socket } from '@trufflesuite/uws-js-unofficial';
 import pino, { type Logger } from 'pino';
 import { deriveRng, endpointId, RoutingCore, type Rng } from '../core/index.ts';
 import { Callers } from './callers.ts';
 import { bodyLimitBytes } from './config/gateway-settings.ts';
 import { healthOptions, type GatewayConfig } from './config/load.ts';
-import type { RouteTarget } from './server/exchange.ts';
-import { createApp, type ServerContext } from './server/uws.ts';
+import { GatewayMetrics } from './metrics.ts';
+import { LOG_BLOCK, type RequestLogRow } from './request-log/log-row.ts';
+import { prefixBlockHashes, serializedPrompt } from './request-log/prefix-hashes.ts';
+import { RequestLog } from './request-log/request-log.ts';
+import type { FinishedExchange, RouteTarget } from './server/exchange.ts';
+import { createAdminApp, createApp, type Generation, type ServerContext } from './server/uws.ts';
 import { UpstreamPools } from './upstream/pools.ts';
 
 /** Options of `startGateway`. */
@@ -25,6 +37,13 @@ export interface GatewayOptions {
   host?: string;
   /** Overrides `server.port`; 0 picks a free port. */
   port?: number;
+  /**
+   * Port of the admin listener (0 picks one); null or absent ⇒ no admin listener. The CLI passes
+   * `server.admin_port`; library callers (tests) opt in, so they never collide on 8081.
+   */
+  adminPort?: number | null;
+  /** Overrides `server.admin_host`. */
+  adminHost?: string;
   /** Overrides `server.seed`. */
   seed?: number;
   /** Logger; default pino at `server.log_level` on stdout. */
@@ -39,28 +58,165 @@ export interface RunningGateway {
   readonly port: number;
   /** `http://host:port` (the OpenAI base URL is this + `/v1`). */
   readonly url: string;
+  /** `http://admin_host:admin_port`, or null without an admin listener. */
+  readonly adminUrl: string | null;
   readonly seed: number;
+  /** The current generation's core (changes on reload). */
   readonly core: RoutingCore;
+  readonly metrics: GatewayMetrics;
+  /** The request log, or null when `request_log.path` is null. */
+  readonly requestLog: RequestLog | null;
   /** Requests admitted and not yet over. */
   inFlight(): number;
-  /** Stops listening, drops open connections and upstream pools. */
+  /** Upstream pools: per origin, open connections, running and queued requests (empty after close). */
+  upstreamStats(): ReturnType<UpstreamPools['stats']>;
+  /**
+   * Swaps in a new configuration. Returns the settings that changed but need a restart.
+   * @throws Error (the core's message) when the core rejects it; the old one stays.
+   */
+  reload(config: GatewayConfig): string[];
+  /**
+   * Stops accepting (listeners closed; requests on open connections get 503 `draining`), waits
+   * for in-flight requests up to `graceMs`, then closes. Returns how many were cut at the end.
+   */
+  drain(graceMs: number): Promise<{ cut: number }>;
+  /** Stops listening, drops open connections and upstream pools, closes the request log. */
   close(): Promise<void>;
 }
 
 /**
  * Builds and starts a gateway.
- * @throws Error when the core rejects the configuration (names the model and field), or the
- *   port cannot be bound.
+ * @throws Error when the core rejects the configuration (names the model and field), a port
+ *   cannot be bound, or the request log cannot be opened.
  */
 export async function startGateway(opts: GatewayOptions): Promise<RunningGateway> {
   const { config } = opts;
   const s = config.settings;
   const host = opts.host ?? s.server.host;
   const seed = opts.seed ?? s.server.seed ?? randomInt(0, 2 ** 31 - 1);
-  const log = opts.logger ?? pino({ level: s.server.log_level, base: { worker: opts.worker ?? 0 } });
-  const core = new RoutingCore(config.models, { health: healthOptions(s), settings: config.routingSettings });
+  const worker = opts.worker ?? 0;
+  const log = opts.logger ?? pino({ level: s.server.log_level, base: { worker } });
   const pools = new UpstreamPools(s.upstream);
+  const rl = s.request_log;
+  const requestLog = rl.path
+    ? await RequestLog.open({
+        // Several workers cannot share one DuckDB file: one file per worker.
+        path: s.server.workers > 1 ? rl.path.replace(/(\.duckdb)?$/, `.worker-${worker}.duckdb`) : rl.path,
+        bufferRows: rl.buffer_rows,
+        batchRows: rl.batch_rows,
+        flushIntervalMs: rl.flush_interval_ms,
+        memoryLimitMb: rl.memory_limit_mb,
+      })
+    : null;
 
+  let metrics: GatewayMetrics;
+  const ctx: ServerContext = {
+    gen: null as unknown as Generation, // set right below
+    draining: false,
+    countRefused: (status) => metrics.observeRefused(status),
+    metricsText: () => metrics.registry.metrics(),
+    startedAtSec: Math.floor(Date.now() / 1000),
+    inFlight: 0,
+  };
+  metrics = new GatewayMetrics({ core: () => ctx.gen.core, inFlight: () => ctx.inFlight, nowMs: () => performance.now(), requestLog: () => requestLog, upstreams: () => pools.stats() });
+  const build = (c: GatewayConfig): Generation => buildGeneration(c, { seed, worker, pools, log, metrics, requestLog, logPrompts: c.settings.request_log.log_prompts });
+  ctx.gen = build(config);
+
+  const app = createApp(ctx);
+  const { port, socket } = await listen(app, host, opts.port ?? s.server.port);
+  let admin: { app: TemplatedApp; socket: us_listen_socket; url: string } | null = null;
+  if (opts.adminPort !== undefined && opts.adminPort !== null) {
+    const adminHost = opts.adminHost ?? s.server.admin_host;
+    const aapp = createAdminApp(ctx);
+    try {
+      const a = await listen(aapp, adminHost, opts.adminPort);
+      admin = { app: aapp, socket: a.socket, url: `http://${bracket(adminHost)}:${a.port}` };
+    } catch (e) {
+      (app as TemplatedApp & { close(): void }).close();
+      await pools.close();
+      await requestLog?.close();
+      throw new Error(`gateway: admin listener: ${(e as Error).message}`);
+    }
+  }
+  log.info(
+    { host, port, admin: admin?.url ?? null, seed, models: ctx.gen.core.allModels().map((m) => m.id), endpoints: [...ctx.gen.routes.keys()], auth: s.auth.mode, requestLog: rl.path },
+    'gateway listening',
+  );
+  let current = config;
+  let closing: Promise<void> | null = null;
+  const close = (): Promise<void> => {
+    closing ??= (async () => {
+      ctx.draining = true;
+      (app as TemplatedApp & { close(): void }).close();
+      if (admin) (admin.app as TemplatedApp & { close(): void }).close();
+      // Exchanges cut by the close report on the next turns; let them land in the log.
+      await new Promise((r) => setImmediate(r));
+      await pools.close();
+      await requestLog?.close();
+    })();
+    return closing;
+  };
+  return {
+    host,
+    port,
+    url: `http://${bracket(host)}:${port}`,
+    adminUrl: admin?.url ?? null,
+    seed,
+    get core() {
+      return ctx.gen.core;
+    },
+    metrics,
+    requestLog,
+    inFlight: () => ctx.inFlight,
+    upstreamStats: () => pools.stats(),
+    reload(next) {
+      let gen: Generation;
+      try {
+        gen = build(next);
+      } catch (e) {
+        metrics.observeReload(false);
+        throw e;
+      }
+      ctx.gen = gen;
+      metrics.observeReload(true);
+      const restart = restartOnly(current, next);
+      current = next;
+      log.info({ models: gen.core.allModels().map((m) => m.id), endpoints: [...gen.routes.keys()], needsRestart: restart }, 'configuration reloaded');
+      return restart;
+    },
+    async drain(graceMs) {
+      ctx.draining = true;
+      uWS.us_listen_socket_close(socket);
+      if (admin) uWS.us_listen_socket_close(admin.socket);
+      const until = performance.now() + graceMs;
+      while (ctx.inFlight > 0 && performance.now() < until) await new Promise((r) => setTimeout(r, 10));
+      const cut = ctx.inFlight;
+      log.info({ cut, waitedMs: Math.round(graceMs - Math.max(0, until - performance.now())) }, 'drained');
+      await close();
+      return { cut };
+    },
+    close,
+  };
+}
+
+/** What a generation needs besides its configuration. */
+interface GenerationDeps {
+  seed: number;
+  worker: number;
+  pools: UpstreamPools;
+  log: Logger;
+  metrics: GatewayMetrics;
+  requestLog: RequestLog | null;
+  logPrompts: boolean;
+}
+
+/**
+ * One configuration generation: core, route targets, routing streams, keys.
+ * @throws Error when the core rejects the configuration.
+ */
+function buildGeneration(config: GatewayConfig, d: GenerationDeps): Generation {
+  const s = config.settings;
+  const core = new RoutingCore(config.models, { health: healthOptions(s), settings: config.routingSettings });
   const routes = new Map<string, RouteTarget>();
   for (const m of config.models.models) {
     for (const r of m.route) {
@@ -68,18 +224,16 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       const url = new URL(r.base_url);
       routes.set(id, {
         endpointId: id,
-        pool: pools.forOrigin(url.origin),
+        pool: d.pools.forOrigin(url.origin),
         basePath: url.pathname.replace(/\/+$/, ''),
         apiKey: r.api_key ?? null,
         upstreamModel: r.provider_model_id ?? m.id,
       });
     }
   }
-
   const streamOf = new Map<string, Rng>();
-  const worker = opts.worker ?? 0;
-  const fallbackRng = deriveRng(seed, `gateway/worker-${worker}/unknown-model`);
-  for (const m of core.allModels()) streamOf.set(m.id, deriveRng(seed, `gateway/worker-${worker}/model/${m.id}`));
+  const fallbackRng = deriveRng(d.seed, `gateway/worker-${d.worker}/unknown-model`);
+  for (const m of core.allModels()) streamOf.set(m.id, deriveRng(d.seed, `gateway/worker-${d.worker}/model/${m.id}`));
 
   const routingHeaders = new Set<string>(['x-switchyard-routing-key']);
   let routingCookies = false;
@@ -91,8 +245,60 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       if (src.type === 'cookie') routingCookies = true;
     }
   }
-
-  const ctx: ServerContext = {
+  // Price per endpoint, USD per token, for the log's cost column.
+  const price = new Map<string, { input: number; cached: number; output: number }>();
+  for (const m of core.allModels()) {
+    for (const r of m.routes) price.set(r.endpointId, { input: r.pricing.inputUsdPer1M / 1e6, cached: r.pricing.cachedInputUsdPer1M / 1e6, output: r.pricing.outputUsdPer1M / 1e6 });
+  }
+  const onFinished = (f: FinishedExchange): void => {
+    const md = f.metadata;
+    const e2eMs = f.endedAtMs - f.startedAtMs;
+    const ttftMs = md?.firstTokenAtMs != null ? md.firstTokenAtMs - f.startedAtMs : null;
+    const endpoint = md?.endpointId ?? null;
+    const modelId = md?.modelId ?? core.model(f.req.model)?.id ?? f.req.model;
+    d.metrics.observeRequest({
+      model: modelId,
+      endpoint: endpoint ?? 'none',
+      httpStatus: f.httpStatus,
+      stream: f.req.stream,
+      // A non-stream's first token is its whole body (the metric's documented meaning).
+      ttftSec: ttftMs !== null ? ttftMs / 1000 : !f.req.stream && md?.status === 'ok' ? e2eMs / 1000 : null,
+      e2eSec: e2eMs / 1000,
+      fallback: md?.fallback ?? false,
+      offloadReason: md?.offloadReason ?? null,
+    });
+    if (!d.requestLog) return;
+    const usage = md?.usage ?? null;
+    const inputTokens = usage && usage.inputTokens > 0 ? usage.inputTokens : f.req.inputTokens;
+    const outputTokens = usage?.outputTokens ?? 0;
+    const cached = usage?.cachedTokens ?? 0;
+    const p = endpoint ? price.get(endpoint) : undefined;
+    const prompt = serializedPrompt(f.req.body);
+    const row: RequestLogRow = {
+      arrivalUnixMs: performance.timeOrigin + f.startedAtMs,
+      requestId: f.requestId,
+      sessionId: f.sessionId,
+      callerId: f.callerId,
+      model: f.req.model,
+      inputTokens,
+      outputTokens,
+      hashIds: prefixBlockHashes(prompt, LOG_BLOCK.blockSize),
+      stream: f.req.stream,
+      ttftMs,
+      e2eMs,
+      api: f.req.endpoint,
+      endpointId: endpoint,
+      attempts: md?.attempts.length ?? 0,
+      httpStatus: f.httpStatus,
+      status: md?.status ?? 'internal_error',
+      fallback: md?.fallback ?? false,
+      cachedTokens: cached,
+      costUsd: p ? (inputTokens - cached) * p.input + cached * p.cached + outputTokens * p.output : 0,
+      prompt: d.logPrompts ? prompt : null,
+    };
+    d.requestLog.append(row);
+  };
+  return {
     core,
     routes,
     rngFor: (name) => {
@@ -100,42 +306,39 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       return (m && streamOf.get(m.id)) ?? fallbackRng;
     },
     now: () => performance.now(),
-    log,
+    log: d.log,
     maxErrorBodyBytes: s.upstream.max_error_body_kb * 1024,
+    onFinished,
     callers: new Callers(s.auth, core),
     bodyLimitBytes: bodyLimitBytes(s),
     maxInFlight: s.server.max_in_flight,
     overloadRetryAfterSec: s.server.overload_retry_after_sec,
     routingHeaders: [...routingHeaders],
     routingCookies,
-    startedAtSec: Math.floor(Date.now() / 1000),
-    inFlight: 0,
-  };
-  const app = createApp(ctx);
-  const port = await listen(app, host, opts.port ?? s.server.port);
-  log.info({ host, port, seed, models: core.allModels().map((m) => m.id), endpoints: [...routes.keys()], auth: s.auth.mode }, 'gateway listening');
-  let closed = false;
-  return {
-    host,
-    port,
-    url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
-    seed,
-    core,
-    inFlight: () => ctx.inFlight,
-    async close() {
-      if (closed) return;
-      closed = true;
-      (app as TemplatedApp & { close(): void }).close();
-      await pools.close();
-    },
   };
 }
 
-function listen(app: TemplatedApp, host: string, port: number): Promise<number> {
+/** Settings a reload cannot apply (they need a restart), as dotted names. */
+function restartOnly(prev: GatewayConfig, next: GatewayConfig): string[] {
+  const out: string[] = [];
+  const a = prev.settings;
+  const b = next.settings;
+  for (const k of ['host', 'port', 'workers', 'admin_host', 'admin_port', 'seed', 'log_level'] as const) if (a.server[k] !== b.server[k]) out.push(`server.${k}`);
+  if (JSON.stringify(a.upstream) !== JSON.stringify(b.upstream)) out.push('upstream');
+  if (JSON.stringify(a.request_log) !== JSON.stringify(b.request_log)) out.push('request_log');
+  if (JSON.stringify(a.emulators) !== JSON.stringify(b.emulators)) out.push('emulators');
+  return out;
+}
+
+function bracket(host: string): string {
+  return host.includes(':') ? `[${host}]` : host;
+}
+
+function listen(app: TemplatedApp, host: string, port: number): Promise<{ port: number; socket: us_listen_socket }> {
   return new Promise((resolve, reject) => {
     app.listen(host, port, (ls) => {
       if (!ls) reject(new Error(`gateway: cannot listen on ${host}:${port} (in use, or not an address of this machine)`));
-      else resolve(uWS.us_socket_local_port(ls));
+      else resolve({ port: uWS.us_socket_local_port(ls), socket: ls });
     });
   });
 }

@@ -29,6 +29,35 @@ export const ServerSchema = z
     /** Root seed of routing draws; absent ⇒ a random one, logged at start. */
     seed: z.number().int().optional(),
     log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    /**
+     * Admin listener (`/health`, `/health/deep`, `/routing`, `/metrics`, no key needed): keep it
+     * on a private address. null ⇒ none (the public port still serves them to admin keys).
+     */
+    admin_host: z.string().min(1).default('127.0.0.1'),
+    admin_port: z.number().int().min(0).max(65535).nullable().default(8081),
+    /** SIGTERM: longest wait for in-flight requests before the rest are cut, ms. */
+    drain_grace_ms: z.number().int().nonnegative().default(30_000),
+  })
+  .strict();
+
+/**
+ * The request log: every request that reached routing, appended to a DuckDB file in the trace
+ * schema plus endpoint, attempts, status, TTFT, E2E, tokens and cost (`gateway/request-log/`).
+ */
+export const RequestLogSchema = z
+  .object({
+    /** DuckDB file; null ⇒ no request log. */
+    path: z.string().min(1).nullable().default(null),
+    /** Store each prompt's JSON too (default: only its prefix block hashes). */
+    log_prompts: z.boolean().default(false),
+    /** Rows buffered (not yet written) before new rows are dropped and counted. */
+    buffer_rows: z.number().int().positive().default(50_000),
+    /** Rows per hand-over to the writer thread. */
+    batch_rows: z.number().int().positive().default(1_000),
+    /** Longest wait of a row before it is handed over, ms. */
+    flush_interval_ms: z.number().int().positive().default(500),
+    /** DuckDB `memory_limit` of the writer, MB. */
+    memory_limit_mb: z.number().int().min(16).default(128),
   })
   .strict();
 
@@ -107,6 +136,7 @@ export const GatewaySettingsSchema = z
     /** Core routing tunables (prefill-aware P2C, affinity, …), handed to the core as they are. */
     routing_settings: z.record(z.string(), z.unknown()).default({}),
     emulators: z.array(EmulatorSpecSchema).default([]),
+    request_log: RequestLogSchema.default(RequestLogSchema.parse({})),
   })
   .strict();
 
@@ -114,6 +144,7 @@ export type GatewaySettings = z.infer<typeof GatewaySettingsSchema>;
 export type CallerKeyConfig = z.infer<typeof CallerKeySchema>;
 export type AuthConfig = z.infer<typeof AuthSchema>;
 export type EmulatorSpec = z.infer<typeof EmulatorSpecSchema>;
+export type RequestLogConfig = z.infer<typeof RequestLogSchema>;
 
 /** The body limit in bytes. */
 export function bodyLimitBytes(s: GatewaySettings): number {

@@ -42,6 +42,8 @@ export class ClientResponse {
   ended = false;
   /** Status and headers are out (a stream started); errors can only be in-band now. */
   headersSent = false;
+  /** The HTTP status sent, or null before the status line went out. */
+  status: number | null = null;
   private waiters: Array<() => void> = [];
   private body: Buffer | null = null;
   private bodyOffset = 0;
@@ -75,6 +77,7 @@ export class ClientResponse {
       this.res.writeStatus(statusLine(status));
       for (const [k, v] of headers) this.res.writeHeader(k, v);
       this.headersSent = true;
+      this.status = status;
       this.bodyOffset = this.res.getWriteOffset();
       const [ok, done] = this.res.tryEnd(buf, buf.length);
       if (done) this.ended = true;
@@ -91,6 +94,7 @@ export class ClientResponse {
     if (!this.open) return;
     this.ended = true;
     this.headersSent = true;
+    this.status = status;
     this.res.cork(() => {
       this.res.writeStatus(statusLine(status));
       for (const [k, v] of headers) this.res.writeHeader(k, v);
@@ -106,6 +110,7 @@ export class ClientResponse {
       this.res.writeStatus('200 OK');
       for (const [k, v] of headers) this.res.writeHeader(k, v);
       this.headersSent = true;
+      this.status = 200;
       // Never write '' — a zero-length write ends a chunked body in uWS.
       if (first.length > 0) ok = this.res.write(first);
     });

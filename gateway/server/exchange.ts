@@ -46,6 +46,24 @@ export interface ExchangeContext {
   now(): number;
   readonly log: Logger;
   readonly maxErrorBodyBytes: number;
+  /** Called once per exchange when it is over (request log and metrics); must not throw. */
+  onFinished?(f: FinishedExchange): void;
+}
+
+/** A finished exchange, as the request log and the metrics see it. */
+export interface FinishedExchange {
+  readonly req: ClientRequest;
+  readonly requestId: string;
+  readonly sessionId: string | null;
+  readonly callerId: string;
+  /** Arrival, on `ExchangeContext.now`'s clock (ms). */
+  readonly startedAtMs: number;
+  /** End, same clock. */
+  readonly endedAtMs: number;
+  /** The core's metadata; null when the gateway failed before the core finished (a bug). */
+  readonly metadata: RoutingMetadata | null;
+  /** HTTP status sent; 499 when the client went away before the response ended. */
+  readonly httpStatus: number;
 }
 
 /** What the HTTP layer read from the request besides its body. */
@@ -202,7 +220,27 @@ export class Exchange {
     }
     if (!this.over) {
       this.over = true;
+      this.report(null);
       this.meta.released();
+    }
+  }
+
+  private report(md: RoutingMetadata | null): void {
+    const f = this.ctx.onFinished;
+    if (!f) return;
+    try {
+      f({
+        req: this.req,
+        requestId: this.requestId,
+        sessionId: this.meta.sessionId,
+        callerId: this.caller.id,
+        startedAtMs: this.startedAtMs,
+        endedAtMs: this.ctx.now(),
+        metadata: md,
+        httpStatus: this.client.aborted ? 499 : (this.client.status ?? 500),
+      });
+    } catch (e) {
+      this.ctx.log.error({ requestId: this.requestId, err: e }, 'request log/metrics failed');
     }
   }
 
@@ -441,6 +479,7 @@ export class Exchange {
       },
       'request',
     );
+    this.report(md);
     this.meta.released();
   }
 }

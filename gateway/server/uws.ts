@@ -1,14 +1,16 @@
 /**
  * The public HTTP surface on uWebSockets.js: OpenAI's `POST /v1/chat/completions`,
- * `/v1/completions`, `/v1/embeddings` and `GET /v1/models`, plus `GET /health` and the
- * admin-only `GET /health/deep`. What happens before routing lives here — request id, caller
- * authentication, the in-flight bound, the body limit, JSON and field checks, model access —
- * and each admitted request is handed to an `Exchange` that drives the core.
+ * `/v1/completions`, `/v1/embeddings` and `GET /v1/models`, plus `GET /health` (public
+ * liveness) and the operational routes `/health/deep`, `/routing`, `/metrics` (admin keys only
+ * here; without a key on the admin listener, `createAdminApp`). What happens before routing
+ * lives here — request id, caller authentication, the in-flight bound, the body limit, JSON and
+ * field checks, model access — and each admitted request is handed to an `Exchange` that drives
+ * the core with the configuration generation current when it arrived.
  *
- * Order of checks, cheapest first: auth (401) → in-flight bound (503 + Retry-After) → declared
- * body size (413) → body read with the limit (413) → JSON (400) → fields (400) → model access
- * (404, the same answer as an unknown model, so a key cannot probe which models exist).
- * `X-Route-Pin` is honoured for admin callers only; for others it is ignored.
+ * Order of checks, cheapest first: draining (503 + Retry-After, connection closed) → auth (401)
+ * → in-flight bound (503 + Retry-After) → declared body size (413) → body read with the limit
+ * (413) → JSON (400) → fields (400) → model access (404, the same answer as an unknown model, so
+ * a key cannot probe which models exist). `X-Route-Pin` is honoured for admin callers only.
  */
 import { randomUUID } from 'node:crypto';
 import uWS from '@trufflesuite/uws-js-unofficial';
@@ -19,8 +21,12 @@ import { isBodyProblem, readClientRequest, type Endpoint } from '../request-body
 import { ClientResponse, statusLine, type HeaderPairs } from './client-response.ts';
 import { Exchange, type ExchangeContext } from './exchange.ts';
 
-/** What the HTTP layer needs from the gateway. */
-export interface ServerContext extends ExchangeContext {
+/**
+ * One configuration generation: everything a request reads from the configuration. A SIGHUP
+ * reload builds a new one and swaps `ServerContext.gen`; a request keeps the generation it
+ * started with to its end, so a reload never changes a request half-way.
+ */
+export interface Generation extends ExchangeContext {
   readonly callers: Callers;
   readonly bodyLimitBytes: number;
   readonly maxInFlight: number;
@@ -29,6 +35,18 @@ export interface ServerContext extends ExchangeContext {
   readonly routingHeaders: readonly string[];
   /** Whether any strategy keys on cookies. */
   readonly routingCookies: boolean;
+}
+
+/** What the HTTP layer needs from the gateway. */
+export interface ServerContext {
+  /** The current configuration generation (swapped atomically on reload). */
+  gen: Generation;
+  /** Set when draining (SIGTERM): new requests get 503 with `Connection: close`. */
+  draining: boolean;
+  /** Counts a request answered before routing (401, 400, 404, 413, 503), by status. */
+  readonly countRefused: (status: number) => void;
+  /** Serves `/metrics` (Prometheus text), or null when metrics are off. */
+  readonly metricsText: (() => Promise<string>) | null;
   /** Unix seconds of start (the `created` of /v1/models). */
   readonly startedAtSec: number;
   /** Requests admitted and not yet over. */
@@ -38,7 +56,11 @@ export interface ServerContext extends ExchangeContext {
 const REQUEST_ID = /^[A-Za-z0-9._:\-]{1,128}$/;
 const JSON_TYPE = ['content-type', 'application/json'] as const;
 
-/** Creates the uWS app with every route. Call `listen` on it. */
+/**
+ * Creates the public uWS app with every route. Call `listen` on it. The operational routes
+ * (`/health/deep`, `/routing`, `/metrics`) answer here only to an admin key: 401 without a
+ * valid key, 404 (as for an unknown URL) for a non-admin key, so topology never leaks.
+ */
 export function createApp(ctx: ServerContext): TemplatedApp {
   const app = uWS.App();
   app.post('/v1/chat/completions', (res, req) => handleInference(ctx, 'chat', res, req));
@@ -46,10 +68,11 @@ export function createApp(ctx: ServerContext): TemplatedApp {
   app.post('/v1/embeddings', (res, req) => handleInference(ctx, 'embedding', res, req));
   app.get('/v1/models', (res, req) => {
     const requestId = takeRequestId(req);
-    const caller = ctx.callers.authenticate(req.getHeader('authorization'));
+    const g = ctx.gen;
+    const caller = g.callers.authenticate(req.getHeader('authorization'));
     if (!caller) return sendNow(res, 401, requestId, errorJson('invalid_api_key', 'Incorrect or missing API key.'));
     const data: Array<Record<string, unknown>> = [];
-    for (const m of ctx.core.allModels()) {
+    for (const m of g.core.allModels()) {
       if (!m.published) continue;
       for (const name of [m.id, ...m.aliases]) {
         if (Callers.mayUse(caller, name)) data.push({ id: name, object: 'model', created: ctx.startedAtSec, owned_by: 'switchyard' });
@@ -57,19 +80,93 @@ export function createApp(ctx: ServerContext): TemplatedApp {
     }
     sendNow(res, 200, requestId, JSON.stringify({ object: 'list', data }));
   });
-  app.get('/health', (res, req) => sendNow(res, 200, takeRequestId(req), JSON.stringify({ status: 'ok', in_flight: ctx.inFlight })));
-  app.get('/health/deep', (res, req) => {
-    const requestId = takeRequestId(req);
-    const caller = ctx.callers.authenticate(req.getHeader('authorization'));
-    if (!caller) return sendNow(res, 401, requestId, errorJson('invalid_api_key', 'Incorrect or missing API key.'));
-    if (!caller.admin) return sendNow(res, 404, requestId, errorJson('not_found', 'Unknown request URL: GET /health/deep.'));
-    const body = { in_flight: ctx.inFlight, endpoints: ctx.core.health.snapshot(ctx.now()), route_exclusions: ctx.core.routeExclusions() };
-    sendNow(res, 200, requestId, JSON.stringify(body));
-  });
+  app.get('/health', (res, req) => sendNow(res, 200, takeRequestId(req), JSON.stringify(liveness(ctx))));
+  for (const path of ADMIN_PATHS) {
+    app.get(path, (res, req) => {
+      const requestId = takeRequestId(req);
+      const caller = ctx.gen.callers.authenticate(req.getHeader('authorization'));
+      if (!caller) return sendNow(res, 401, requestId, errorJson('invalid_api_key', 'Incorrect or missing API key.'));
+      if (!caller.admin) return sendNow(res, 404, requestId, errorJson('not_found', `Unknown request URL: GET ${path}.`));
+      serveAdmin(ctx, path, res, requestId);
+    });
+  }
   app.any('/*', (res, req) => {
     sendNow(res, 404, takeRequestId(req), errorJson('not_found', `Unknown request URL: ${req.getMethod().toUpperCase()} ${req.getUrl()}.`));
   });
   return app;
+}
+
+/** The operational routes (admin listener; admin key on the public port). */
+export const ADMIN_PATHS = ['/health/deep', '/routing', '/metrics'] as const;
+type AdminPath = (typeof ADMIN_PATHS)[number];
+
+/**
+ * The admin listener's app: `/health`, `/health/deep`, `/routing`, `/metrics`, no key needed —
+ * it listens on loopback (or wherever `server.admin_host` says; keep it private).
+ */
+export function createAdminApp(ctx: ServerContext): TemplatedApp {
+  const app = uWS.App();
+  app.get('/health', (res, req) => sendNow(res, 200, takeRequestId(req), JSON.stringify(liveness(ctx))));
+  for (const path of ADMIN_PATHS) app.get(path, (res, req) => serveAdmin(ctx, path, res, takeRequestId(req)));
+  app.any('/*', (res, req) => sendNow(res, 404, takeRequestId(req), errorJson('not_found', `Unknown request URL: ${req.getMethod().toUpperCase()} ${req.getUrl()}.`)));
+  return app;
+}
+
+/** `GET /health`: liveness, in-flight count, routes configured (no topology). */
+function liveness(ctx: ServerContext): Record<string, unknown> {
+  let routes = 0;
+  for (const m of ctx.gen.core.allModels()) if (!m.multiTarget) routes += m.routes.length;
+  return { status: ctx.draining ? 'draining' : 'ok', in_flight: ctx.inFlight, routes_configured: routes };
+}
+
+/** Body of `/routing`: per model its strategy and every route's configured and effective weight. */
+export function routingView(ctx: ServerContext): Record<string, unknown> {
+  const g = ctx.gen;
+  return {
+    models: g.core.allModels().map((m) => ({
+      id: m.id,
+      aliases: m.aliases,
+      strategy: m.strategy,
+      published: m.published,
+      ...(m.multiTarget && { multi_target: true }),
+      routes: m.routes.map((r) => ({
+        endpoint_id: r.endpointId,
+        provider: r.provider,
+        local: r.local,
+        configured_weight: r.configuredWeight,
+        effective_weight: r.effectiveWeight,
+        exclusion_reasons: r.exclusionReasons,
+      })),
+    })),
+  };
+}
+
+function serveAdmin(ctx: ServerContext, path: AdminPath, res: HttpResponse, requestId: string): void {
+  const g = ctx.gen;
+  if (path === '/health/deep') {
+    // Every configured endpoint, including those no request has reached yet (they read fresh).
+    const now = g.now();
+    const endpoints = [...g.routes.keys()].sort().map((id) => g.core.health.snapshotOf(id, now));
+    const body = { status: ctx.draining ? 'draining' : 'ok', in_flight: ctx.inFlight, endpoints, route_exclusions: g.core.routeExclusions() };
+    return sendNow(res, 200, requestId, JSON.stringify(body));
+  }
+  if (path === '/routing') return sendNow(res, 200, requestId, JSON.stringify(routingView(ctx)));
+  const metrics = ctx.metricsText;
+  if (!metrics) return sendNow(res, 404, requestId, errorJson('not_found', 'Metrics are off.'));
+  let aborted = false;
+  res.onAborted(() => (aborted = true));
+  metrics().then(
+    (text) => {
+      if (aborted) return;
+      res.cork(() => {
+        res.writeStatus('200 OK').writeHeader('x-request-id', requestId).writeHeader('content-type', 'text/plain; version=0.0.4; charset=utf-8').end(text);
+      });
+    },
+    (e: unknown) => {
+      if (aborted) return;
+      sendNow(res, 500, requestId, errorJson('internal_error', `metrics failed: ${(e as Error).message}`));
+    },
+  );
 }
 
 /** Answers synchronously inside a handler (no onAborted needed). */
@@ -86,6 +183,7 @@ function takeRequestId(req: HttpRequest): string {
 
 function handleInference(ctx: ServerContext, endpoint: Endpoint, res: HttpResponse, req: HttpRequest): void {
   // HttpRequest is only valid during this call: read everything now.
+  const g = ctx.gen;
   const requestId = takeRequestId(req);
   const authorization = req.getHeader('authorization');
   const pinHeader = req.getHeader('x-route-pin');
@@ -93,11 +191,11 @@ function handleInference(ctx: ServerContext, endpoint: Endpoint, res: HttpRespon
   const tagsHeader = req.getHeader('x-switchyard-routing-tags');
   const declaredLength = req.getHeader('content-length');
   let headers: Record<string, string> | null = null;
-  for (const name of ctx.routingHeaders) {
+  for (const name of g.routingHeaders) {
     const v = req.getHeader(name);
     if (v) (headers ??= {})[name] = v;
   }
-  const cookies = ctx.routingCookies ? parseCookies(req.getHeader('cookie')) : null;
+  const cookies = g.routingCookies ? parseCookies(req.getHeader('cookie')) : null;
   const clientIp = Buffer.from(res.getRemoteAddressAsText()).toString('latin1');
 
   const base: HeaderPairs = [['x-request-id', requestId]];
@@ -114,21 +212,33 @@ function handleInference(ctx: ServerContext, endpoint: Endpoint, res: HttpRespon
   });
   const refuse = (status: number, code: string, message: string, param: string | null = null, extra: HeaderPairs = []): void => {
     client.send(status, [...base, JSON_TYPE, ...extra], errorJson(code, message, param, status));
+    ctx.countRefused(status);
     release();
   };
 
-  const caller = ctx.callers.authenticate(authorization);
+  if (ctx.draining) {
+    client.sendAndClose(503, [...base, JSON_TYPE, ['retry-after', '1']], errorJson('draining', 'The gateway is shutting down; retry on another instance.', null, 503));
+    ctx.countRefused(503);
+    return;
+  }
+  const caller = g.callers.authenticate(authorization);
   if (!caller) return refuse(401, 'invalid_api_key', 'Incorrect or missing API key. Send it as "Authorization: Bearer <key>".');
-  if (ctx.inFlight >= ctx.maxInFlight) {
-    return refuse(503, 'overloaded', 'The gateway is at its in-flight request limit; retry shortly.', null, [['retry-after', String(ctx.overloadRetryAfterSec)]]);
+  if (ctx.inFlight >= g.maxInFlight) {
+    return refuse(503, 'overloaded', 'The gateway is at its in-flight request limit; retry shortly.', null, [['retry-after', String(g.overloadRetryAfterSec)]]);
   }
   ctx.inFlight++;
   admitted = true;
-  const limit = ctx.bodyLimitBytes;
-  if (declaredLength && Number(declaredLength) > limit) return tooLarge(client, base, limit, release);
+  const limit = g.bodyLimitBytes;
+  if (declaredLength && Number(declaredLength) > limit) {
+    ctx.countRefused(413);
+    return tooLarge(client, base, limit, release);
+  }
 
   readBody(res, limit, {
-    tooLarge: () => tooLarge(client, base, limit, release),
+    tooLarge: () => {
+      ctx.countRefused(413);
+      tooLarge(client, base, limit, release);
+    },
     done: (text) => {
       if (!client.open) return release();
       const parsed = readClientRequest(endpoint, text);
@@ -143,7 +253,7 @@ function handleInference(ctx: ServerContext, endpoint: Endpoint, res: HttpRespon
             .map((t) => t.trim().toLowerCase())
             .filter((t) => t.length > 0)
         : null;
-      const ex = new Exchange(ctx, client, parsed, caller, {
+      const ex = new Exchange(g, client, parsed, caller, {
         requestId,
         baseHeaders: base,
         pin: pinFor(caller, pinHeader),

@@ -118,12 +118,19 @@ async function relayStream(res: Dispatcher.ResponseData, spec: AttemptSpec, hook
     return failure;
   };
   for await (const chunk of res.body) {
-    if (relay.finished) continue; // after [DONE]: drain quietly so the connection can be reused
+    if (relay.finished || streamed) continue; // after [DONE]: drain quietly so the connection can be reused
     relay.push(chunk as Uint8Array, out);
     const failure = await deliver();
     if (failure) {
       res.body.destroy();
       return failure;
+    }
+    if (!streamed && relay.finishSeen && relay.usage !== null) {
+      // A finish reason and then the usage chunk (always asked for upstream): the answer is
+      // whole, so the client is not kept waiting for a [DONE] a lenient server may never send.
+      // The loop keeps draining (connection reuse) until the body ends or body_timeout_ms.
+      out.push({ kind: 'done', usage: relay.usage });
+      await deliver();
     }
   }
   relay.end(out);

@@ -34,6 +34,14 @@ export class UpstreamPools {
     return p;
   }
 
+  /**
+   * Per origin: open connections, requests running on them, requests queued for a connection
+   * (undici `Pool.stats`), and whether the pool is closed.
+   */
+  stats(): Array<{ origin: string; connected: number; running: number; pending: number; closed: boolean }> {
+    return [...this.pools].map(([origin, p]) => ({ origin, connected: p.stats.connected, running: p.stats.running, pending: p.stats.pending, closed: p.closed || p.destroyed }));
+  }
+
   /** Closes every pool, aborting requests still in flight. */
   async close(): Promise<void> {
     const all = [...this.pools.values()];

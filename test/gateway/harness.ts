@@ -6,7 +6,7 @@ import pino from 'pino';
 import { endpointId } from '../../core/index.ts';
 import { hashKey } from '../../gateway/callers.ts';
 import { buildGatewayConfig } from '../../gateway/config/load.ts';
-import { startGateway, type RunningGateway } from '../../gateway/gateway.ts';
+import { startGateway, type GatewayOptions, type RunningGateway } from '../../gateway/gateway.ts';
 import { startEmulator, type EmulatorOptions, type RunningEmulator } from '../../simulator/emulator/emulator.ts';
 
 export const KEYS = { user: 'sk-test-user', admin: 'sk-test-admin', other: 'sk-test-other' } as const;
@@ -37,8 +37,30 @@ export interface Stack {
  * over the first upstream. Keys: user (demo only), admin (all, may pin), other (other only).
  * Affinity and prefill-aware selection are off so that weights decide the primary.
  */
-export async function startStack(upstreams: UpstreamSpec[], gateway: Record<string, unknown> = {}): Promise<Stack> {
+export async function startStack(upstreams: UpstreamSpec[], gateway: Record<string, unknown> = {}, gwOpts: Partial<Omit<GatewayOptions, 'config'>> = {}): Promise<Stack> {
   const emus = await Promise.all(upstreams.map((u) => startEmulator({ ...u, faults: { latency_scale: 0.05, ...u.faults } })));
+  const config = stackConfig(upstreams, emus, gateway);
+  const gw = await startGateway({ config, host: '127.0.0.1', port: 0, seed: 7, logger: pino({ level: 'silent' }), ...gwOpts });
+  return {
+    gw,
+    emus,
+    ids: emus.map((e) => endpointId('demo', 'openai_compat', e.baseUrl)),
+    client: (key = KEYS.user) => new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: key, maxRetries: 0, timeout: 10_000 }),
+    post: (path, body, headers = {}) =>
+      fetch(`${gw.url}${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${KEYS.user}`, 'content-type': 'application/json', ...headers },
+        body: typeof body === 'string' ? body : JSON.stringify(body),
+      }),
+    async close() {
+      await gw.close();
+      await Promise.all(emus.map((e) => e.close()));
+    },
+  };
+}
+
+/** The configuration `startStack` uses, for `upstreams` served by `emus` (reload tests build variants). */
+export function stackConfig(upstreams: UpstreamSpec[], emus: RunningEmulator[], gateway: Record<string, unknown> = {}) {
   const route = (u: UpstreamSpec, e: RunningEmulator) => ({
     base_url: e.baseUrl,
     weight: u.weight ?? 1,
@@ -47,7 +69,7 @@ export async function startStack(upstreams: UpstreamSpec[], gateway: Record<stri
     ...(u.providerModelId && { provider_model_id: u.providerModelId }),
     ...(u.modalities && { input_modalities: u.modalities }),
   });
-  const config = buildGatewayConfig({
+  return buildGatewayConfig({
     models: {
       models: [
         { id: 'demo', aliases: ['demo-alias'], route: upstreams.map((u, i) => route(u, emus[i]!)) },
@@ -68,23 +90,6 @@ export async function startStack(upstreams: UpstreamSpec[], gateway: Record<stri
       },
     },
   });
-  const gw = await startGateway({ config, host: '127.0.0.1', port: 0, seed: 7, logger: pino({ level: 'silent' }) });
-  return {
-    gw,
-    emus,
-    ids: emus.map((e) => endpointId('demo', 'openai_compat', e.baseUrl)),
-    client: (key = KEYS.user) => new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: key, maxRetries: 0, timeout: 10_000 }),
-    post: (path, body, headers = {}) =>
-      fetch(`${gw.url}${path}`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${KEYS.user}`, 'content-type': 'application/json', ...headers },
-        body: typeof body === 'string' ? body : JSON.stringify(body),
-      }),
-    async close() {
-      await gw.close();
-      await Promise.all(emus.map((e) => e.close()));
-    },
-  };
 }
 
 /** The data payloads of an SSE body, in order (`[DONE]` included). */
@@ -144,4 +149,56 @@ export async function startRawUpstream(respond: (sock: Socket, body: string) => 
       await new Promise((r) => server.close(r));
     },
   };
+}
+
+/** A gateway over hand-made routes (raw upstreams, closed ports), model `demo`, the test keys. */
+export interface RawStack {
+  gw: RunningGateway;
+  ids: string[];
+  post(path: string, body: unknown, headers?: Record<string, string>): Promise<Response>;
+  close(): Promise<void>;
+}
+
+/** Starts a gateway whose model `demo` routes to `routes` (route fields as in models.yaml). */
+export async function startRawStack(routes: Array<Record<string, unknown> & { base_url: string }>, gateway: Record<string, unknown> = {}): Promise<RawStack> {
+  const config = buildGatewayConfig({
+    models: { models: [{ id: 'demo', route: routes }] },
+    gateway: {
+      routing_settings: { affinity_enabled: false, prefill_aware_enabled: false },
+      health: { failure_threshold: 1000 },
+      ...gateway,
+      auth: { mode: 'keys', keys: [{ id: 'user', sha256: hashKey(KEYS.user) }, { id: 'admin', sha256: hashKey(KEYS.admin), admin: true }] },
+    },
+  });
+  const gw = await startGateway({ config, host: '127.0.0.1', port: 0, seed: 7, logger: pino({ level: 'silent' }) });
+  return {
+    gw,
+    ids: routes.map((r) => endpointId('demo', 'openai_compat', r.base_url)),
+    post: (path, body, headers = {}) =>
+      fetch(`${gw.url}${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${KEYS.user}`, 'content-type': 'application/json', ...headers },
+        body: typeof body === 'string' ? body : JSON.stringify(body),
+      }),
+    close: () => gw.close(),
+  };
+}
+
+/** A whole JSON HTTP response as raw bytes. */
+export function rawJson(status: number, body: unknown, extraHeaders = ''): string {
+  const text = JSON.stringify(body);
+  return `HTTP/1.1 ${status} X\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(text)}\r\n${extraHeaders}\r\n${text}`;
+}
+
+/** Head of a chunked SSE response; write frames with `rawChunk`. */
+export const RAW_SSE_HEAD = 'HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n';
+
+/** One HTTP/1.1 chunk holding `text`. */
+export function rawChunk(text: string): string {
+  return `${Buffer.byteLength(text).toString(16)}\r\n${text}\r\n`;
+}
+
+/** An SSE `data:` frame of a chat chunk with `delta` (and `finish_reason`). */
+export function chatFrame(delta: Record<string, unknown>, finishReason: string | null = null): string {
+  return `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', created: 0, model: 'up', choices: [{ index: 0, delta, finish_reason: finishReason }] })}\n\n`;
 }

@@ -1,0 +1,53 @@
+/**
+ * `switchyard trace export --from <request-log.duckdb> [--to trace.arrow] [--since T] [--until T]`
+ * — turns the gateway's request log into an Arrow trace that `switchyard sim` replays as is.
+ * T is an ISO date-time (`2026-11-30T10:00:00Z`), Unix ms, or a duration back from now (`15m`, `2h`, `1d`).
+ */
+import { parseArgs } from 'node:util';
+import { UsageError, type CliCommand } from '../../bin/command.ts';
+import { exportRequestLog } from './export-trace.ts';
+
+const USAGE = `usage: switchyard trace export --from <request-log.duckdb> [--to <trace.arrow>] [--since T] [--until T]
+
+Writes the gateway's request log as an Arrow trace (traces/README.md) that 'switchyard sim'
+replays unchanged. Arrival times start at 0 at the first exported request.
+  --to      output file (default: the log's name with .arrow)
+  --since   only requests that arrived at or after T; --until: before T
+            T: ISO date-time (2026-11-30T10:00:00Z), Unix ms, or an age (30s, 15m, 2h, 1d)`;
+
+const AGE = /^(\d+(?:\.\d+)?)(s|m|h|d)$/;
+const AGE_MS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/**
+ * Parses a `--since`/`--until` value to Unix ms (`nowMs` anchors ages).
+ * @throws UsageError for anything else.
+ */
+export function parseTimeArg(name: string, v: string, nowMs: number): number {
+  const age = AGE.exec(v);
+  if (age) return nowMs - Number(age[1]) * AGE_MS[age[2]!]!;
+  if (/^\d+$/.test(v)) return Number(v);
+  const t = Date.parse(v);
+  if (Number.isNaN(t)) throw new UsageError(`--${name} '${v}' is not an ISO date-time, Unix ms or an age like 15m`);
+  return t;
+}
+
+export const traceExportCommand: CliCommand = {
+  name: 'trace export',
+  summary: 'write the gateway request log (DuckDB) as an Arrow trace the simulator replays',
+  usage: USAGE,
+  async run(args) {
+    const { values, positionals } = parseArgs({ args, allowPositionals: false, options: { from: { type: 'string' }, to: { type: 'string' }, since: { type: 'string' }, until: { type: 'string' } } });
+    if (positionals.length > 0 || !values.from) throw new UsageError('trace export needs --from <request-log.duckdb>');
+    const now = Date.now();
+    const to = values.to ?? values.from.replace(/\.duckdb$/, '') + '.arrow';
+    const r = await exportRequestLog({
+      from: values.from,
+      to,
+      ...(values.since !== undefined && { sinceUnixMs: parseTimeArg('since', values.since, now) }),
+      ...(values.until !== undefined && { untilUnixMs: parseTimeArg('until', values.until, now) }),
+    });
+    const span = r.firstUnixMs === null ? '' : ` from ${new Date(r.firstUnixMs).toISOString()} to ${new Date(r.lastUnixMs!).toISOString()}`;
+    process.stdout.write(`wrote ${r.rows} request(s)${span} to ${to}\n`);
+    return 0;
+  },
+};

@@ -1,0 +1,144 @@
+/**
+ * The gateway's request log, gateway-thread side. `append` only pushes the row into a bounded
+ * buffer (no I/O on the hot path); a timer, or a full batch, posts the buffered rows to the
+ * writer thread (`log-worker.ts`), which appends them to DuckDB. When the buffer holds
+ * `bufferRows` rows not yet written (buffered here or posted and unacknowledged), further rows are dropped and counted (`droppedRows`,
+ * exported as a metric) rather than growing memory without bound. `close()` flushes what is
+ * buffered and waits until the writer has closed the file.
+ */
+import { Worker } from 'node:worker_threads';
+import type { RequestLogRow } from './log-row.ts';
+import type { LogWorkerMessage } from './log-worker.ts';
+
+/** Options of `RequestLog.open`. */
+export interface RequestLogOptions {
+  /** DuckDB file (created if absent; rows are appended to an existing `requests` table). */
+  path: string;
+  /** Most rows held in the gateway thread before new ones are dropped. */
+  bufferRows: number;
+  /** Rows per post to the writer. */
+  batchRows: number;
+  /** Longest time a row waits in the buffer, ms. */
+  flushIntervalMs: number;
+  /** DuckDB `memory_limit`, MB. */
+  memoryLimitMb: number;
+}
+
+/** The request log (one per gateway process). */
+export class RequestLog {
+  private buffer: RequestLogRow[] = [];
+  private dropped = 0;
+  private appended = 0;
+  /** Rows posted to the writer and not yet acknowledged as appended. */
+  private unacked = 0;
+  private flushSeq = 0;
+  private readonly flushWaiters = new Map<number, () => void>();
+  private closed = false;
+  private readonly timer: NodeJS.Timeout;
+  private closedPromise: Promise<void> | null = null;
+  private lastError: string | null = null;
+  private exited = false;
+
+  private constructor(
+    private readonly worker: Worker,
+    private readonly opts: RequestLogOptions,
+  ) {
+    this.timer = setInterval(() => this.post(), opts.flushIntervalMs);
+    this.timer.unref();
+    worker.on('message', (m: { flushed?: number; written?: number; error?: string }) => {
+      if (m.written !== undefined) this.unacked -= m.written;
+      if (m.flushed !== undefined) {
+        this.flushWaiters.get(m.flushed)?.();
+        this.flushWaiters.delete(m.flushed);
+      }
+      if (m.error !== undefined) this.lastError = m.error;
+    });
+    // A writer that dies must not hang a flush or a drain: release the waiters, drop from now on.
+    worker.on('exit', () => {
+      this.exited = true;
+      this.closed = true;
+      for (const w of this.flushWaiters.values()) w();
+      this.flushWaiters.clear();
+    });
+    worker.on('error', (e) => (this.lastError = e.message));
+  }
+
+  /**
+   * Starts the writer thread and opens the database.
+   * @throws Error with DuckDB's message when the file cannot be opened (locked, not a DuckDB file).
+   */
+  static async open(opts: RequestLogOptions): Promise<RequestLog> {
+    const worker = new Worker(new URL('./log-worker-entry.mjs', import.meta.url), { workerData: { path: opts.path, memoryLimitMb: opts.memoryLimitMb } });
+    await new Promise<void>((resolve, reject) => {
+      worker.once('message', (m: { ready?: boolean; error?: string }) => (m.ready ? resolve() : reject(new Error(`request log ${opts.path}: ${m.error ?? 'writer failed'}`))));
+      worker.once('error', reject);
+    });
+    return new RequestLog(worker, opts);
+  }
+
+  /** Rows dropped because the buffer was full (since start). */
+  get droppedRows(): number {
+    return this.dropped;
+  }
+
+  /** Rows accepted into the buffer (since start). */
+  get appendedRows(): number {
+    return this.appended;
+  }
+
+  /** Rows waiting in the gateway thread. */
+  get bufferedRows(): number {
+    return this.buffer.length;
+  }
+
+  /** The writer's last error message, if any (rows of that batch are lost). */
+  get writerError(): string | null {
+    return this.lastError;
+  }
+
+  /** Queues one row; O(1), no I/O. A full buffer (or a closed log) drops it and counts it. */
+  append(row: RequestLogRow): void {
+    if (this.closed || this.buffer.length + this.unacked >= this.opts.bufferRows) {
+      this.dropped++;
+      return;
+    }
+    this.buffer.push(row);
+    this.appended++;
+    if (this.buffer.length >= this.opts.batchRows) this.post();
+  }
+
+  /** Resolves when every row appended so far is in the database. */
+  async flush(): Promise<void> {
+    if (this.exited) return;
+    this.post();
+    const id = ++this.flushSeq;
+    await new Promise<void>((resolve) => {
+      this.flushWaiters.set(id, resolve);
+      this.worker.postMessage({ flush: id } satisfies LogWorkerMessage);
+    });
+  }
+
+  /** Flushes, closes the database and ends the writer thread. Idempotent. */
+  close(): Promise<void> {
+    if (this.closedPromise) return this.closedPromise;
+    this.closedPromise = (async () => {
+      await this.flush();
+      this.closed = true;
+      clearInterval(this.timer);
+      if (this.exited) return;
+      await new Promise<void>((resolve) => {
+        this.worker.once('exit', () => resolve());
+        this.worker.postMessage({ close: true } satisfies LogWorkerMessage);
+      });
+    })();
+    return this.closedPromise;
+  }
+
+  private post(): void {
+    if (this.buffer.length === 0 || this.exited) return;
+    const rows = this.buffer;
+    this.buffer = [];
+    this.unacked += rows.length;
+    this.worker.postMessage({ rows } satisfies LogWorkerMessage);
+  }
+}
