@@ -13,6 +13,7 @@
  * restart (a reload that changes them says so in the log). `drain(graceMs)` stops accepting,
  * waits for in-flight requests up to the grace, then closes everything, request log included.
  */
+import { routeNotices } from '../core/config/route-notices.ts';
 import { randomInt } from 'node:crypto';
 import uWS from '@trufflesuite/uws-js-unofficial';
 import type { TemplatedApp, us_listen_socket } from '@trufflesuite/uws-js-unofficial';
@@ -217,6 +218,13 @@ interface GenerationDeps {
 function buildGeneration(config: GatewayConfig, d: GenerationDeps): Generation {
   const s = config.settings;
   const core = new RoutingCore(config.models, { health: healthOptions(s), settings: config.routingSettings });
+  // Routes zeroed or re-weighted at start (or reload) are logged once, with configured and
+  // effective weight and the reasons (seed 000: route_weight_zeroed / route_weight_overridden).
+  if (d.worker === 0) {
+    for (const n of routeNotices(core.routeExclusions())) {
+      d.log[n.level]({ model: n.modelId, endpoint: n.endpointId, configured_weight: n.configuredWeight, effective_weight: n.effectiveWeight, reasons: n.reasons }, n.event);
+    }
+  }
   const routes = new Map<string, RouteTarget>();
   for (const m of config.models.models) {
     for (const r of m.route) {

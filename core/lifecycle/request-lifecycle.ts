@@ -589,10 +589,13 @@ export class RequestLifecycle implements RequestLife {
         if (len !== null) this.contextFloor = Math.max(this.contextFloor ?? 0, len);
       }
     }
-    const terminal = outcome.kind === 'client_gone' || outcome.kind === 'cancelled';
+    // A content-policy refusal is about the request, not the route: retrying elsewhere only
+    // repeats it (and may shop for a laxer provider), so it goes straight back to the caller.
+    const requestScoped = outcome.kind === 'http_status' && outcome.errorClass === 'content_policy';
+    const terminal = outcome.kind === 'client_gone' || outcome.kind === 'cancelled' || requestScoped;
     if (this.pinned || this.committedAttempt !== null || terminal) {
       if (this.live.size > 0) return [];
-      return this.failWithOutcome(this.committedAttempt === null ? this.primaryFailure ?? outcome : outcome, nowMs);
+      return this.failWithOutcome(requestScoped || this.committedAttempt !== null ? outcome : this.primaryFailure ?? outcome, nowMs);
     }
     return this.continueAfter(outcome, nowMs);
   }

@@ -15,6 +15,7 @@
  * Events are queued, never applied re-entrantly: an action that causes an event (a deadline, an
  * abort) is stepped after the current batch of actions is done.
  */
+import { wakeupsFor } from './wakeups.ts';
 import type { Logger } from 'pino';
 import type { LifecycleAction, LifecycleEvent, RequestLife, RouteRequest, RoutingCore, RoutingMetadata, Rng } from '../../core/index.ts';
 import type { Caller } from '../callers.ts';
@@ -174,6 +175,8 @@ export class Exchange {
     };
     const { life, actions } = this.ctx.core.start(request, this.ctx.now(), this.ctx.rngFor(this.req.model));
     this.life = life;
+    const wakeups = wakeupsFor(this.ctx.core);
+    if (!life.isDone) wakeups.register(life, (e) => this.run(() => this.step(e)));
     this.busy = true;
     try {
       this.apply(actions);
@@ -260,6 +263,11 @@ export class Exchange {
     } finally {
       this.busy = false;
     }
+    // A step may have freed an outbound slot or hold place that the core granted to another
+    // request's queued attempt: step that request now (see wakeups.ts).
+    const wakeups = wakeupsFor(this.ctx.core);
+    if (this.life?.isDone) wakeups.unregister(this.life);
+    wakeups.deliver(this.ctx.core);
   }
 
   private apply(actions: readonly LifecycleAction[]): void {

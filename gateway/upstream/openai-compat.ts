@@ -13,7 +13,7 @@
  * request id.
  */
 import type { Dispatcher, Pool } from 'undici';
-import { classifyStatus, type Outcome, type Usage } from '../../core/index.ts';
+import { classifyStatus, parseRetryAfterMs, type Outcome, type Usage } from '../../core/index.ts';
 import { SseRelay, toUsage, type RelayEvent } from '../sse-relay.ts';
 
 /** Where and what one attempt sends. */
@@ -188,18 +188,19 @@ async function httpFailure(res: Dispatcher.ResponseData, maxBytes: number): Prom
   const status = res.statusCode > 599 ? 599 : res.statusCode;
   return {
     kind: 'failed',
-    outcome: { kind: 'http_status', status, errorClass: classifyStatus(status, code), retryAfterMs: retryAfterMs(res.headers['retry-after']) },
+    outcome: { kind: 'http_status', status, errorClass: classifyStatus(status, code), retryAfterMs: retryAfterFromHeaders(res.headers) },
     errorBody,
   };
 }
 
-/** Retry-After (delta seconds or an HTTP date) in ms, or null. */
-export function retryAfterMs(v: string | string[] | undefined): number | null {
-  const s = Array.isArray(v) ? v[0] : v;
-  if (!s) return null;
-  if (/^\d+(\.\d+)?$/.test(s.trim())) return Math.round(Number(s) * 1000);
-  const at = Date.parse(s);
-  return Number.isNaN(at) ? null : Math.max(0, at - Date.now());
+/**
+ * Retry-After of an upstream error response in ms, or null: `retry-after-ms`, then
+ * `Retry-After` as delta seconds or an HTTP date (the core's parser; the wall clock is read here,
+ * in the driver, for the date form).
+ */
+export function retryAfterFromHeaders(headers: Record<string, string | string[] | undefined>): number | null {
+  const one = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v);
+  return parseRetryAfterMs({ 'retry-after': one(headers['retry-after']), 'retry-after-ms': one(headers['retry-after-ms']) }, Date.now());
 }
 
 /** A transport error as an outcome (undici `UND_ERR_*` and Node socket codes). */

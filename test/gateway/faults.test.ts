@@ -70,7 +70,7 @@ describe('429s', () => {
     expect(servedBy(r)).toBe(stack.ids[1]);
   });
 
-  it.skip('429 with Retry-After is honoured for that upstream (no request to it until it expires) — needs the core lifecycle work (Retry-After table wired into planning)', async () => {
+  it('429 with Retry-After is honoured for that upstream (no request to it until it expires)', async () => {
     stack = await startStack([{ weight: 1000, faults: { rate_limit_rate: 1, retry_after_sec: 30 } }, { weight: 1 }]);
     for (let i = 0; i < 5; i++) expect((await ask(stack)).status).toBe(200);
     expect((stack as Stack).emus[0]!.log.all()).toHaveLength(1);
@@ -97,7 +97,17 @@ describe('429s', () => {
     }
   });
 
-  it.todo('all upstreams cooling (Retry-After not yet expired): answered at once with 429 + the shortest Retry-After, no upstream call — needs the core lifecycle work');
+  it('all upstreams cooling (Retry-After not yet expired): answered at once with 429 + the shortest Retry-After, no upstream call', async () => {
+    stack = await startStack([{ faults: { rate_limit_rate: 1, retry_after_sec: 7 } }, { faults: { rate_limit_rate: 1, retry_after_sec: 9 } }]);
+    expect((await ask(stack)).status).toBe(429);
+    const calls = (stack as Stack).emus.map((e) => e.log.all().length);
+    const r = await ask(stack);
+    expect(r.status).toBe(429);
+    const wait = Number(r.headers.get('retry-after'));
+    expect(wait).toBeGreaterThan(0);
+    expect(wait).toBeLessThanOrEqual(7);
+    expect((stack as Stack).emus.map((e) => e.log.all().length)).toEqual(calls);
+  });
 });
 
 describe('request-scoped 400s are not retried', () => {
@@ -105,10 +115,7 @@ describe('request-scoped 400s are not retried', () => {
     ['context-length', 'context_length_exceeded'],
     ['content-policy', 'content_filter'],
   ] as const) {
-    // The core's current lifecycle fails a content-policy 400 over to the next route
-    // (RequestLifecycle.continueAfter does not look at the error class); not a gateway matter.
-    const maybe = name === 'content-policy' ? it.skip : it;
-    maybe(`${name} 400 is passed through, not retried${name === 'context-length' ? ' on a route with no larger window' : ' — skipped: needs the core lifecycle work (request-scoped 400s end the request)'}`, async () => {
+    it(`${name} 400 is passed through, not retried${name === 'context-length' ? ' on a route with no larger window' : ''}`, async () => {
       const refusing = await raw((sock) => sock.end(rawJson(400, { error: { message: `refused: ${code}`, type: 'invalid_request_error', param: 'messages', code } })));
       const backup = await emulator();
       stack = await startRawStack([
