@@ -15,6 +15,7 @@ import { METRIC_NAMES } from './compare/metrics.ts';
 import { CostsSchema } from './costs.ts';
 import { ReplicasSchema } from './engine/replica-config.ts';
 import { FaultSchema } from './faults/fault-config.ts';
+import { MultiTargetBlockSchema, OffloadBlockSchema, RunMultiTargetSchema } from './experiment-routing.ts';
 import { ProviderEntrySchema, resolveProvider, type ResolvedProvider } from './providers/provider-config.ts';
 import { SweepSchema } from './sweep/sweep-config.ts';
 
@@ -28,6 +29,14 @@ export const RunSchema = z
     params: z.record(z.string(), z.unknown()).default({}),
     /** Optional label in tables; defaults to the strategy name. Labels must be unique. */
     label: z.string().regex(/^[A-Za-z0-9_.-]+$/, 'use letters, digits, _, - and .').optional(),
+    /**
+     * `per_model` (default): one model whose routes are the endpoints, `strategy` is its router.
+     * `multi_target`: one direct model per endpoint plus a multi-target alias whose
+     * `routing.strategy` is `strategy` (built from the experiment's `multi_target:` block).
+     */
+    style: z.enum(['per_model', 'multi_target']).default('per_model'),
+    /** Run-level overrides of the experiment's `multi_target:` block (`style: multi_target` only). */
+    multi_target: RunMultiTargetSchema.optional(),
   })
   .strict();
 
@@ -68,6 +77,13 @@ export const ExperimentSchema = z
     providers: z.array(ProviderEntrySchema).default([]),
     /** Fraction of traffic weight given to local routes (the routing file's `local_weight_share`). */
     local_weight_share: z.number().min(0).max(1).optional(),
+    /**
+     * Offload of the model (per-model runs): requests that wait longer than `wait_sec` for a slot
+     * or their engine's first token move to `provider`'s route.
+     */
+    offload: OffloadBlockSchema.optional(),
+    /** How `style: multi_target` runs build the multi-target alias. */
+    multi_target: MultiTargetBlockSchema.optional(),
     /** Core routing settings (prefill-aware P2C, affinity, …), validated by the core. */
     routing: z.record(z.string(), z.unknown()).default({}),
     /** Circuit-breaker and availability tunables of the core (its defaults where absent). */
@@ -134,7 +150,27 @@ export const ExperimentSchema = z
       const label = r.label ?? r.strategy;
       if (labels.has(label)) ctx.addIssue({ code: 'custom', path: ['runs', i, 'label'], message: `label '${label}' is used twice; give each run its own label` });
       labels.add(label);
+      if (r.style === 'multi_target' && !e.multi_target) ctx.addIssue({ code: 'custom', path: ['runs', i, 'style'], message: 'style: multi_target needs the experiment\'s multi_target: block (targets)' });
+      if (r.multi_target && r.style !== 'multi_target') ctx.addIssue({ code: 'custom', path: ['runs', i, 'multi_target'], message: 'applies to style: multi_target runs only' });
+      for (const n of Object.keys(r.multi_target?.cooldown ?? {})) {
+        if (!names.has(n)) ctx.addIssue({ code: 'custom', path: ['runs', i, 'multi_target', 'cooldown', n], message: `must name an endpoint (${[...names].join(', ')}), got '${n}'` });
+      }
     });
+    if (e.offload) {
+      const provs = e.providers.map((p) => p.name);
+      if (!provs.includes(e.offload.provider)) ctx.addIssue({ code: 'custom', path: ['offload', 'provider'], message: `must name a provider (${provs.join(', ') || 'none declared'}), got '${e.offload.provider}'` });
+    }
+    if (e.multi_target) {
+      const seen = new Set<string>();
+      e.multi_target.targets.forEach((t, i) => {
+        if (!names.has(t.endpoint)) ctx.addIssue({ code: 'custom', path: ['multi_target', 'targets', i, 'endpoint'], message: `must name an endpoint (${[...names].join(', ')}), got '${t.endpoint}'` });
+        if (seen.has(t.endpoint)) ctx.addIssue({ code: 'custom', path: ['multi_target', 'targets', i, 'endpoint'], message: `'${t.endpoint}' is listed twice` });
+        seen.add(t.endpoint);
+      });
+      for (const n of Object.keys(e.multi_target.cooldown)) {
+        if (!names.has(n)) ctx.addIssue({ code: 'custom', path: ['multi_target', 'cooldown', n], message: `must name an endpoint (${[...names].join(', ')}), got '${n}'` });
+      }
+    }
     if (e.sweep?.scenarios) {
       e.sweep.scenarios.forEach((s, i) => {
         if (s !== NO_SCENARIO && !(s in e.scenarios)) {

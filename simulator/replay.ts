@@ -154,6 +154,7 @@ export function endpointNames(exp: Experiment): string[] {
  * @throws Error naming the experiment and run when the core rejects the config.
  */
 export function simulatedModelsConfig(exp: Experiment, run: RunSpec) {
+  const entry = runEntry(exp, run);
   const replicas = Array.from({ length: exp.replicas.count }, (_, i) => ({
     kind: 'openai_compat',
     base_url: `sim://replica-${i}`,
@@ -181,13 +182,61 @@ export function simulatedModelsConfig(exp: Experiment, run: RunSpec) {
     }),
     ...(p.type === 'concurrency' && p.limits.concurrency !== undefined && { concurrency: { limit: p.limits.concurrency } }),
   }));
+  const routing = exp.local_weight_share !== undefined ? { routing: { default_router: 'fixed', local_weight_share: exp.local_weight_share } } : {};
+  const where = `${exp.file} (runs: ${run.label})`;
+  if (entry?.style === 'multi_target') {
+    const mt = exp.multi_target!;
+    const cooldown = { ...mt.cooldown, ...(entry.multi_target?.cooldown ?? {}) };
+    const routes = [...replicas, ...providers];
+    const names = endpointNames(exp);
+    const direct = names.map((name, i) => ({ id: name, route: [routes[i]!], ...(cooldown[name] !== undefined && { cooldown: cooldown[name] }) }));
+    const alias = {
+      id: exp.model,
+      routing: {
+        strategy: run.strategy,
+        params: run.params,
+        ...mt.routing,
+        ...(entry.multi_target?.routing ?? {}),
+        targets: mt.targets.map(({ endpoint, ...fields }) => ({ model: endpoint, ...fields })),
+      },
+    };
+    return parseModelsConfig({ models: [...direct, alias], ...routing }, where);
+  }
+  const off = exp.offload;
+  const offload = off && {
+    route: `${exp.model}:${off.provider}`,
+    wait_sec: off.wait_sec,
+    ...(off.engine_queue_limit != null && off.engine_queue_limit > 0 && { engine_queue_limit: off.engine_queue_limit }),
+    ...(off.max_input_tokens !== undefined && { max_input_tokens: off.max_input_tokens }),
+  };
   return parseModelsConfig(
     {
-      models: [{ id: exp.model, router: run.strategy, router_params: run.params, route: [...replicas, ...providers] }],
-      ...(exp.local_weight_share !== undefined && { routing: { default_router: 'fixed', local_weight_share: exp.local_weight_share } }),
+      models: [{ id: exp.model, router: run.strategy, router_params: run.params, route: [...replicas, ...providers], ...(offload && { offload }) }],
+      ...routing,
     },
-    `${exp.file} (runs: ${run.label})`,
+    where,
   );
+}
+
+/** The experiment's run entry a run spec came from (by label), if any. */
+function runEntry(exp: Experiment, run: RunSpec): Experiment['runs'][number] | undefined {
+  return exp.runs.find((r) => runLabel(r) === run.label);
+}
+
+/**
+ * Endpoint id of each endpoint, in `endpointNames` order: `<model>:<name>` for per-model runs,
+ * `<name>:<name>` (the endpoint's own direct model) for `style: multi_target` runs. Looked up in
+ * the core by model, so the order of the alias's targets does not matter.
+ * @throws Error naming the endpoint when the core has no route for it.
+ */
+export function endpointIdsOf(core: RoutingCore, exp: Experiment, run: RunSpec): string[] {
+  const multi = runEntry(exp, run)?.style === 'multi_target';
+  const model = core.model(exp.model);
+  return endpointNames(exp).map((name) => {
+    const id = multi ? core.model(name)?.routes[0]?.endpointId : model?.routes.find((r) => r.endpointId === `${exp.model}:${name}`)?.endpointId;
+    if (id === undefined) throw new Error(`${exp.file} (runs: ${run.label}): no route for endpoint '${name}'`);
+    return id;
+  });
 }
 
 const RESET: Outcome = { kind: 'transport', cause: 'reset' };
@@ -199,14 +248,14 @@ const RESET: Outcome = { kind: 'transport', cause: 'reset' };
 export function replayRun(opts: ReplayOptions): RunResult {
   const { experiment: exp, rows, run, runId, seed } = opts;
   const core = new RoutingCore(simulatedModelsConfig(exp, run), { settings: exp.routing, health: healthOptions(exp) });
-  const model = core.model(exp.model)!;
   const names = endpointNames(exp);
+  const endpointIds = endpointIdsOf(core, exp, run);
   const providerSpecs = resolveProviders(exp);
   const replicaCount = exp.replicas.count;
   const hashBlockTokens = opts.hashBlockTokens ?? 512;
   const endpoints: Endpoint[] = names.map((name, i) => ({
     name,
-    endpointId: model.routes[i]!.endpointId,
+    endpointId: endpointIds[i]!,
     engine: i < replicaCount ? new EngineEndpoint(opts.makeReplica(i), () => opts.makeReplica(i)) : null,
     provider: i < replicaCount ? null : new HostedProvider(providerSpecs[i - replicaCount]!, seed, hashBlockTokens),
   }));
@@ -470,7 +519,7 @@ export function replayRun(opts: ReplayOptions): RunResult {
       cachedTokens: ok ? lr.cachedTokens : 0,
       status,
       costUsd: lr.costUsd,
-      fallbacks: md ? Math.max(0, md.attempts.length - 1) : 0,
+      fallbacks: md ? md.fallbacks ?? Math.max(0, md.attempts.length - 1) : 0,
       offloadReason: md?.offloadReason ?? null,
       stream: plan.stream[reqIdx] === 1,
       tries: lr.tryNo + 1,
