@@ -322,16 +322,15 @@ export class RoutingCore {
     const life = new RequestLifecycle(model, request, this.deps, rng);
     const plannerTap = model?.planner.tapLife?.(life, request, nowMs);
     if (plannerTap) {
-      this.outer.set(life, plannerTap);
+      life.outerLife = plannerTap;
       return { life: plannerTap, actions: plannerTap.absorb(life.begin(nowMs), nowMs) };
     }
     if (!model?.planner.readsEndpointStats) {
-      this.outer.set(life, life);
       return { life, actions: life.begin(nowMs) };
     }
     // A router that reads in-flight counts or latency learns from this model's own lives too.
     const tap = new StatsTap(life, request.stream, this.endpointStats);
-    this.outer.set(life, tap);
+    life.outerLife = tap;
     return { life: tap, actions: tap.absorb(life.begin(nowMs), nowMs) };
   }
 
@@ -339,9 +338,6 @@ export class RoutingCore {
   get lifecycleDeps(): LifecycleDeps {
     return this.deps;
   }
-
-  /** The life a driver holds for each internal lifecycle (itself, or its stats tap). */
-  private readonly outer = new WeakMap<object, RequestLife>();
 
   /**
    * Slots and hold places granted from a queue since the last call, as `slot_acquired` events
@@ -353,7 +349,8 @@ export class RoutingCore {
     const out: Array<{ life: RequestLife; event: LifecycleEvent }> = [];
     for (const t of this.wakeups.splice(0)) {
       if (t.state !== 'held') continue; // the life ended or gave up meanwhile
-      const life = this.outer.get(t.owner as object);
+      const owner = t.owner as RequestLifecycle;
+      const life = owner.outerLife ?? owner;
       if (life && !life.isDone) out.push({ life, event: { kind: 'slot_acquired', attemptId: t.attemptId } });
     }
     return out;

@@ -126,6 +126,12 @@ const TIMEOUT: Outcome = { kind: 'transport', cause: 'timeout' };
 
 /** Implementation of `RequestLife` for per-model routers. Created by `RoutingCore.start`. */
 export class RequestLifecycle implements RequestLife {
+  /**
+   * The life the driver holds for this one (a planner's or stats tap wrapping it), set by
+   * `RoutingCore.start`; outbound-slot wake-ups are addressed to it. Null ⇒ this life itself.
+   * A field rather than a WeakMap in the core: a WeakMap entry per request showed up as GC time.
+   */
+  outerLife: RequestLife | null = null;
   readonly requestId: string;
   private done = false;
   private committedAttempt: number | null = null;
