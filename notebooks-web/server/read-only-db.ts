@@ -4,21 +4,10 @@
  * query runs on its own short-lived connection, so concurrent requests do not queue behind one.
  */
 import { BIGINT, DOUBLE, DuckDBInstance, LIST, VARCHAR, listValue, type DuckDBType, type DuckDBValue } from '@duckdb/node-api';
+import { toPlain } from '../../simulator/results/results-store.ts';
 
 /** Named parameters of a query (`$name`), each with its DuckDB type. */
 export type BoundParams = Readonly<Record<string, { value: DuckDBValue; type: DuckDBType }>>;
-
-/** BIGINT / HUGEINT → number (exact up to 2^53), recursively through lists and structs. */
-function toPlain(value: unknown): unknown {
-  if (typeof value === 'bigint') return Number(value);
-  if (Array.isArray(value)) return value.map(toPlain);
-  if (value !== null && typeof value === 'object' && !(value instanceof Date) && !(value instanceof Uint8Array)) {
-    const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) out[k] = toPlain(v);
-    return out;
-  }
-  return value;
-}
 
 /** A DuckDB file opened with `access_mode = READ_ONLY`. */
 export class ReadOnlyDb {

@@ -177,8 +177,11 @@ function appendChecked(appender: DuckDBAppender, table: TableDef, rows: readonly
   }
 }
 
-/** BIGINT / HUGEINT results → JS numbers (exact up to 2^53), recursively through lists/structs. */
-function toPlain(value: unknown): unknown {
+/**
+ * DuckDB result values as plain JSON-able JS: BIGINT / HUGEINT → number (exact up to 2^53),
+ * recursively through lists and structs; dates and blobs pass through. Shared with the dashboard.
+ */
+export function toPlain(value: unknown): unknown {
   if (typeof value === 'bigint') return Number(value);
   if (Array.isArray(value)) return value.map(toPlain);
   if (value !== null && typeof value === 'object' && !(value instanceof Date) && !(value instanceof Uint8Array)) {
