@@ -41,6 +41,7 @@
 import type { EngineEvent, EngineLoad, EngineModel, EngineRequest } from './engine-model.ts';
 import { RadixCache, type RadixNode } from './radix-cache.ts';
 import type { BatchShape, StepTimeModel } from './step-time.ts';
+import { walkDecodeRun } from './decode-run.ts';
 
 /** SGLang's `CLIP_MAX_NEW_TOKENS_ESTIMATION`: max output tokens reserved per request. */
 export const CLIP_MAX_NEW_TOKENS = 4096;
@@ -427,21 +428,11 @@ export class SglangReplica implements EngineModel {
    */
   interrupt(nowMs: number): number | null {
     if (this.runSteps <= 1 || Number.isNaN(this.stepEnd)) return null;
-    const s = this.shape;
-    const base = s.decodeContextTokens;
-    let e = this.runStartMs;
-    let j = 0;
-    while (j < this.runSteps) {
-      s.decodeContextTokens = base + j * s.decodeSeqs;
-      e += this.stepTime.stepMs(s);
-      j++;
-      if (e >= nowMs) break;
-    }
-    s.decodeContextTokens = base;
-    if (j >= this.runSteps) return null;
-    this.runSteps = j;
-    this.stepEnd = e;
-    return e;
+    const cut = walkDecodeRun(this.stepTime, this.shape, this.runStartMs, this.runSteps, nowMs);
+    if (cut.steps >= this.runSteps) return null;
+    this.runSteps = cut.steps;
+    this.stepEnd = cut.endMs;
+    return cut.endMs;
   }
 
   /**
@@ -459,16 +450,9 @@ export class SglangReplica implements EngineModel {
     }
     if (k <= 1 || (k - 1) * run.length > this.freeTokens()) return;
     const s = this.shape;
-    const base = s.decodeContextTokens;
-    let e = nowMs;
-    for (let j = 0; j < k; j++) {
-      s.decodeContextTokens = base + j * s.decodeSeqs;
-      e += this.stepTime.stepMs(s);
-    }
-    s.decodeContextTokens = base;
     this.runSteps = k;
     this.runStartMs = nowMs;
-    this.stepEnd = e;
+    this.stepEnd = walkDecodeRun(this.stepTime, s, nowMs, k, Infinity).endMs;
   }
 
   /** SGLang `get_new_batch_prefill` + `PrefillAdder`; returns true when a prefill batch was formed. */

@@ -35,6 +35,7 @@
  */
 import type { EngineEvent, EngineLoad, EngineModel, EngineRequest } from './engine-model.ts';
 import type { BatchShape, StepTimeModel } from './step-time.ts';
+import { walkDecodeRun } from './decode-run.ts';
 
 /** Llama-2-70B KV bytes per token: 2 (K,V) × 80 layers × 8 KV heads × 128 head dim × 2 bytes (fp16). */
 export const LLAMA2_70B_KV_BYTES_PER_TOKEN = 2 * 80 * 8 * 128 * 2;
@@ -481,21 +482,11 @@ export class VllmReplica implements EngineModel {
    */
   interrupt(nowMs: number): number | null {
     if (this.runSteps <= 1 || Number.isNaN(this.stepEnd)) return null;
-    const s = this.shape;
-    const base = s.decodeContextTokens;
-    let e = this.runStartMs;
-    let j = 0;
-    while (j < this.runSteps) {
-      s.decodeContextTokens = base + j * s.decodeSeqs;
-      e += this.stepTime.stepMs(s);
-      j++;
-      if (e >= nowMs) break;
-    }
-    s.decodeContextTokens = base;
-    if (j >= this.runSteps) return null;
-    this.runSteps = j;
-    this.stepEnd = e;
-    return e;
+    const cut = walkDecodeRun(this.stepTime, this.shape, this.runStartMs, this.runSteps, nowMs);
+    if (cut.steps >= this.runSteps) return null;
+    this.runSteps = cut.steps;
+    this.stepEnd = cut.endMs;
+    return cut.endMs;
   }
 
   /**
@@ -520,16 +511,9 @@ export class VllmReplica implements EngineModel {
       extra += this.blocksFor(Math.max(0, r.computed + k - r.pins.length * this.hashBlockTokens)) - r.privateBlocks;
     }
     if (extra > this.freeBlocks()) return;
-    const base = s.decodeContextTokens;
-    let e = nowMs;
-    for (let j = 0; j < k; j++) {
-      s.decodeContextTokens = base + j * s.decodeSeqs;
-      e += this.stepTime.stepMs(s);
-    }
-    s.decodeContextTokens = base;
     this.runSteps = k;
     this.runStartMs = nowMs;
-    this.stepEnd = e;
+    this.stepEnd = walkDecodeRun(this.stepTime, s, nowMs, k, Infinity).endMs;
   }
 
   /** Put `n` tokens of `r` into the step's batch, allocating `need` more private blocks. */
