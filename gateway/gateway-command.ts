@@ -50,6 +50,7 @@ function loadOrReport(path: string): GatewayConfig | null {
   }
 }
 
+/** `switchyard validate <dir>`: checks a config directory; exit 1 with file, line, field and fix per problem. */
 export const validateCommand: CliCommand = {
   name: 'validate',
   summary: 'check a gateway configuration directory; exits non-zero naming file, field and fix',
@@ -70,6 +71,7 @@ export const validateCommand: CliCommand = {
   },
 };
 
+/** `switchyard gateway --config <models.yaml>`: runs the gateway (and any demo emulators the config names). */
 export const gatewayCommand: CliCommand = {
   name: 'gateway',
   summary: 'run the OpenAI-compatible gateway (uWebSockets.js + undici) on a configuration',

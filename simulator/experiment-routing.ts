@@ -46,6 +46,9 @@ export const RunMultiTargetSchema = z
   })
   .strict();
 
+/** The validated `OffloadBlockSchema` value (defaults applied). */
 export type OffloadBlock = z.infer<typeof OffloadBlockSchema>;
+/** The validated `MultiTargetBlockSchema` value (defaults applied). */
 export type MultiTargetBlock = z.infer<typeof MultiTargetBlockSchema>;
+/** The validated `RunMultiTargetSchema` value (defaults applied). */
 export type RunMultiTarget = z.infer<typeof RunMultiTargetSchema>;

@@ -161,6 +161,7 @@ export const OffloadSchema = z
   })
   .strict();
 
+/** One model of the registry: either a per-model `router:` over its own `route:` list, or a multi-target `routing:` block over other models. */
 export const ModelSchema = z
   .object({
     id: z.string().min(1),
@@ -255,13 +256,21 @@ export const ModelsConfigSchema = z
   .strict()
   .superRefine(checkMultiTargets);
 
+/** A validated `route:` entry (defaults applied). */
 export type RouteConfig = z.infer<typeof RouteSchema>;
+/** A validated multi-target `targets:` entry. */
 export type TargetConfig = z.infer<typeof TargetSchema>;
+/** A validated multi-target `routing:` block. */
 export type MultiTargetConfig = z.infer<typeof MultiTargetSchema>;
+/** A validated opt-in `cooldown:` block of a direct model. */
 export type CooldownConfig = z.infer<typeof CooldownSchema>;
+/** A validated per-model `offload:` block. */
 export type OffloadConfig = z.infer<typeof OffloadSchema>;
+/** A validated model entry. */
 export type ModelConfig = z.infer<typeof ModelSchema>;
+/** The validated routing file. */
 export type RoutingFileConfig = z.infer<typeof RoutingFileSchema>;
+/** The whole validated configuration (`models:` + routing file). */
 export type ModelsConfig = z.infer<typeof ModelsConfigSchema>;
 
 /**

@@ -140,10 +140,15 @@ export const GatewaySettingsSchema = z
   })
   .strict();
 
+/** The validated `GatewaySettingsSchema` value (defaults applied). */
 export type GatewaySettings = z.infer<typeof GatewaySettingsSchema>;
+/** The validated `CallerKeySchema` value (defaults applied). */
 export type CallerKeyConfig = z.infer<typeof CallerKeySchema>;
+/** The validated `AuthSchema` value (defaults applied). */
 export type AuthConfig = z.infer<typeof AuthSchema>;
+/** The validated `EmulatorSpecSchema` value (defaults applied). */
 export type EmulatorSpec = z.infer<typeof EmulatorSpecSchema>;
+/** The validated `RequestLogSchema` value (defaults applied). */
 export type RequestLogConfig = z.infer<typeof RequestLogSchema>;
 
 /** The body limit in bytes. */

@@ -31,6 +31,7 @@ export function parseTimeArg(name: string, v: string, nowMs: number): number {
   return t;
 }
 
+/** `switchyard trace export --from <db> [--to file] [--since t] [--until t]`: request log → Arrow trace. */
 export const traceExportCommand: CliCommand = {
   name: 'trace export',
   summary: 'write the gateway request log (DuckDB) as an Arrow trace the simulator replays',

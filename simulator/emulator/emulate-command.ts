@@ -22,6 +22,7 @@ PUT /emulator/faults with JSON; GET /emulator/records lists what it received.
 fault knobs: ${KNOBS.map((k) => `--${flag(k)}`).join(', ')}
   (rates in 0..1; --disconnect-after-tokens 0 drops the stream right after the role preamble)`;
 
+/** `switchyard emulate --port N [--mode echo|engine] [fault knobs…]`: one engine emulator. */
 export const emulateCommand: CliCommand = {
   name: 'emulate',
   summary: 'run an engine emulator: an OpenAI-compatible upstream on the simulated vLLM model, with fault knobs',

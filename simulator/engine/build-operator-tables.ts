@@ -70,6 +70,7 @@ export interface Source {
   fp8GemmFrom?: string;
 }
 
+/** The (GPU, engine, version) operator data sets the tables are built from, under ../shared/traces/aiconfigurator-ops/. */
 export const SOURCES: Source[] = [
   { gpu: 'h100_sxm', engine: 'vllm', engineVersion: '0.14.0', dir: 'h100_sxm/vllm-0.14.0', vidurGpu: 'h100', fp8GemmFrom: 'h100_sxm/sglang-0.5.9' },
   { gpu: 'a100_sxm', engine: 'vllm', engineVersion: '0.14.0', dir: 'a100_sxm/vllm-0.14.0', vidurGpu: 'a100' },
