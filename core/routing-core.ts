@@ -8,7 +8,7 @@
 import type { Rng } from './rng.ts';
 import type { ModelsConfig, RouteConfig } from './config/models-config.ts';
 import { endpointId as makeEndpointId, endpointLocation } from './config/endpoint-id.ts';
-import type { Planner } from './strategies/planner.ts';
+import type { Candidate, Planner } from './strategies/planner.ts';
 import { StrategyRegistry } from './strategies/registry.ts';
 import { HealthRegistry, type HealthOptions } from './health/health-registry.ts';
 import type { LifecycleAction, Modality, RequestLife, RouteRequest } from './lifecycle/seam.ts';
@@ -66,6 +66,8 @@ export interface ResolvedRoute {
   readonly configuredWeight: number;
   readonly effectiveWeight: number;
   readonly exclusionReasons: readonly ExclusionReason[];
+  /** This route as a planner candidate (built once so a decision allocates no candidate objects). */
+  readonly candidate: Candidate;
 }
 
 /** A model with its planner. Aliases resolve to the same object (and so the same planner). */
@@ -77,6 +79,11 @@ export interface ResolvedModel {
   readonly published: boolean;
   /** For a multi-target model: its targets' routes, in target order (`routeIndex` = target index). */
   readonly routes: readonly ResolvedRoute[];
+  /**
+   * Every route's `candidate`, in route order, built once: a decision in which every route is
+   * eligible hands the planner this shared array instead of building one.
+   */
+  readonly candidates: readonly Candidate[];
   /** Present only for a multi-target model (seed 003): its resolved `routing:` block. */
   readonly multiTarget?: ResolvedMultiTarget;
   /** The model's offload policy when configured (possibly inactive, with a reason). */
@@ -206,7 +213,8 @@ export class RoutingCore {
         context,
       );
       const offload = m.offload ? resolveOffloadPolicy(m.offload, routes, strategy, m.router_params) : undefined;
-      const model: ResolvedModel = { id: m.id, aliases: m.aliases, strategy, planner, published: m.published, routes, ...(offload && { offload }) };
+      const candidates = routes.map((r) => r.candidate);
+      const model: ResolvedModel = { id: m.id, aliases: m.aliases, strategy, planner, published: m.published, routes, candidates, ...(offload && { offload }) };
       for (const name of [m.id, ...m.aliases]) {
         if (this.models.has(name)) throw new Error(`${where}: model id or alias '${name}' is used twice`);
         this.models.set(name, model);
@@ -271,6 +279,7 @@ export class RoutingCore {
         configuredWeight: r.weight,
         effectiveWeight: effective,
         exclusionReasons: reasons,
+        candidate: { endpointId: id, weight: effective, routeIndex: i },
       };
     });
   }

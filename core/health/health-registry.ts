@@ -28,6 +28,7 @@ import {
   type BreakerTransition,
 } from './circuit-breaker.ts';
 import { resolveHealthOptions, type HealthOptions } from './health-options.ts';
+import { IntrusiveList, type ListLinks } from '../intrusive-list.ts';
 
 /** Re-exported from `health-options.ts` so callers can import the registry module alone. */
 export type { HealthOptions } from './health-options.ts';
@@ -40,7 +41,7 @@ declare const claimBrand: unique symbol;
 
 /**
  * An admitted dispatch, issued by `HealthRegistry.beginDispatch` and ended exactly once by
- * `HealthRegistry.endDispatch`. Opaque and frozen; only a registry can create one.
+ * `HealthRegistry.endDispatch`. Opaque and read-only to callers; only a registry can create one.
  * - `endpointId`: the endpoint it was admitted to;
  * - `claimId`: a positive integer from the issuing registry's own counter (unique per registry);
  * - `isProbe`: whether it was taken as the half-open probe;
@@ -79,6 +80,9 @@ interface EndpointEntry {
   claimsInFlight: number;
 }
 
+/** The concrete claim: the public fields plus the live-claims list's links. */
+type LiveClaim = DispatchClaim & ListLinks<LiveClaim>;
+
 function checkNow(nowMs: number): void {
   if (typeof nowMs !== 'number' || !Number.isFinite(nowMs)) {
     throw new RangeError(`nowMs must be a finite number of milliseconds, got ${String(nowMs)}`);
@@ -97,7 +101,8 @@ export class HealthRegistry {
   /** The validated options in force (frozen). */
   readonly options: Readonly<HealthOptions>;
   private readonly endpoints = new Map<string, EndpointEntry>();
-  private readonly liveClaims = new Map<number, DispatchClaim>();
+  /** Claims taken and not yet ended (an intrusive list: no hashing on the decision path). */
+  private readonly liveClaims = new IntrusiveList<LiveClaim>();
   private nextClaimId = 1;
   private pending: BreakerTransition[] = [];
 
@@ -145,9 +150,9 @@ export class HealthRegistry {
       return null;
     }
     const claimId = this.nextClaimId++;
-    const claim = Object.freeze({ endpointId, claimId, isProbe, takenAtMs: nowMs }) as DispatchClaim;
+    const claim = { endpointId, claimId, isProbe, takenAtMs: nowMs, prev: null, next: null, list: null } as unknown as LiveClaim;
     if (isProbe) this.collect(breaker.startProbe(claimId, nowMs));
-    this.liveClaims.set(claimId, claim);
+    this.liveClaims.add(claim);
     entry.claimsInFlight += 1;
     return claim;
   }
@@ -168,14 +173,14 @@ export class HealthRegistry {
    */
   endDispatch(claim: DispatchClaim, outcome: Outcome, nowMs: number): void {
     checkNow(nowMs);
-    if (this.liveClaims.get(claim.claimId) !== claim) {
+    if (!this.liveClaims.has(claim as LiveClaim)) {
       throw new Error(
         `endDispatch called twice or with a foreign claim: ${describe(claim)} is not live in this registry`,
       );
     }
     const entry = this.endpoints.get(claim.endpointId);
     if (entry === undefined) throw new Error(`no health state for ${describe(claim)}`);
-    this.liveClaims.delete(claim.claimId);
+    this.liveClaims.remove(claim as LiveClaim);
     entry.claimsInFlight -= 1;
     const breaker = entry.breaker;
     const signal = healthSignal(outcome);
@@ -273,11 +278,14 @@ export class HealthRegistry {
    */
   invariants(): void {
     const perEndpoint = new Map<string, DispatchClaim[]>();
-    for (const [id, claim] of this.liveClaims) {
-      if (id !== claim.claimId || id < 1 || id >= this.nextClaimId) {
+    const byId = new Map<number, DispatchClaim>();
+    for (const claim of this.liveClaims) {
+      const id = claim.claimId;
+      if (byId.has(id) || id < 1 || id >= this.nextClaimId) {
         throw new Error(`${describe(claim)} has an id this registry never issued`);
       }
       if (!this.endpoints.has(claim.endpointId)) throw new Error(`${describe(claim)}: unknown endpoint`);
+      byId.set(id, claim);
       const list = perEndpoint.get(claim.endpointId) ?? [];
       list.push(claim);
       perEndpoint.set(claim.endpointId, list);
@@ -296,7 +304,7 @@ export class HealthRegistry {
       }
       const slot = b.probe;
       if (slot !== null) {
-        const c = this.liveClaims.get(slot.claimId);
+        const c = byId.get(slot.claimId);
         if (c === undefined || !c.isProbe || c.endpointId !== endpointId || c.takenAtMs !== slot.takenAtMs) {
           throw new Error(`endpoint '${endpointId}': probe slot names claim #${slot.claimId}, not an unended probe claim`);
         }

@@ -31,7 +31,7 @@
  * ends each exactly once on every path: a lease at the attempt's first token or its end; a hold
  * place at the first output or the end; a slot and a claim at the attempt's end.
  *
- * Hedge hook (RouteWise): attempts are a map, so two in flight is natural — a planner-driven
+ * Hedge hook (RouteWise): attempts are a list, so two in flight is natural — a planner-driven
  * second `startAttempt` while the first is live; the first `first_token` commits and cancels
  * the other live attempts (`commitAndCancelOthers`), a failure of one while the other is live
  * just waits for the other.
@@ -101,6 +101,15 @@ export type OffloadReason = 'queue_wait' | 'engine_wait' | 'last_resort';
 type AttemptRole = 'normal' | 'offload' | 'retry' | 'pinned';
 type DeadlineKind = 'overall' | 'queue' | 'headers' | 'total' | 'idle' | 'engine_wait';
 
+/**
+ * Armed deadlines are packed in one small-integer array indexed by deadline id:
+ * `attemptId * 8 + kind code` (the overall deadline has attempt 0), 0 once fired or disarmed.
+ * A life arms a handful, so scans are short; this replaced a Map of objects per life that showed
+ * up as allocation and GC time in the decision benchmark.
+ */
+const KIND_CODE: Readonly<Record<DeadlineKind, number>> = { overall: 1, queue: 2, headers: 3, total: 4, idle: 5, engine_wait: 6 };
+const KIND_OF: readonly DeadlineKind[] = ['overall', 'overall', 'queue', 'headers', 'total', 'idle', 'engine_wait'];
+
 interface LiveAttempt {
   readonly attemptId: number;
   readonly route: ResolvedRoute;
@@ -117,11 +126,11 @@ interface LiveAttempt {
   gotOutput: boolean;
   lastChunkAtMs: number;
   idleArmed: boolean;
-  /** Deadline ids armed for this attempt (removed from the life's map at the attempt's end). */
-  readonly deadlineIds: number[];
 }
 
 const NEUTRAL: Outcome = { kind: 'cancelled' };
+const CANCELLED: Outcome = { kind: 'cancelled' };
+const OK: Outcome = { kind: 'ok' };
 const TIMEOUT: Outcome = { kind: 'transport', cause: 'timeout' };
 
 /** Implementation of `RequestLife` for per-model routers. Created by `RoutingCore.start`. */
@@ -137,8 +146,10 @@ export class RequestLifecycle implements RequestLife {
   private committedAttempt: number | null = null;
   private nextAttemptId = 1;
   private nextDeadlineId = 1;
-  private readonly live = new Map<number, LiveAttempt>();
-  private readonly deadlines = new Map<number, { kind: DeadlineKind; attemptId: number }>();
+  /** Attempts started and not ended (one, or two while a hedge races); a short array, not a Map. */
+  private readonly live: LiveAttempt[] = [];
+  /** Packed armed deadlines by id (see `KIND_CODE`); index 0 unused. Sized for a typical life. */
+  private readonly deadlines: number[] = [0, 0, 0, 0, 0, 0, 0, 0];
   private readonly attempts: AttemptRecord[] = [];
   private primaryFailure: Outcome | null = null;
   private pinned = false;
@@ -223,7 +234,7 @@ export class RequestLifecycle implements RequestLife {
       }
       this.pinned = true;
       this.reason = 'pin';
-      out.push(...this.startAttempt(route, null, 'pinned', nowMs));
+      this.startAttempt(route, null, 'pinned', nowMs, out);
       return this.withOverall(out);
     }
     if (this.policy !== null) {
@@ -252,7 +263,7 @@ export class RequestLifecycle implements RequestLife {
           if (claim) {
             this.deps.affinity.slide(affinityPin, nowMs);
             this.reason = 'affinity';
-            out.push(...this.startAttempt(route, claim, 'normal', nowMs));
+            this.startAttempt(route, claim, 'normal', nowMs, out);
             return this.withOverall(out);
           }
           this.deps.affinity.dropIfPinnedTo(key, model.id, affinityPin.endpointId);
@@ -260,7 +271,11 @@ export class RequestLifecycle implements RequestLife {
         }
       }
     }
-    const candidates: Candidate[] = [];
+    // Usually every route is eligible: then the planner gets the model's shared candidate array
+    // and nothing is allocated. `prefix` counts eligible routes while they match it.
+    const all = model.candidates;
+    let candidates: Candidate[] | null = null;
+    let prefix = 0;
     let coolestMs = Number.POSITIVE_INFINITY;
     for (const r of modal) {
       if (r.endpointId === bypassed || r.endpointId === this.offloadId || r.effectiveWeight <= 0) continue;
@@ -269,33 +284,38 @@ export class RequestLifecycle implements RequestLife {
         coolestMs = Math.min(coolestMs, wait);
         continue;
       }
-      if (this.health.allowRequest(r.endpointId, nowMs)) candidates.push({ endpointId: r.endpointId, weight: r.effectiveWeight, routeIndex: r.routeIndex });
+      if (!this.health.allowRequest(r.endpointId, nowMs)) continue;
+      if (candidates !== null) candidates.push(r.candidate);
+      else if (all[prefix] === r.candidate) prefix++;
+      else (candidates = all.slice(0, prefix)).push(r.candidate);
     }
-    if (bypassed !== null && candidates.length === 0) {
+    if (candidates === null && prefix < all.length) candidates = all.slice(0, prefix);
+    let eligible: readonly Candidate[] = candidates ?? all;
+    if (bypassed !== null && eligible.length === 0) {
       // Nowhere else to go: a backlogged pin still beats a rejection (never blocks or rejects).
       const route = this.admitted(modal, bypassed, nowMs)!;
       const claim = this.health.beginDispatch(route.endpointId, nowMs);
       if (claim) {
         this.deps.affinity.slide(affinityPin!, nowMs);
         this.reason = 'affinity';
-        out.push(...this.startAttempt(route, claim, 'normal', nowMs));
+        this.startAttempt(route, claim, 'normal', nowMs, out);
         return this.withOverall(out);
       }
     }
     // A planner pick whose claim is refused is dropped and the planner asked again. In a
     // single-threaded core allowRequest and beginDispatch agree, so this loop runs once.
-    while (candidates.length > 0) {
-      const pick = model.planner.pick(candidates, this.request, nowMs, this.rng);
-      const chosen = candidates[pick.candidate]!;
+    while (eligible.length > 0) {
+      const pick = model.planner.pick(eligible, this.request, nowMs, this.rng);
+      const chosen = eligible[pick.candidate]!;
       const route = model.routes[chosen.routeIndex]!;
       const claim = this.health.beginDispatch(route.endpointId, nowMs);
       if (claim) {
         this.reason = bypassed !== null ? 'affinity_ceiling' : pick.reason;
         if (this.affinityKey !== null) this.deps.affinity.pin(this.affinityKey, model.id, route.endpointId, nowMs);
-        out.push(...this.startAttempt(route, claim, 'normal', nowMs));
+        this.startAttempt(route, claim, 'normal', nowMs, out);
         return this.withOverall(out);
       }
-      candidates.splice(pick.candidate, 1);
+      eligible = eligible.filter((_, i) => i !== pick.candidate); // a copy: `all` is shared
     }
     // No other route is admissible: the offload route is the primary (seed: "兜底").
     const last = this.startOffload('last_resort', nowMs);
@@ -328,17 +348,17 @@ export class RequestLifecycle implements RequestLife {
       case 'attempt_sent':
         return [];
       case 'slot_acquired': {
-        const a = this.live.get(event.attemptId);
+        const a = this.liveAttempt(event.attemptId);
         if (!a || a.phase !== 'queued' || a.ticket?.state !== 'held') return [];
-        return this.send(a, nowMs);
+        return this.sent(a, nowMs);
       }
       case 'first_output': {
-        const a = this.live.get(event.attemptId);
+        const a = this.liveAttempt(event.attemptId);
         if (a && a.phase === 'sent') this.gotOutput(a);
         return [];
       }
       case 'first_token': {
-        const a = this.live.get(event.attemptId);
+        const a = this.liveAttempt(event.attemptId);
         if (!a || a.phase !== 'sent') return [];
         this.gotOutput(a);
         this.releaseLease(a); // prefill is over; decode is not prefill pressure
@@ -346,13 +366,12 @@ export class RequestLifecycle implements RequestLife {
         if (this.request.stream && this.committedAttempt === null) {
           this.committedAttempt = a.attemptId;
           const out: LifecycleAction[] = [{ kind: 'commit', attemptId: a.attemptId }];
-          out.push(...this.cancelOthers(nowMs, a.attemptId)); // a hedge's loser
-          return out;
+          return this.cancelOthers(nowMs, a.attemptId, out); // a hedge's loser
         }
         return [];
       }
       case 'chunk': {
-        const a = this.live.get(event.attemptId);
+        const a = this.liveAttempt(event.attemptId);
         if (!a || a.phase !== 'sent') return [];
         a.lastChunkAtMs = nowMs;
         if (a.idleArmed) return [];
@@ -360,22 +379,22 @@ export class RequestLifecycle implements RequestLife {
         return [this.arm('idle', a.attemptId, nowMs + this.deps.settings.streamIdleTimeoutSec * 1000)];
       }
       case 'finished': {
-        const a = this.live.get(event.attemptId);
+        const a = this.liveAttempt(event.attemptId);
         if (!a || a.phase !== 'sent') return [];
         const out: LifecycleAction[] = [];
         if (this.committedAttempt === null) {
           this.committedAttempt = a.attemptId;
           out.push({ kind: 'commit', attemptId: a.attemptId });
         }
-        this.endAttempt(a, { kind: 'ok' }, nowMs);
+        this.endAttempt(a, OK, nowMs);
         this.deps.prefill.recordCompletedPrompt(a.route.endpointId, this.request.callerId, this.request.inputTokens, nowMs);
         this.servedBy = a.route;
-        out.push(...this.cancelOthers(nowMs));
+        this.cancelOthers(nowMs, -1, out);
         out.push(this.doneAction('ok', nowMs, event.usage));
         return out;
       }
       case 'failed': {
-        const a = this.live.get(event.attemptId);
+        const a = this.liveAttempt(event.attemptId);
         if (!a || a.phase !== 'sent') return [];
         return this.attemptFailed(a, event.outcome, event.outcome, nowMs);
       }
@@ -390,13 +409,13 @@ export class RequestLifecycle implements RequestLife {
   }
 
   invariants(): void {
-    if (this.done && this.live.size > 0) throw new Error(`${this.requestId}: ${this.live.size} attempt(s) still live after done`);
-    if (this.attempts.length + this.live.size !== this.nextAttemptId - 1) {
+    if (this.done && this.live.length > 0) throw new Error(`${this.requestId}: ${this.live.length} attempt(s) still live after done`);
+    if (this.attempts.length + this.live.length !== this.nextAttemptId - 1) {
       throw new Error(`${this.requestId}: attempts recorded + live != attempts started`);
     }
     let leases = 0;
     let tickets = 0;
-    for (const a of this.live.values()) {
+    for (const a of this.live) {
       if (a.lease !== null) leases++;
       if (a.ticket !== null) {
         tickets++;
@@ -417,7 +436,7 @@ export class RequestLifecycle implements RequestLife {
    * Starts an attempt on `route`: queued behind an outbound slot or engine-hold place when one
    * applies and none is free (`acquire_slot` + a give-up `wait_until`), else sent at once.
    */
-  private startAttempt(route: ResolvedRoute, claim: DispatchClaim | null, role: AttemptRole, nowMs: number): LifecycleAction[] {
+  private startAttempt(route: ResolvedRoute, claim: DispatchClaim | null, role: AttemptRole, nowMs: number, out: LifecycleAction[]): void {
     const attemptId = this.nextAttemptId++;
     const a: LiveAttempt = {
       attemptId,
@@ -432,9 +451,8 @@ export class RequestLifecycle implements RequestLife {
       gotOutput: false,
       lastChunkAtMs: nowMs,
       idleArmed: false,
-      deadlineIds: [],
     };
-    this.live.set(attemptId, a);
+    this.live.push(a);
     const s = this.deps.settings;
     if (route.outboundKey !== null) {
       if (s.upstreamConcurrencyEnabled) {
@@ -447,27 +465,25 @@ export class RequestLifecycle implements RequestLife {
     }
     if (a.ticket === null || a.ticket.state === 'held') {
       if (a.ticket !== null) this.ticketsTaken++;
-      return this.send(a, nowMs);
+      this.send(a, nowMs, out);
+      return;
     }
     this.ticketsTaken++;
     const acquireMs = s.upstreamConcurrencyAcquireTimeoutSec * 1000;
     const waitMs = this.interruptible(a) ? Math.min(acquireMs, this.policy!.waitMs) : acquireMs;
     const giveUpAtMs = Math.min(nowMs + waitMs, this.overallAtMs);
-    return [
-      { kind: 'acquire_slot', attemptId, endpointId: route.endpointId, giveUpAtMs },
-      this.arm('queue', attemptId, giveUpAtMs),
-    ];
+    out.push({ kind: 'acquire_slot', attemptId, endpointId: route.endpointId, giveUpAtMs }, this.arm('queue', attemptId, giveUpAtMs));
   }
 
   /** Sends a (no longer queued) attempt: prefill lease, dispatch, headers/total/engine-wait deadlines. */
-  private send(a: LiveAttempt, nowMs: number): LifecycleAction[] {
+  private send(a: LiveAttempt, nowMs: number, out: LifecycleAction[]): void {
     this.disarm(a, 'queue');
     a.phase = 'sent';
     a.lease = this.deps.prefill.acquire(a.route.endpointId, this.request.callerId, this.request.inputTokens, nowMs);
     this.leasesTaken++;
     const s = this.deps.settings;
     const totalAtMs = this.request.stream ? this.overallAtMs : Math.min(this.overallAtMs, nowMs + s.requestTimeoutSec * 1000);
-    const out: LifecycleAction[] = [
+    out.push(
       {
         kind: 'dispatch',
         attemptId: a.attemptId,
@@ -475,11 +491,10 @@ export class RequestLifecycle implements RequestLife {
         deadlines: { firstTokenAtMs: null, totalAtMs: Number.isFinite(totalAtMs) ? totalAtMs : null },
       },
       this.arm('headers', a.attemptId, nowMs + s.headersTimeoutSec * 1000),
-    ];
+    );
     if (!this.request.stream) out.push(this.arm('total', a.attemptId, nowMs + s.requestTimeoutSec * 1000));
     // Engine wait: a stream on a non-offload route of an offload model gets `wait` to show output.
     if (this.request.stream && this.interruptible(a)) out.push(this.arm('engine_wait', a.attemptId, nowMs + this.policy!.waitMs));
-    return out;
   }
 
   /** First upstream output (preamble, buffered output or a token): lifts headers and engine-wait limits, frees the hold place. */
@@ -513,7 +528,7 @@ export class RequestLifecycle implements RequestLife {
     if (!claim) return null;
     this.offloaded = true;
     this.offloadReason = reason;
-    return this.startAttempt(r, claim, 'offload', nowMs);
+    return this.started(r, claim, 'offload', nowMs);
   }
 
   /** Cuts `a` short for the offload route (queue give-up or engine-wait expiry). */
@@ -530,22 +545,21 @@ export class RequestLifecycle implements RequestLife {
   }
 
   private onDeadline(deadlineId: number, nowMs: number): LifecycleAction[] {
-    const d = this.deadlines.get(deadlineId);
-    if (!d) return [];
-    this.deadlines.delete(deadlineId);
-    if (d.kind === 'overall') return this.overallExpired(nowMs);
-    const a = this.live.get(d.attemptId);
+    const packed = this.deadlines[deadlineId] ?? 0;
+    if (packed === 0) return [];
+    this.deadlines[deadlineId] = 0;
+    const kind = KIND_OF[packed & 7]!;
+    if (kind === 'overall') return this.overallExpired(nowMs);
+    const a = this.liveAttempt(packed >> 3);
     if (!a) return [];
-    const i = a.deadlineIds.indexOf(deadlineId);
-    if (i >= 0) a.deadlineIds.splice(i, 1);
-    switch (d.kind) {
+    switch (kind) {
       case 'queue': {
-        if (a.ticket !== null && a.ticket.state === 'held') return this.send(a, nowMs); // granted, wakeup not yet delivered
+        if (a.ticket !== null && a.ticket.state === 'held') return this.sent(a, nowMs); // granted, wakeup not yet delivered
         if (this.interruptible(a) && this.canOffload(nowMs)) return this.interrupt(a, 'queue_wait', nowMs);
         if (a.ticketKind === 'hold' && a.ticket !== null) {
           // Holding never fails a request: past the acquire timeout it goes in over the limit.
           a.ticket.pool.force(a.ticket);
-          return this.send(a, nowMs);
+          return this.sent(a, nowMs);
         }
         this.endAttempt(a, { kind: 'queue_wait_timeout' }, nowMs); // not the endpoint's fault
         return this.continueAfter({ kind: 'queue_wait_timeout' }, nowMs);
@@ -600,7 +614,7 @@ export class RequestLifecycle implements RequestLife {
     const requestScoped = outcome.kind === 'http_status' && outcome.errorClass === 'content_policy';
     const terminal = outcome.kind === 'client_gone' || outcome.kind === 'cancelled' || requestScoped;
     if (this.pinned || this.committedAttempt !== null || terminal) {
-      if (this.live.size > 0) return [];
+      if (this.live.length > 0) return [];
       return this.failWithOutcome(requestScoped || this.committedAttempt !== null ? outcome : this.primaryFailure ?? outcome, nowMs);
     }
     return this.continueAfter(outcome, nowMs);
@@ -611,11 +625,11 @@ export class RequestLifecycle implements RequestLife {
    * then the offload route as last resort, then the interrupted route once more; else the error.
    */
   private continueAfter(outcome: Outcome, nowMs: number): LifecycleAction[] {
-    if (this.pinned) return this.live.size > 0 ? [] : this.failWithOutcome(this.primaryFailure ?? outcome, nowMs);
+    if (this.pinned) return this.live.length > 0 ? [] : this.failWithOutcome(this.primaryFailure ?? outcome, nowMs);
     for (const r of this.model!.routes) {
       if (r.endpointId === this.offloadId || this.tried(r.endpointId) || !this.usable(r, nowMs)) continue;
       const claim = this.health.beginDispatch(r.endpointId, nowMs);
-      if (claim) return this.startAttempt(r, claim, 'normal', nowMs);
+      if (claim) return this.started(r, claim, 'normal', nowMs);
     }
     const last = this.startOffload('last_resort', nowMs);
     if (last !== null) return last;
@@ -623,9 +637,9 @@ export class RequestLifecycle implements RequestLife {
     if (back !== null && !this.interruptedRetried && this.offloaded) {
       this.interruptedRetried = true;
       const claim = this.health.beginDispatch(back.endpointId, nowMs);
-      if (claim) return this.startAttempt(back, claim, 'retry', nowMs);
+      if (claim) return this.started(back, claim, 'retry', nowMs);
     }
-    if (this.live.size > 0) return [];
+    if (this.live.length > 0) return [];
     return this.failWithOutcome(this.primaryFailure ?? outcome, nowMs);
   }
 
@@ -647,20 +661,35 @@ export class RequestLifecycle implements RequestLife {
   /** Arms a deadline: records it and returns the `wait_until` for the driver. */
   private arm(kind: DeadlineKind, attemptId: number, atMs: number): LifecycleAction {
     const deadlineId = this.nextDeadlineId++;
-    this.deadlines.set(deadlineId, { kind, attemptId });
-    if (kind !== 'overall') this.live.get(attemptId)?.deadlineIds.push(deadlineId);
+    this.deadlines[deadlineId] = attemptId * 8 + KIND_CODE[kind];
     return { kind: 'wait_until', deadlineId, atMs };
   }
 
   /** Forgets `a`'s deadlines of `kind` (their `deadline` events are then ignored). */
   private disarm(a: LiveAttempt, kind: DeadlineKind): void {
-    for (let i = a.deadlineIds.length - 1; i >= 0; i--) {
-      const id = a.deadlineIds[i]!;
-      if (this.deadlines.get(id)?.kind === kind) {
-        this.deadlines.delete(id);
-        a.deadlineIds.splice(i, 1);
-      }
-    }
+    const d = this.deadlines;
+    const packed = a.attemptId * 8 + KIND_CODE[kind];
+    for (let i = 1; i < this.nextDeadlineId; i++) if (d[i] === packed) d[i] = 0;
+  }
+
+  /** The live attempt with `attemptId`, or undefined. */
+  private liveAttempt(attemptId: number): LiveAttempt | undefined {
+    for (const a of this.live) if (a.attemptId === attemptId) return a;
+    return undefined;
+  }
+
+  /** `startAttempt` collecting its actions into a fresh array. */
+  private started(route: ResolvedRoute, claim: DispatchClaim | null, role: AttemptRole, nowMs: number): LifecycleAction[] {
+    const out: LifecycleAction[] = [];
+    this.startAttempt(route, claim, role, nowMs, out);
+    return out;
+  }
+
+  /** `send` collecting its actions into a fresh array. */
+  private sent(a: LiveAttempt, nowMs: number): LifecycleAction[] {
+    const out: LifecycleAction[] = [];
+    this.send(a, nowMs, out);
+    return out;
   }
 
   /** The route of `endpointId` among `modal` if it has weight, is not cooling and its breaker admits now, else null. */
@@ -717,9 +746,10 @@ export class RequestLifecycle implements RequestLife {
    * `healthOutcome` is what the breaker, affinity and planner hear (neutral for offload cuts).
    */
   private endAttempt(a: LiveAttempt, outcome: Outcome, nowMs: number, healthOutcome: Outcome = outcome): void {
-    this.live.delete(a.attemptId);
-    for (const id of a.deadlineIds) this.deadlines.delete(id);
-    a.deadlineIds.length = 0;
+    const i = this.live.indexOf(a);
+    if (i >= 0) this.live.splice(i, 1);
+    const d = this.deadlines;
+    for (let k = 1; k < this.nextDeadlineId; k++) if (d[k]! >> 3 === a.attemptId) d[k] = 0;
     this.releaseLease(a);
     const rateLimited = outcome.kind === 'http_status' && outcome.status === 429;
     this.releaseTicket(a, outcome.kind === 'ok' ? 'success' : rateLimited ? 'rate_limited' : 'other');
@@ -741,12 +771,13 @@ export class RequestLifecycle implements RequestLife {
   }
 
   /** Cancels every live attempt except `keep` (sent ones get a `cancel` action; queued ones just leave). */
-  private cancelOthers(nowMs: number, keep = -1): LifecycleAction[] {
-    const out: LifecycleAction[] = [];
-    for (const a of [...this.live.values()]) {
+  private cancelOthers(nowMs: number, keep = -1, out: LifecycleAction[] = []): LifecycleAction[] {
+    // Backwards: `endAttempt` removes the attempt from `live`.
+    for (let i = this.live.length - 1; i >= 0; i--) {
+      const a = this.live[i]!;
       if (a.attemptId === keep) continue;
       if (a.phase === 'sent') out.push({ kind: 'cancel', attemptId: a.attemptId });
-      this.endAttempt(a, { kind: 'cancelled' }, nowMs);
+      this.endAttempt(a, CANCELLED, nowMs);
     }
     return out;
   }
@@ -754,7 +785,7 @@ export class RequestLifecycle implements RequestLife {
   /** Whether an attempt (ended or live) already went to `endpointId`. Fallback path only. */
   private tried(endpointId: string): boolean {
     for (const a of this.attempts) if (a.endpointId === endpointId) return true;
-    for (const a of this.live.values()) if (a.route.endpointId === endpointId) return true;
+    for (const a of this.live) if (a.route.endpointId === endpointId) return true;
     return false;
   }
 
@@ -770,8 +801,7 @@ export class RequestLifecycle implements RequestLife {
   }
 
   private doneAction(status: string, nowMs: number, usage: Usage | null): LifecycleAction {
-    this.done = true;
-    this.deadlines.clear();
+    this.done = true; // `step` ignores everything from here on, armed deadlines included
     const last = this.attempts[this.attempts.length - 1];
     const route = this.servedBy ?? (last ? this.model!.routes.find((r) => r.endpointId === last.endpointId) ?? null : null);
     const metadata: RoutingMetadata = {

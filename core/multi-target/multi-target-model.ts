@@ -115,6 +115,7 @@ export function resolveMultiTargetModel(
     planner,
     published: m.published,
     routes: targets.map((t) => t.route),
+    candidates: targets.map((t) => t.route.candidate),
     multiTarget: {
       targets,
       retries: block.retries ?? null,

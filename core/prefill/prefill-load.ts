@@ -16,6 +16,7 @@
  * No clock: every time-dependent call takes `nowMs`.
  */
 import type { RoutingSettings } from '../config/routing-settings.ts';
+import { IntrusiveList, type ListLinks } from '../intrusive-list.ts';
 
 /**
  * Hint-table size above which an insert sweeps expired hints. Hints are (caller × endpoint), so
@@ -57,6 +58,9 @@ export interface EndpointPrefillSnapshot {
   readonly hints: number;
 }
 
+/** The concrete lease: the public fields plus the live-leases list's links. */
+type LiveLease = PrefillLease & ListLinks<LiveLease>;
+
 interface PromptHint {
   promptTokens: number;
   atMs: number;
@@ -81,7 +85,8 @@ export function estimateUncachedTokens(inputTokens: number, hintPromptTokens: nu
 /** Prefill leases and prompt hints of one process (gateway) or one run (simulator). */
 export class PrefillLoad implements PrefillLoadView {
   private readonly endpoints = new Map<string, EndpointPrefill>();
-  private readonly live = new Set<PrefillLease>();
+  /** Leases not yet released (an intrusive list: no hashing on the decision path). */
+  private readonly live = new IntrusiveList<LiveLease>();
   private readonly hintTtlMs: number;
   private readonly elephantTokens: number;
   private hintCount = 0;
@@ -132,7 +137,7 @@ export class PrefillLoad implements PrefillLoadView {
     e.backlogTokens += uncachedTokens;
     e.leasesInFlight += 1;
     if (elephant) e.elephantsInFlight += 1;
-    const lease = { endpointId, uncachedTokens, elephant } as PrefillLease;
+    const lease = { endpointId, uncachedTokens, elephant, prev: null, next: null, list: null } as unknown as LiveLease;
     this.live.add(lease);
     return lease;
   }
@@ -142,7 +147,7 @@ export class PrefillLoad implements PrefillLoadView {
    * @throws Error when the lease was already released or came from another `PrefillLoad`.
    */
   release(lease: PrefillLease): void {
-    if (!this.live.delete(lease)) {
+    if (!this.live.remove(lease as LiveLease)) {
       throw new Error(`prefill lease for '${lease.endpointId}' (${lease.uncachedTokens} tokens) released twice or foreign`);
     }
     const e = this.endpoints.get(lease.endpointId)!;
