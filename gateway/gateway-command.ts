@@ -8,7 +8,7 @@ import { Worker } from 'node:worker_threads';
 import pino from 'pino';
 import { UsageError, type CliCommand } from '../bin/command.ts';
 import { startEmulator, type RunningEmulator } from '../simulator/emulator/emulator.ts';
-import { ConfigError, loadGatewayConfig, statefulModels, type GatewayConfig } from './config/load.ts';
+import { ConfigError, loadGatewayConfig, statefulModels, workerScopeError, type GatewayConfig } from './config/load.ts';
 import { ServerSchema } from './config/gateway-settings.ts';
 import { startGateway, type RunningGateway } from './gateway.ts';
 
@@ -158,6 +158,9 @@ export const gatewayCommand: CliCommand = {
       url = `http://${server.host}:${server.port}`;
       drain = () => stopWorkers(workers, grace);
       reload = (c) => {
+        // Workers swallow a rejected reload (worker.ts); refuse here what they would refuse.
+        const scope = workerScopeError(c.models, c.settings.server.workers);
+        if (scope) throw new Error(scope);
         for (const w of workers) w.postMessage({ reload: c });
       };
     }
@@ -177,7 +180,7 @@ export const gatewayCommand: CliCommand = {
       try {
         reload(next);
       } catch (e) {
-        log.error({ reason: (e as Error).message }, 'reload rejected by the routing core; keeping the old configuration');
+        log.error({ reason: (e as Error).message }, 'reload rejected (routing core or worker scope); keeping the old configuration');
       }
     };
     process.on('SIGHUP', onHup);

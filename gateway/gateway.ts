@@ -12,16 +12,24 @@
  * start fresh in the new generation. Listener, pool, admin and request-log settings need a
  * restart (a reload that changes them says so in the log). `drain(graceMs)` stops accepting,
  * waits for in-flight requests up to the grace, then closes everything, request log included.
+ * A configuration whose routing state several workers would split (`workerScopeError`: learning
+ * strategies, RouteWise quota / concurrency routes) is refused at start and on reload when
+ * `server.workers` > 1.
+ *
+ * RouteWise prober (routewise/prober.ts): when a routewise model sets `probe_enabled`, each
+ * generation gets a prober that sends 1-token probes to idle routes; it is stopped on reload
+ * (and a new one started on the new generation) and on drain / close. One `ProbeGate` per
+ * gateway caps probes in flight across generations.
  */
 import { routeNotices } from '../core/config/route-notices.ts';
 import { randomInt } from 'node:crypto';
 import uWS from '@trufflesuite/uws-js-unofficial';
 import type { TemplatedApp, us_listen_socket } from '@trufflesuite/uws-js-unofficial';
 import pino, { type Logger } from 'pino';
-import { deriveRng, endpointId, RoutingCore, type Rng } from '../core/index.ts';
+import { deriveRng, endpointId, ProbeGate, RoutingCore, type Rng } from '../core/index.ts';
 import { Callers } from './callers.ts';
 import { bodyLimitBytes } from './config/gateway-settings.ts';
-import { healthOptions, type GatewayConfig } from './config/load.ts';
+import { healthOptions, workerScopeError, type GatewayConfig } from './config/load.ts';
 import { GatewayMetrics } from './metrics.ts';
 import { LOG_BLOCK, type RequestLogRow } from './request-log/log-row.ts';
 import { prefixBlockHashes, serializedPrompt } from './request-log/prefix-hashes.ts';
@@ -29,6 +37,7 @@ import { RequestLog } from './request-log/request-log.ts';
 import type { FinishedExchange, RouteTarget } from './server/exchange.ts';
 import { createAdminApp, createApp, type Generation, type ServerContext } from './server/uws.ts';
 import { UpstreamPools } from './upstream/pools.ts';
+import { RouteWiseProber, type ProbeCounters } from './routewise/prober.ts';
 
 /** Options of `startGateway`. */
 export interface GatewayOptions {
@@ -51,6 +60,27 @@ export interface GatewayOptions {
   logger?: Logger;
   /** Worker index, for the routing streams' names (default 0). */
   worker?: number;
+  /**
+   * RouteWise prober tick, ms (> 0); default a tenth of the smallest `probe_interval_sec` of the
+   * probing models, within 10 ms … 30 s. Tests shorten it.
+   */
+  probeTickMs?: number;
+  /** Bound on one RouteWise probe, ms (> 0); default 60 s. */
+  probeTimeoutMs?: number;
+}
+
+/** The RouteWise prober of a gateway, as `RunningGateway.probes()` reports it. */
+export interface ProbeStatus {
+  /** Whether the current generation's prober is ticking (some routewise model has `probe_enabled`). */
+  active: boolean;
+  /** Its tick period, ms, or null when inactive. */
+  tickMs: number | null;
+  /** Probes started since the gateway started (all generations). */
+  sent: number;
+  /** Probes running now. */
+  inFlight: number;
+  /** The most probes ever running at once. */
+  maxInFlight: number;
 }
 
 /** A listening gateway. */
@@ -69,11 +99,15 @@ export interface RunningGateway {
   readonly requestLog: RequestLog | null;
   /** Requests admitted and not yet over. */
   inFlight(): number;
+  /** The RouteWise prober's state and counters (probes are not counted in `inFlight`). */
+  probes(): ProbeStatus;
   /** Upstream pools: per origin, open connections, running and queued requests (empty after close). */
   upstreamStats(): ReturnType<UpstreamPools['stats']>;
   /**
-   * Swaps in a new configuration. Returns the settings that changed but need a restart.
-   * @throws Error (the core's message) when the core rejects it; the old one stays.
+   * Swaps in a new configuration (and restarts the RouteWise prober on it). Returns the settings
+   * that changed but need a restart.
+   * @throws Error (the core's message, or the worker-scope refusal) when it is rejected; the old
+   *   one stays, prober included.
    */
   reload(config: GatewayConfig): string[];
   /**
@@ -87,8 +121,9 @@ export interface RunningGateway {
 
 /**
  * Builds and starts a gateway.
- * @throws Error when the core rejects the configuration (names the model and field), a port
- *   cannot be bound, or the request log cannot be opened.
+ * @throws Error when the core rejects the configuration (names the model and field), the
+ *   configuration cannot run under `server.workers` (`workerScopeError`), a port cannot be
+ *   bound, or the request log cannot be opened; RangeError for a probe option that is not > 0.
  */
 export async function startGateway(opts: GatewayOptions): Promise<RunningGateway> {
   const { config } = opts;
@@ -96,6 +131,9 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const host = opts.host ?? s.server.host;
   const seed = opts.seed ?? s.server.seed ?? randomInt(0, 2 ** 31 - 1);
   const worker = opts.worker ?? 0;
+  for (const [name, v] of [['probeTickMs', opts.probeTickMs], ['probeTimeoutMs', opts.probeTimeoutMs]] as const) {
+    if (v !== undefined && !(v > 0)) throw new RangeError(`gateway: ${name} must be > 0 ms, got ${v}`);
+  }
   const log = opts.logger ?? pino({ level: s.server.log_level, base: { worker } });
   const pools = new UpstreamPools(s.upstream);
   const rl = s.request_log;
@@ -122,6 +160,21 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   metrics = new GatewayMetrics({ core: () => ctx.gen.core, inFlight: () => ctx.inFlight, nowMs: () => performance.now(), requestLog: () => requestLog, upstreams: () => pools.stats() });
   const build = (c: GatewayConfig): Generation => buildGeneration(c, { seed, worker, pools, log, metrics, requestLog, logPrompts: c.settings.request_log.log_prompts });
   ctx.gen = build(config);
+  const probeGate = new ProbeGate();
+  const probeCounters: ProbeCounters = { sent: 0, inFlight: 0, maxInFlight: 0 };
+  const startProber = (g: Generation): RouteWiseProber | null =>
+    RouteWiseProber.start({
+      core: g.core,
+      routes: g.routes,
+      now: g.now,
+      log: g.log,
+      maxErrorBodyBytes: g.maxErrorBodyBytes,
+      gate: probeGate,
+      counters: probeCounters,
+      onProbe: (o) => metrics.observeProbe(o),
+      ...(opts.probeTickMs !== undefined && { tickMs: opts.probeTickMs }),
+      ...(opts.probeTimeoutMs !== undefined && { timeoutMs: opts.probeTimeoutMs }),
+    });
 
   const app = createApp(ctx);
   const { port, socket } = await listen(app, host, opts.port ?? s.server.port);
@@ -139,8 +192,9 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       throw new Error(`gateway: admin listener: ${(e as Error).message}`);
     }
   }
+  let prober = startProber(ctx.gen);
   log.info(
-    { host, port, admin: admin?.url ?? null, seed, models: ctx.gen.core.allModels().map((m) => m.id), endpoints: [...ctx.gen.routes.keys()], auth: s.auth.mode, requestLog: rl.path },
+    { host, port, admin: admin?.url ?? null, seed, probing: prober ? prober.models.map((m) => m.id) : [], models: ctx.gen.core.allModels().map((m) => m.id), endpoints: [...ctx.gen.routes.keys()], auth: s.auth.mode, requestLog: rl.path },
     'gateway listening',
   );
   let current = config;
@@ -148,6 +202,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const close = (): Promise<void> => {
     closing ??= (async () => {
       ctx.draining = true;
+      prober?.stop(true);
       (app as TemplatedApp & { close(): void }).close();
       if (admin) (admin.app as TemplatedApp & { close(): void }).close();
       // Exchanges cut by the close report on the next turns; let them land in the log.
@@ -169,6 +224,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     metrics,
     requestLog,
     inFlight: () => ctx.inFlight,
+    probes: () => ({ active: prober?.active ?? false, tickMs: prober?.active ? prober.tickMs : null, ...probeCounters }),
     upstreamStats: () => pools.stats(),
     reload(next) {
       let gen: Generation;
@@ -179,6 +235,9 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
         throw e;
       }
       ctx.gen = gen;
+      // The old prober's probe in flight (if any) finishes on the old planner and frees the shared gate.
+      prober?.stop(false);
+      prober = ctx.draining ? null : startProber(gen);
       metrics.observeReload(true);
       const restart = restartOnly(current, next);
       current = next;
@@ -187,6 +246,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     },
     async drain(graceMs) {
       ctx.draining = true;
+      prober?.stop(true); // probes are not client requests: no grace for them
       uWS.us_listen_socket_close(socket);
       if (admin) uWS.us_listen_socket_close(admin.socket);
       const until = performance.now() + graceMs;
@@ -213,10 +273,14 @@ interface GenerationDeps {
 
 /**
  * One configuration generation: core, route targets, routing streams, keys.
- * @throws Error when the core rejects the configuration.
+ * @throws Error when the core rejects the configuration, or when `server.workers` > 1 and some
+ *   model keeps routing state per process (`workerScopeError`: names the models, RouteWise
+ *   quota / concurrency routes, and the fix).
  */
 function buildGeneration(config: GatewayConfig, d: GenerationDeps): Generation {
   const s = config.settings;
+  const scope = workerScopeError(config.models, s.server.workers);
+  if (scope) throw new Error(`gateway: configuration refused: ${scope}`);
   const core = new RoutingCore(config.models, { health: healthOptions(s), settings: config.routingSettings });
   // Routes zeroed or re-weighted at start (or reload) are logged once, with configured and
   // effective weight and the reasons (seed 000: route_weight_zeroed / route_weight_overridden).

@@ -33,6 +33,22 @@ export interface RequestObservation {
   offloadReason: string | null;
 }
 
+/**
+ * What one RouteWise probe reports (gateway/routewise/prober.ts). Probes are not client
+ * requests: they are counted in `switchyard_probes_total` / `switchyard_probe_ttft_seconds`,
+ * never in `switchyard_requests_total` or the client TTFT histogram.
+ */
+export interface ProbeObservation {
+  /** Model id whose planner asked for the probe. */
+  model: string;
+  /** Endpoint id probed. */
+  endpoint: string;
+  /** `ok` (first token seen), `failed` (error before the first token), `timeout` (the driver gave up). */
+  result: 'ok' | 'failed' | 'timeout';
+  /** Seconds to first token, null unless `ok`. */
+  ttftSec: number | null;
+}
+
 /** Where the scrape-time gauges read from (swapped on reload). */
 export interface MetricsSources {
   core(): RoutingCore;
@@ -53,6 +69,8 @@ export class GatewayMetrics {
   private readonly fallbacks: Counter<'model'>;
   private readonly offloads: Counter<'model' | 'reason'>;
   private readonly reloads: Counter<'result'>;
+  private readonly probes: Counter<'model' | 'endpoint' | 'result'>;
+  private readonly probeTtft: Histogram<'model' | 'endpoint'>;
 
   constructor(src: MetricsSources) {
     const registers = [this.registry];
@@ -62,6 +80,8 @@ export class GatewayMetrics {
     this.fallbacks = new Counter({ name: 'switchyard_fallbacks_total', help: 'Requests served by a later attempt after an earlier one failed', labelNames: ['model'], registers });
     this.offloads = new Counter({ name: 'switchyard_offloads_total', help: 'Requests that tried the offload route, by reason', labelNames: ['model', 'reason'], registers });
     this.reloads = new Counter({ name: 'switchyard_config_reloads_total', help: 'SIGHUP reloads, by result (ok | invalid)', labelNames: ['result'], registers });
+    this.probes = new Counter({ name: 'switchyard_probes_total', help: 'RouteWise idle-route probes (1-token requests sent by the gateway, not by clients), by model, endpoint and result', labelNames: ['model', 'endpoint', 'result'], registers });
+    this.probeTtft = new Histogram({ name: 'switchyard_probe_ttft_seconds', help: 'Time to first token of RouteWise probes, seconds', labelNames: ['model', 'endpoint'], buckets: LATENCY_BUCKETS_SEC, registers });
     new Gauge({
       name: 'switchyard_in_flight_requests',
       help: 'Requests admitted and not yet answered',
@@ -163,6 +183,12 @@ export class GatewayMetrics {
   /** Counts a request answered before routing (no model resolved, no endpoint). */
   observeRefused(httpStatus: number): void {
     this.requests.inc({ model: 'none', endpoint: 'none', status: String(httpStatus) });
+  }
+
+  /** Records one finished RouteWise probe (kept apart from client requests). */
+  observeProbe(o: ProbeObservation): void {
+    this.probes.inc({ model: o.model, endpoint: o.endpoint, result: o.result });
+    if (o.ttftSec !== null) this.probeTtft.observe({ model: o.model, endpoint: o.endpoint }, o.ttftSec);
   }
 
   /** Counts a reload attempt. */

@@ -15,7 +15,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { LineCounter, parseDocument, type Document } from 'yaml';
 import type { z } from 'zod';
-import { ModelsConfigSchema, RoutingCore, routingSettingsFromEnv, type HealthOptions, type ModelsConfig, type RoutingSettings } from '../../core/index.ts';
+import { endpointId, ModelsConfigSchema, RoutingCore, routingSettingsFromEnv, type HealthOptions, type ModelsConfig, type RoutingSettings } from '../../core/index.ts';
 import { GatewaySettingsSchema, type GatewaySettings } from './gateway-settings.ts';
 import { interpolateEnv } from './interpolate.ts';
 
@@ -285,7 +285,7 @@ function checkConfig(
   const stateful = statefulModels(models);
   if (settings.server.workers > 1) {
     if (stateful.length > 0) {
-      at(gw, ['server', 'workers'], `${settings.server.workers} workers, but routing state would be split per worker for: ${stateful.join(', ')}`, `set server.workers: 1, or route those models with ${WORKER_SAFE_STRATEGIES.join(' / ')}`);
+      at(gw, ['server', 'workers'], `${settings.server.workers} workers, but routing state would be split per worker for: ${stateful.join(', ')}`, WORKER_SCOPE_FIX);
     } else {
       warnings.push(`server.workers is ${settings.server.workers}: breakers, session affinity, prefill load and in-flight bounds are per worker`);
     }
@@ -306,10 +306,30 @@ function checkConfig(
   return { files, models, settings, routingSettings, warnings };
 }
 
+/** How to mend a configuration refused for its worker count (`workerScopeError`, `checkConfig`). */
+export const WORKER_SCOPE_FIX = `set server.workers: 1 (or --workers 1), or route those models with ${WORKER_SAFE_STRATEGIES.join(' / ')}`;
+
+/**
+ * The refusal of `models` under `workers` gateway workers, or null when they may run so. Used at
+ * load (`checkConfig`), by `startGateway` for every configuration generation (start and SIGHUP
+ * reload, so a reload that would split state is rejected and the old configuration kept, also
+ * when `--workers` overrides the file), and by the CLI's multi-worker reload.
+ * @returns `N workers, but routing state would be split per worker for: <labels> — fix: …`.
+ */
+export function workerScopeError(models: ModelsConfig, workers: number): string | null {
+  if (workers <= 1) return null;
+  const stateful = statefulModels(models);
+  if (stateful.length === 0) return null;
+  return `${workers} workers, but routing state would be split per worker for: ${stateful.join(', ')} — fix: ${WORKER_SCOPE_FIX}`;
+}
+
 /**
  * Models whose routing keeps per-process state that several workers would split: a router or
- * multi-target strategy outside `WORKER_SAFE_STRATEGIES`, or targets with a `rate_limit`.
- * @returns labels like `model 'demo' (router least_latency)`.
+ * multi-target strategy outside `WORKER_SAFE_STRATEGIES`, or targets with a `rate_limit`. A
+ * `routewise` model with quota / concurrency routes also names those routes (endpoint ids):
+ * their reservations are process-local (the planner's `assertWorkerScope`).
+ * @returns labels like `model 'demo' (router least_latency)` or
+ *   `model 'rw' (router routewise; quota/concurrency routes <endpoint id>, <endpoint id> keep process-local reservations)`.
  */
 export function statefulModels(models: ModelsConfig): string[] {
   const out: string[] = [];
@@ -323,7 +343,13 @@ export function statefulModels(models: ModelsConfig): string[] {
       continue;
     }
     const router = m.router ?? models.routing.default_router;
-    if (!WORKER_SAFE_STRATEGIES.includes(router)) out.push(`model '${m.id}' (router ${router})`);
+    if (WORKER_SAFE_STRATEGIES.includes(router)) continue;
+    const reserved = router === 'routewise' ? m.route.filter((r) => (r.provider_type ?? 'on_demand') !== 'on_demand').map((r) => endpointId(m.id, r.kind, r.base_url)) : [];
+    out.push(
+      reserved.length > 0
+        ? `model '${m.id}' (router ${router}; quota/concurrency route${reserved.length > 1 ? 's' : ''} ${reserved.join(', ')} keep${reserved.length > 1 ? '' : 's'} process-local reservations)`
+        : `model '${m.id}' (router ${router})`,
+    );
   }
   return out;
 }

@@ -9,8 +9,10 @@
  *
  * Order of checks, cheapest first: draining (503 + Retry-After, connection closed) → auth (401)
  * → in-flight bound (503 + Retry-After) → declared body size (413) → body read with the limit
- * (413) → JSON (400) → fields (400) → model access (404, the same answer as an unknown model, so
- * a key cannot probe which models exist). `X-Route-Pin` is honoured for admin callers only.
+ * (413) → JSON (400) → fields (400) → the RouteWise budget header `x-switchyard-budget-alpha`
+ * (400 unless a number in [0, 1]; see `routewise/budget-alpha.ts`) → model access (404, the same
+ * answer as an unknown model, so a key cannot probe which models exist). `X-Route-Pin` is
+ * honoured for admin callers only.
  */
 import { randomUUID } from 'node:crypto';
 import uWS from '@trufflesuite/uws-js-unofficial';
@@ -20,6 +22,7 @@ import { clientMessage, errorJson } from '../errors.ts';
 import { isBodyProblem, readClientRequest, type Endpoint } from '../request-body.ts';
 import { ClientResponse, statusLine, type HeaderPairs } from './client-response.ts';
 import { Exchange, type ExchangeContext } from './exchange.ts';
+import { BUDGET_ALPHA_HEADER, parseBudgetAlphaHeader } from '../routewise/budget-alpha.ts';
 
 /**
  * One configuration generation: everything a request reads from the configuration. A SIGHUP
@@ -190,11 +193,14 @@ function handleInference(ctx: ServerContext, endpoint: Endpoint, res: HttpRespon
   const sessionId = req.getHeader('x-session-id') || null;
   const tagsHeader = req.getHeader('x-switchyard-routing-tags');
   const declaredLength = req.getHeader('content-length');
+  const budgetAlpha = parseBudgetAlphaHeader(req.getHeader(BUDGET_ALPHA_HEADER));
   let headers: Record<string, string> | null = null;
   for (const name of g.routingHeaders) {
     const v = req.getHeader(name);
     if (v) (headers ??= {})[name] = v;
   }
+  // A valid budget override reaches the planner in `headers` (RouteWise reads it there).
+  if (budgetAlpha.kind === 'ok') (headers ??= {})[BUDGET_ALPHA_HEADER] = String(budgetAlpha.alpha);
   const cookies = g.routingCookies ? parseCookies(req.getHeader('cookie')) : null;
   const clientIp = Buffer.from(res.getRemoteAddressAsText()).toString('latin1');
 
@@ -243,6 +249,7 @@ function handleInference(ctx: ServerContext, endpoint: Endpoint, res: HttpRespon
       if (!client.open) return release();
       const parsed = readClientRequest(endpoint, text);
       if (isBodyProblem(parsed)) return refuse(400, parsed.code, parsed.message, parsed.param);
+      if (budgetAlpha.kind === 'invalid') return refuse(400, 'invalid_request', budgetAlpha.message, BUDGET_ALPHA_HEADER);
       if (!Callers.mayUse(caller, parsed.model)) {
         // Word for word what an unknown model gets from the core, so a key cannot probe.
         return refuse(404, 'model_not_found', clientMessage('model_not_found', parsed.model, ''), 'model');
