@@ -37,7 +37,7 @@ export type { OffloadConfig } from './config/models-config.ts';
 export { HealthRegistry, DEFAULT_HEALTH_OPTIONS, type HealthOptions, type DispatchClaim, type EndpointHealthSnapshot } from './health/health-registry.ts';
 export type { BreakerState, BreakerTransition } from './health/health-registry.ts';
 export { StrategyRegistry, BUILTIN_STRATEGIES } from './strategies/registry.ts';
-export type { Planner, Candidate, Pick, StrategyDefinition, PlannerRoute, PlannerContext } from './strategies/planner.ts';
+export type { Planner, Candidate, Pick, HedgeOrder, StrategyDefinition, PlannerRoute, PlannerContext } from './strategies/planner.ts';
 export {
   DEFAULT_ROUTING_SETTINGS,
   RoutingSettingsSchema,

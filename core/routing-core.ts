@@ -197,13 +197,22 @@ export class RoutingCore {
     this.endpointStats = new EndpointStats(mtOptions.latencyEwmaAlpha);
     this.cooldowns = new CooldownRegistry();
     this.multiTargetDeps = { health: this.health, stats: this.endpointStats, cooldowns: this.cooldowns, options: mtOptions };
-    const context = { settings: this.settings, prefill: this.prefill, endpoints: this.endpointStats };
+    // Outbound keys by endpoint id, filled as routes resolve; read at decision time only.
+    const outboundKeys = new Map<string, string | null>();
+    const outbound = {
+      slotFree: (endpointId: string): boolean => {
+        const key = outboundKeys.get(endpointId);
+        return key == null || !this.settings.upstreamConcurrencyEnabled || this.limiter.hasFreeSlot(key);
+      },
+    };
+    const context = { settings: this.settings, prefill: this.prefill, endpoints: this.endpointStats, outbound };
     const registry = options.registry ?? new StrategyRegistry();
     const share = config.routing.local_weight_share;
     config.models.forEach((m, mi) => {
       if (m.routing) return; // multi-target models resolve below, once every direct model is known
       const where = `models[${mi}] (id '${m.id}')`;
       const routes = this.resolveRoutes(m.id, m.route, share, where);
+      for (const r of routes) outboundKeys.set(r.endpointId, r.outboundKey);
       const strategy = m.router ?? config.routing.default_router;
       const planner = registry.create(
         strategy,

@@ -302,8 +302,12 @@ export function replayRun(opts: ReplayOptions): RunResult {
   for (let i = 0; i < rows.length; i++) q.push(arrivalOf(i), { k: 'arrival', req: i });
   if (rows.length > 0) q.push(arrivalOf(0), { k: 'sample' });
 
-  /** Ends an attempt on the endpoint side: frees it, bills it. `completed` = all tokens produced. */
-  const endAttempt = (gid: number, completed: boolean) => {
+  /**
+   * Ends an attempt on the endpoint side: frees it, bills it. `completed` = all tokens produced;
+   * `hedgeLost` = cancelled because the other attempt of a hedge race answered first (billed at
+   * least its prompt: RouteWise counts both attempts of a hedge as paid).
+   */
+  const endAttempt = (gid: number, completed: boolean, hedgeLost = false) => {
     const a = atts[gid]!;
     a.live = false;
     liveByEp[a.ep]!.delete(gid);
@@ -325,7 +329,7 @@ export function replayRun(opts: ReplayOptions): RunResult {
     let out = 0;
     if (completed) out = row.outputTokens;
     else if (a.rawFirstAtMs <= now) out = Math.min(row.outputTokens, 1 + Math.floor((now - a.rawFirstAtMs) / Math.max(a.tpotMs, 1e-9)));
-    if (out > 0 || completed) {
+    if (out > 0 || completed || hedgeLost) {
       a.costUsd = p.costUsd(row.inputTokens, a.cachedTokens, out);
       reqs[a.req]!.costUsd += a.costUsd;
       result.costs.tokenUsd += a.costUsd;
@@ -435,7 +439,7 @@ export function replayRun(opts: ReplayOptions): RunResult {
           break;
         case 'cancel': {
           const gid = lr.gids.get(a.attemptId);
-          if (gid !== undefined && atts[gid]!.live) endAttempt(gid, false);
+          if (gid !== undefined && atts[gid]!.live) endAttempt(gid, false, a.reason === 'hedge_lost');
           break;
         }
         case 'wait_until':

@@ -50,7 +50,7 @@ import type {
   RoutingMetadata,
   Usage,
 } from './seam.ts';
-import type { Candidate } from '../strategies/planner.ts';
+import type { Candidate, HedgeOrder } from '../strategies/planner.ts';
 import type { RoutingSettings } from '../config/routing-settings.ts';
 import type { PrefillLease, PrefillLoad } from '../prefill/prefill-load.ts';
 import type { AffinityPin, AffinityTable } from '../affinity/affinity-table.ts';
@@ -97,9 +97,12 @@ function completeDeps(d: LifecycleDeps): FullDeps {
 /** Why the offload route was tried (`RoutingMetadata.offloadReason`). */
 export type OffloadReason = 'queue_wait' | 'engine_wait' | 'last_resort';
 
-/** `normal`: may be interrupted for offload; `offload`: the offload attempt; `retry`/`pinned`: never interrupted. */
-type AttemptRole = 'normal' | 'offload' | 'retry' | 'pinned';
-type DeadlineKind = 'overall' | 'queue' | 'headers' | 'total' | 'idle' | 'engine_wait';
+/**
+ * `normal`: may be interrupted for offload; `offload`: the offload attempt; `retry`/`pinned`:
+ * never interrupted; `hedge`: the planner's backup racing the primary (never interrupted).
+ */
+type AttemptRole = 'normal' | 'offload' | 'retry' | 'pinned' | 'hedge';
+type DeadlineKind = 'overall' | 'queue' | 'headers' | 'total' | 'idle' | 'engine_wait' | 'hedge';
 
 /**
  * Armed deadlines are packed in one small-integer array indexed by deadline id:
@@ -107,8 +110,8 @@ type DeadlineKind = 'overall' | 'queue' | 'headers' | 'total' | 'idle' | 'engine
  * A life arms a handful, so scans are short; this replaced a Map of objects per life that showed
  * up as allocation and GC time in the decision benchmark.
  */
-const KIND_CODE: Readonly<Record<DeadlineKind, number>> = { overall: 1, queue: 2, headers: 3, total: 4, idle: 5, engine_wait: 6 };
-const KIND_OF: readonly DeadlineKind[] = ['overall', 'overall', 'queue', 'headers', 'total', 'idle', 'engine_wait'];
+const KIND_CODE: Readonly<Record<DeadlineKind, number>> = { overall: 1, queue: 2, headers: 3, total: 4, idle: 5, engine_wait: 6, hedge: 7 };
+const KIND_OF: readonly DeadlineKind[] = ['overall', 'overall', 'queue', 'headers', 'total', 'idle', 'engine_wait', 'hedge'];
 
 interface LiveAttempt {
   readonly attemptId: number;
@@ -176,6 +179,11 @@ export class RequestLifecycle implements RequestLife {
   private interruptedRetried = false;
   /** After a context-length rejection: routes need a `context_length` above this. */
   private contextFloor: number | null = null;
+  /** The planner's hedge order for the primary, until it fires or the primary answers or ends. */
+  private hedgeOrder: HedgeOrder | null = null;
+  private hedgePrimaryId = 0;
+  /** The backup's endpoint once a hedge was sent (metadata), else null. */
+  private hedgedTo: string | null = null;
   private readonly health: HealthRegistry;
   private readonly deps: FullDeps;
 
@@ -312,6 +320,10 @@ export class RequestLifecycle implements RequestLife {
       if (claim) {
         this.reason = bypassed !== null ? 'affinity_ceiling' : pick.reason;
         if (this.affinityKey !== null) this.deps.affinity.pin(this.affinityKey, model.id, route.endpointId, nowMs);
+        if (pick.hedge) {
+          this.hedgeOrder = pick.hedge;
+          this.hedgePrimaryId = this.nextAttemptId; // the attempt started next; armed at its dispatch
+        }
         this.startAttempt(route, claim, 'normal', nowMs, out);
         return this.withOverall(out);
       }
@@ -366,7 +378,7 @@ export class RequestLifecycle implements RequestLife {
         if (this.request.stream && this.committedAttempt === null) {
           this.committedAttempt = a.attemptId;
           const out: LifecycleAction[] = [{ kind: 'commit', attemptId: a.attemptId }];
-          return this.cancelOthers(nowMs, a.attemptId, out); // a hedge's loser
+          return this.cancelOthers(nowMs, a.attemptId, out, 'hedge_lost');
         }
         return [];
       }
@@ -389,7 +401,7 @@ export class RequestLifecycle implements RequestLife {
         this.endAttempt(a, OK, nowMs);
         this.deps.prefill.recordCompletedPrompt(a.route.endpointId, this.request.callerId, this.request.inputTokens, nowMs);
         this.servedBy = a.route;
-        this.cancelOthers(nowMs, -1, out);
+        this.cancelOthers(nowMs, -1, out, 'hedge_lost'); // only a hedge race has another live attempt here
         out.push(this.doneAction('ok', nowMs, event.usage));
         return out;
       }
@@ -495,6 +507,7 @@ export class RequestLifecycle implements RequestLife {
     if (!this.request.stream) out.push(this.arm('total', a.attemptId, nowMs + s.requestTimeoutSec * 1000));
     // Engine wait: a stream on a non-offload route of an offload model gets `wait` to show output.
     if (this.request.stream && this.interruptible(a)) out.push(this.arm('engine_wait', a.attemptId, nowMs + this.policy!.waitMs));
+    if (this.hedgeOrder !== null && a.attemptId === this.hedgePrimaryId) out.push(this.arm('hedge', a.attemptId, nowMs + this.hedgeOrder.afterMs));
   }
 
   /** First upstream output (preamble, buffered output or a token): lifts headers and engine-wait limits, frees the hold place. */
@@ -503,6 +516,10 @@ export class RequestLifecycle implements RequestLife {
     a.gotOutput = true;
     this.disarm(a, 'headers');
     this.disarm(a, 'engine_wait');
+    if (a.attemptId === this.hedgePrimaryId) {
+      this.disarm(a, 'hedge'); // the primary answered in time: no hedge
+      this.hedgeOrder = null;
+    }
     if (a.ticketKind === 'hold') this.releaseTicket(a, 'other');
   }
 
@@ -567,6 +584,8 @@ export class RequestLifecycle implements RequestLife {
       case 'engine_wait':
         if (a.gotOutput || !this.interruptible(a) || !this.canOffload(nowMs)) return []; // lifted: wait as long as it takes
         return this.interrupt(a, 'engine_wait', nowMs);
+      case 'hedge':
+        return this.sendHedge(a, nowMs);
       case 'headers':
       case 'total':
         return this.stalled(a, nowMs);
@@ -576,6 +595,24 @@ export class RequestLifecycle implements RequestLife {
         return this.stalled(a, nowMs);
       }
     }
+  }
+
+  /**
+   * The hedge checkpoint of `primary` passed without its first output: send the backup as a second
+   * attempt racing it, if the backup is still usable, untried and admitted. Otherwise nothing
+   * happens (the primary keeps going alone). Both attempts then run; the first token (stream) or
+   * the first finished answer (non-stream) commits and the other is cancelled.
+   */
+  private sendHedge(primary: LiveAttempt, nowMs: number): LifecycleAction[] {
+    const order = this.hedgeOrder;
+    this.hedgeOrder = null;
+    if (order === null || primary.gotOutput || this.committedAttempt !== null || primary.phase !== 'sent') return [];
+    const route = this.model!.routes.find((r) => r.endpointId === order.endpointId);
+    if (route === undefined || route.endpointId === this.offloadId || this.tried(route.endpointId) || !this.usable(route, nowMs)) return [];
+    const claim = this.health.beginDispatch(route.endpointId, nowMs);
+    if (claim === null) return [];
+    this.hedgedTo = route.endpointId;
+    return this.started(route, claim, 'hedge', nowMs);
   }
 
   /** A silent upstream: before commit the attempt fails over; after it the client gets an in-band error. */
@@ -617,6 +654,7 @@ export class RequestLifecycle implements RequestLife {
       if (this.live.length > 0) return [];
       return this.failWithOutcome(requestScoped || this.committedAttempt !== null ? outcome : this.primaryFailure ?? outcome, nowMs);
     }
+    if (this.live.length > 0) return []; // a hedge race: the other attempt may still answer
     return this.continueAfter(outcome, nowMs);
   }
 
@@ -771,12 +809,12 @@ export class RequestLifecycle implements RequestLife {
   }
 
   /** Cancels every live attempt except `keep` (sent ones get a `cancel` action; queued ones just leave). */
-  private cancelOthers(nowMs: number, keep = -1, out: LifecycleAction[] = []): LifecycleAction[] {
+  private cancelOthers(nowMs: number, keep = -1, out: LifecycleAction[] = [], reason?: 'hedge_lost'): LifecycleAction[] {
     // Backwards: `endAttempt` removes the attempt from `live`.
     for (let i = this.live.length - 1; i >= 0; i--) {
       const a = this.live[i]!;
       if (a.attemptId === keep) continue;
-      if (a.phase === 'sent') out.push({ kind: 'cancel', attemptId: a.attemptId });
+      if (a.phase === 'sent') out.push(reason === undefined ? { kind: 'cancel', attemptId: a.attemptId } : { kind: 'cancel', attemptId: a.attemptId, reason });
       this.endAttempt(a, CANCELLED, nowMs);
     }
     return out;
@@ -812,7 +850,8 @@ export class RequestLifecycle implements RequestLife {
       provider: route?.provider ?? null,
       baseUrl: route?.baseUrl ?? null,
       reason: this.reason,
-      fallback: status === 'ok' && this.attempts.length > 1,
+      // A hedge's cancelled loser is not a fallback; a failed attempt before the served one is.
+      fallback: status === 'ok' && this.attempts.length > 1 && this.attempts.some((x) => x.outcome !== CANCELLED && x.outcome.kind !== 'ok'),
       attempts: this.attempts,
       status,
       firstTokenAtMs: this.firstTokenAtMs,
@@ -821,6 +860,7 @@ export class RequestLifecycle implements RequestLife {
       offloadReason: this.offloadReason,
       offloadEndpointId: this.offloaded ? this.offloadId : null,
     };
+    if (this.model?.planner.plansHedges === true) metadata.hedgeEndpointId = this.hedgedTo;
     return { kind: 'done', metadata };
   }
 }

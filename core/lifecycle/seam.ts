@@ -107,8 +107,12 @@ export type LifecycleAction =
    * a driver may ignore this action). Its `dispatch` follows when the slot is granted.
    */
   | { kind: 'acquire_slot'; attemptId: number; endpointId: string; giveUpAtMs: number }
-  /** Abort attempt `attemptId` upstream; the driver reports nothing more for it. */
-  | { kind: 'cancel'; attemptId: number }
+  /**
+   * Abort attempt `attemptId` upstream; the driver reports nothing more for it. `reason`
+   * `hedge_lost`: the other attempt of a hedge race answered first (this one is still billed,
+   * seed 000 hedging); absent otherwise.
+   */
+  | { kind: 'cancel'; attemptId: number; reason?: 'hedge_lost' }
   /** From now on this attempt's output goes to the client; no fallback after this point. */
   | { kind: 'commit'; attemptId: number }
   /** End the request with an error response. */
@@ -169,6 +173,12 @@ export interface RoutingMetadata {
   offloadReason: string | null;
   /** Endpoint id of the offload route when it was tried (it may not be `endpointId`). */
   offloadEndpointId?: string | null;
+  /**
+   * Per-model routers whose planner plans hedges (RouteWise `hedge: probability`): the backup's
+   * endpoint id when a hedge was sent (both attempts are in `attempts`, both are billed), else
+   * null. Absent for other routers.
+   */
+  hedgeEndpointId?: string | null;
   /**
    * Multi-target models: the direct model that produced the response (for an
    * `x-switchyard-served-by` header), or null when none did. Absent for per-model routers.

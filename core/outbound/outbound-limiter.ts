@@ -59,6 +59,12 @@ export class OutboundLimiter {
     pool.release(t);
   }
 
+  /** Whether an `acquire` on `key` now would be granted at once (no pool yet ⇒ true). */
+  hasFreeSlot(key: string): boolean {
+    const pool = this.pools.get(key);
+    return pool === undefined ? this.options.initialLimit > 0 : pool.held < pool.limit && pool.waiting === 0;
+  }
+
   /** `{key, limit, held, waiting}` per pool, for health pages and tests. */
   snapshot(): Array<{ key: string; limit: number; held: number; waiting: number }> {
     return [...this.pools.values()].map((p) => ({ key: p.key, limit: p.limit, held: p.held, waiting: p.waiting }));

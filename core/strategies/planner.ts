@@ -25,6 +25,19 @@ export interface Candidate {
 export interface Pick {
   readonly candidate: number;
   readonly reason: string;
+  /**
+   * Optional hedge order for this primary (RouteWise, seed 000 hedging): if the primary has not
+   * produced its first token `afterMs` after its dispatch, the lifecycle sends a second attempt
+   * to `endpointId` (when it is still admissible); the first to answer wins and the other is
+   * cancelled. At most one hedge per request; never for pinned or fallback attempts.
+   */
+  readonly hedge?: HedgeOrder | null;
+}
+
+/** When and where to hedge: `afterMs` ms after the primary's dispatch, to `endpointId`. */
+export interface HedgeOrder {
+  readonly afterMs: number;
+  readonly endpointId: string;
 }
 
 /**
@@ -68,6 +81,11 @@ export interface Planner {
    * then feeds those signals from this model's per-model lives too. Absent ⇒ false.
    */
   readonly readsEndpointStats?: boolean;
+  /**
+   * True when `pick` may return a `hedge` order; the lifecycle then reports `hedgeEndpointId` in
+   * the metadata (null when no hedge was sent). Absent ⇒ false.
+   */
+  readonly plansHedges?: boolean;
 }
 
 /**
@@ -83,6 +101,13 @@ export interface PlannerContext {
    * passed by `RoutingCore`; a strategy built without it sees every endpoint idle and unmeasured.
    */
   readonly endpoints?: EndpointStatsView;
+  /**
+   * The gateway-side outbound slots (seed 000 "出站并发"): `slotFree(endpointId)` is true when a
+   * request to that endpoint would be sent at once rather than queue for a slot (always true for
+   * exempt routes, unknown endpoints, or with the limiter off). RouteWise spills to its next-best
+   * route instead of queueing behind a full one. Absent ⇒ every slot reads free.
+   */
+  readonly outbound?: { slotFree(endpointId: string): boolean };
 }
 
 /** The static description of a route a planner is created with. */

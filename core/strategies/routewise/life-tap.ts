@@ -51,6 +51,12 @@ interface Watched {
 /** A pass-through life that reports attempt details to RouteWise. */
 export class RouteWiseLifeTap implements RequestLife {
   private readonly live = new Map<number, Watched>();
+  /**
+   * When each attempt queued for an outbound slot (`acquire_slot`): its TTFT is then counted from
+   * there, so time spent waiting in the gateway for a route's slots makes that route look as slow
+   * as the client finds it (otherwise RouteWise keeps piling onto a route whose slots are full).
+   */
+  private readonly queuedAtMs = new Map<number, number>();
 
   constructor(
     private readonly inner: RequestLife,
@@ -71,8 +77,11 @@ export class RouteWiseLifeTap implements RequestLife {
     for (const a of actions) {
       if (a.kind === 'dispatch') {
         const reservation = this.observer.onDispatch(a.endpointId, this.request, nowMs);
-        this.live.set(a.attemptId, { endpointId: a.endpointId, startMs: nowMs, firstTokenAtMs: null, reservation });
-      } else if (a.kind === 'cancel') this.end(a.attemptId, { kind: 'cancelled' }, null, nowMs);
+        const queuedAt = this.queuedAtMs.get(a.attemptId);
+        if (queuedAt !== undefined) this.queuedAtMs.delete(a.attemptId);
+        this.live.set(a.attemptId, { endpointId: a.endpointId, startMs: queuedAt ?? nowMs, firstTokenAtMs: null, reservation });
+      } else if (a.kind === 'acquire_slot') this.queuedAtMs.set(a.attemptId, nowMs);
+      else if (a.kind === 'cancel') this.end(a.attemptId, { kind: 'cancelled' }, null, nowMs);
       else if (a.kind === 'done') for (const id of [...this.live.keys()]) this.end(id, { kind: 'cancelled' }, null, nowMs);
     }
     this.observer.settlePending(nowMs);

@@ -119,7 +119,16 @@ export class RouteWisePlanner implements Planner, AttemptObserver {
    * @throws EnvelopeNotCalibratedError when quota routes have no priced on-demand route beside them.
    * @throws Error for duplicate endpoint ids or inconsistent pool declarations.
    */
-  constructor(params: RouteWiseParams, routes: readonly RouteWiseRoute[]) {
+  /**
+   * @param outbound the core's outbound-slot view: a route whose gateway slots are full is passed
+   *   over for the next-best one (like a full concurrency route); when every route is full the
+   *   first choice is kept and the request queues there.
+   */
+  constructor(
+    params: RouteWiseParams,
+    routes: readonly RouteWiseRoute[],
+    private readonly outbound?: { slotFree(endpointId: string): boolean },
+  ) {
     this.params = params;
     this.routes = routes;
     this.ledger = new ResourceLedger();
@@ -196,7 +205,13 @@ export class RouteWisePlanner implements Planner, AttemptObserver {
    */
   pick(candidates: readonly Candidate[], request: RouteRequest, nowMs: number, rng: Rng): Pick {
     const i = this.decide(candidates, request, nowMs, rng);
-    return { candidate: i, reason: this.lastDecision.reason };
+    const h = this.lastDecision.hedge;
+    return { candidate: i, reason: this.lastDecision.reason, hedge: h !== null && h.kind === 'hedge' ? { afterMs: h.atMs, endpointId: h.endpointId } : null };
+  }
+
+  /** True with `hedge: probability`: `pick` then returns the latest-safe hedge order. */
+  get plansHedges(): boolean {
+    return this.hedgeGrid !== null;
   }
 
   /**
@@ -418,7 +433,13 @@ export class RouteWisePlanner implements Planner, AttemptObserver {
     this.lp.first = -1;
     this.lp.second = -1;
     // Contention re-solves without the route (a single-threaded core rarely needs a second pass).
+    let firstFull = -1; // the first choice whose outbound slots were full
     for (let attempt = 0; attempt <= n; attempt++) {
+      if (eligible === 0 && firstFull >= 0 && this.reserve(this.routeOf[firstFull]!, request, nowMs)) {
+        d.endpointId = candidates[firstFull]!.endpointId; // every route is full: queue at the best
+        if (this.hedgeGrid) d.hedge = this.hedgeFor(candidates, firstFull, nowMs);
+        return firstFull;
+      }
       if (eligible === 0) {
         d.budget = null;
         d.reason = 'no_eligible_route';
@@ -427,6 +448,12 @@ export class RouteWisePlanner implements Planner, AttemptObserver {
       }
       const chosen = this.choose(candidates, nowMs, rng, alpha);
       const r = this.routeOf[chosen]!;
+      if (this.outbound !== undefined && !this.outbound.slotFree(candidates[chosen]!.endpointId)) {
+        if (firstFull < 0) firstFull = chosen;
+        this.cost[chosen] = Number.NaN;
+        eligible--;
+        continue;
+      }
       if (this.reserve(r, request, nowMs)) {
         d.endpointId = candidates[chosen]!.endpointId;
         if (this.hedgeGrid) d.hedge = this.hedgeFor(candidates, chosen, nowMs);
@@ -555,7 +582,7 @@ export const routeWiseStrategy: StrategyDefinition<RouteWiseParams> = {
   name: 'routewise',
   description: 'minimum mean TTFT under an expected-cost budget (exact two-route LP), quota/concurrency aware, optional latest-safe hedging',
   paramsSchema: RouteWiseParamsSchema,
-  create(params, routes) {
-    return new RouteWisePlanner(params, (routes as readonly RouteWisePlannerRoute[]).map(routeWiseRouteFromPlanner));
+  create(params, routes, context) {
+    return new RouteWisePlanner(params, (routes as readonly RouteWisePlannerRoute[]).map(routeWiseRouteFromPlanner), context?.outbound);
   },
 };
