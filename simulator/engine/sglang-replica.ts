@@ -25,6 +25,9 @@
  *    retracted (fewest output tokens, then longest prompt, first) until it can; a retracted request
  *    loses its KV and goes back to the end of the waiting queue (recompute), and `new_token_ratio`
  *    is raised to (Σ decoded + 20 · n) / Σ max_new_tokens over the requests kept (at most 1).
+ *    If even the last running request cannot get a token (only with mixed chunking, where decodes
+ *    grow while a chunked prefill holds its tokens), the chunked request is retracted too; SGLang
+ *    asserts there instead.
  *
  * KV cache: a pool of `kvTokens` tokens (page size 1) shared by the radix prefix cache
  * (`radix-cache.ts`, at trace hash-block granularity) and the requests' private tokens. A request
@@ -111,7 +114,8 @@ interface Req {
  * An SGLang-like serving replica (scheduling and KV semantics in the module doc). Events as for
  * `VllmReplica`: `first_token` at the end of the step that computes a request's last prompt token,
  * `finished` at the end of the step producing its last output token, `rejected`
- * (`context_too_long`) at enqueue when prompt + output − 1 tokens exceed the whole pool.
+ * (`context_too_long`) at enqueue when prompt + output tokens do not fit strictly inside the whole
+ * pool (prompt + output ≥ `kvTokens`: admission could never reserve them, see `enqueue`).
  */
 export class SglangReplica implements EngineModel {
   readonly kvTokens: number;
@@ -179,7 +183,8 @@ export class SglangReplica implements EngineModel {
 
   /**
    * Queue `req` at `nowMs`. If the replica is idle a step starts now and its end time is returned;
-   * otherwise null. A request that can never fit is emitted as `rejected` and null is returned.
+   * otherwise null. A request that can never be admitted (prompt + output ≥ `kvTokens`) is emitted as
+   * `rejected` and null is returned.
    * @throws Error on a duplicate attemptId or token counts that are not integers ≥ 0.
    */
   enqueue(req: EngineRequest, nowMs: number, emit: (e: EngineEvent) => void): number | null {
@@ -188,7 +193,13 @@ export class SglangReplica implements EngineModel {
       throw new Error(`SglangReplica.enqueue: attempt ${req.attemptId}: token counts must be integers ≥ 0`);
     }
     const input = Math.max(1, req.inputTokens);
-    if (input + Math.max(1, req.outputTokens) - 1 > this.kvTokens) {
+    // Admission (PrefillAdder NO_TOKEN) needs prompt + output reservation < free + evictable, even
+    // on an empty pool and after a retraction (prompt + generated + remaining output ≤ prompt +
+    // output); a request failing that on an empty pool would wait forever. SGLang never sees one:
+    // it aborts prompts ≥ max_req_input_len and clips max_new_tokens to
+    // max_req_len − prompt − 1 (max_req_len = pool − 1), so prompt + max_new_tokens < pool. The
+    // trace fixes the output length, so such a request is rejected instead.
+    if (input + req.outputTokens >= this.kvTokens) {
       emit({ kind: 'rejected', attemptId: req.attemptId, atMs: nowMs, reason: 'context_too_long' });
       return null;
     }
@@ -587,13 +598,16 @@ export class SglangReplica implements EngineModel {
     }
     // SGLang `retract_decode`: victims with the fewest outputs, then the longest prompt.
     run.sort((a, b) => b.generated - a.generated || a.input - b.input || a.seq - b.seq);
-    while (run.length > 1 && this.freeTokens() + this.radix.evictableTokens < run.length) {
-      const v = run.pop()!;
-      this.release(v);
-      v.computed = 0;
-      v.where = WAITING;
-      this.waiting.push(v);
-      this.nRetractions++;
+    while (run.length > 1 && this.freeTokens() + this.radix.evictableTokens < run.length) this.retract(run.pop()!);
+    const c = this.chunked;
+    if (c !== null && this.freeTokens() + this.radix.evictableTokens < run.length) {
+      // Last resort (mixed chunking only: decodes grew while a chunked prefill held its tokens): the
+      // last running request still cannot get a token, so the chunked request gives its KV back and
+      // is recomputed. SGLang asserts here ("No space left for only one request"); retracting the
+      // partial prefill instead keeps the simulation going, and its prompt + output fits the pool
+      // (see `enqueue`), so the last running request always can once the chunk is gone.
+      this.chunked = null;
+      this.retract(c);
     }
     let decoded = 0;
     let maxNew = 0;
@@ -603,6 +617,15 @@ export class SglangReplica implements EngineModel {
     }
     this.newTokenRatio = Math.min(1, (decoded + 20 * run.length) / Math.max(1, maxNew));
     run.sort((a, b) => a.seq - b.seq);
+  }
+
+  /** Retraction (recompute): drop `v`'s KV and progress (outputs stay emitted), requeue it at the end. */
+  private retract(v: Req): void {
+    this.release(v);
+    v.computed = 0;
+    v.where = WAITING;
+    this.waiting.push(v);
+    this.nRetractions++;
   }
 
   /** Every running request decodes one token in this step. */

@@ -1,9 +1,9 @@
 /**
  * Properties both engine models must keep on arbitrary workloads (fast-check): KV never negative
  * nor above capacity (the replicas' invariants, checked after every event), every admitted request
- * — preempted/retracted ones included — ends exactly once with its first token first, prefix hits
- * never exceed the prefix actually shared, identical inputs give identical outputs, and coalesced
- * decode runs give exactly the per-step times.
+ * — preempted/retracted ones included — ends exactly once with its first token first (also with a
+ * pool at the edge of the largest request), prefix hits never exceed the prefix actually shared,
+ * identical inputs give identical outputs, and coalesced decode runs give exactly the per-step times.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -81,6 +81,21 @@ describe.each(ENGINES)('%s engine properties', (_name, make) => {
         expect(r.load()).toMatchObject({ running: 0, waiting: 0, kvUsage: 0, prefillBacklogTokens: 0 });
       }),
       { numRuns: 120 },
+    );
+  });
+
+  it('pool barely larger (or smaller) than the largest request: no deadlock, impossible requests rejected (fast-check)', () => {
+    // Requests whose prompt + output sits at the pool's edge (the SGLang seed -1787916421 deadlock).
+    fc.assert(
+      fc.property(fc.array(specArb, { minLength: 1, maxLength: 10 }), fc.integer({ min: -1, max: 3 }), (specs, delta) => {
+        const { list, shared } = arrivals(specs);
+        const largest = Math.max(...specs.map((s) => s.input + s.output));
+        const r = make(false, Math.max(1, Math.ceil(largest / 16) + delta));
+        const log = drive([r], list, (x) => x.invariants());
+        checkLog(log, list.length, shared);
+        expect(r.load()).toMatchObject({ running: 0, waiting: 0, kvUsage: 0, prefillBacklogTokens: 0 });
+      }),
+      { numRuns: 100 },
     );
   });
 

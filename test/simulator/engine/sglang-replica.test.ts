@@ -103,6 +103,40 @@ describe('SglangReplica', () => {
     expect(order('lpm')).toEqual([1, 3, 2]);
   });
 
+  it('regression (fast-check seed -1787916421): prompt + output = the whole pool is rejected, not left waiting forever', () => {
+    // engine-properties counterexample [[{input 1479, output 169}, {input 1, output 1}], kv 103 blocks]:
+    // 1,479 + 169 = 1,648 = kvTokens passed the old "prompt + output − 1 > pool" check, but admission
+    // needs prompt + output reservation < free + evictable, so it waited forever on an idle replica
+    // ("work pending but nothing schedulable").
+    const model: StepTimeModel = { stepMs: (b) => (b.prefillTokens === 0 && b.decodeSeqs === 0 ? 0 : 5 + 0.004 * b.prefillTokens + 0.05 * b.decodeSeqs) };
+    const mk = () => new SglangReplica({ stepTime: model, kvTokens: 103 * 16, hashBlockTokens: 64, chunkedPrefillSize: 1024, maxPrefillTokens: 2048, maxRunningRequests: 16 });
+    const r = mk();
+    const ids = (n: number, base: number) => Array.from({ length: n }, (_, j) => base + j);
+    const log = drive([r], [
+      { atMs: 0, req: req(0, 1479, 169, ids(24, 1_000_000)) },
+      { atMs: 0, req: req(1, 1, 1, ids(1, 1_000_100)) },
+    ], (x) => x.invariants());
+    expect(log.map((e) => [e.kind, e.attemptId])).toEqual([['rejected', 0], ['first_token', 1], ['finished', 1]]);
+    expect(r.load()).toMatchObject({ running: 0, waiting: 0, kvUsage: 0 });
+    // One token less fits: admitted and finished.
+    const ok = drive([mk()], [{ atMs: 0, req: req(0, 1479, 168, ids(24, 1_000_000)) }], (x) => x.invariants());
+    expect(ok.map((e) => e.kind)).toEqual(['first_token', 'finished']);
+  });
+
+  it('mixed chunking: when the last running request cannot decode, the chunked prefill is retracted (no KV-exhausted crash)', () => {
+    // Tiny reservation ratio: request 0 (906 + 6) decodes while request 2 (7 tokens) is prefilled
+    // 2 tokens a step next to it, until the pool (916) has no token left for request 0's decode.
+    const r = new SglangReplica({ stepTime: simple, kvTokens: 916, chunkedPrefillSize: 3, maxPrefillTokens: 2, maxRunningRequests: 2, enableMixedChunk: true, radixCache: false, initNewTokenRatio: 0.01, minNewTokenRatio: 0.01 });
+    const log = drive([r], [
+      { atMs: 0, req: req(0, 906, 6) },
+      { atMs: 0, req: req(1, 0, 0) },
+      { atMs: 1, req: req(2, 7, 0) },
+    ], (x) => x.invariants());
+    expect(r.retractions).toBeGreaterThan(0);
+    for (const id of [0, 1, 2]) expect(log.filter((e) => e.attemptId === id).map((e) => e.kind)).toEqual(['first_token', 'finished']);
+    expect(r.freeTokens()).toBe(916);
+  });
+
   it('rejects bad options and impossible requests, naming the field', () => {
     expect(() => new SglangReplica({ stepTime: simple, kvTokens: 0 })).toThrow(/kvTokens must be a positive integer/);
     expect(() => new SglangReplica({ stepTime: simple, kvTokens: 10, initNewTokenRatio: 2 })).toThrow(/initNewTokenRatio must be in \(0, 1\]/);
