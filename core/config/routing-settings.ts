@@ -25,6 +25,7 @@
  * | `upstream_concurrency_acquire_timeout_sec` | `UPSTREAM_CONCURRENCY_ACQUIRE_TIMEOUT_SEC` | 30 | `upstreamConcurrencyAcquireTimeoutSec` |
  * | `timeout_connect_sec`             | `ROUTING_TIMEOUT_CONNECT_SEC`     | 10      | `connectTimeoutSec`           |
  * | `timeout_headers_sec`             | `ROUTING_TIMEOUT_HEADERS_SEC`     | 300     | `headersTimeoutSec`           |
+ * | `timeout_first_token_sec`         | `ROUTING_TIMEOUT_FIRST_TOKEN_SEC` | 300     | `firstTokenTimeoutSec`        |
  * | `timeout_request_sec`             | `ROUTING_TIMEOUT_REQUEST_SEC`     | 600     | `requestTimeoutSec`           |
  * | `timeout_stream_idle_sec`         | `ROUTING_TIMEOUT_STREAM_IDLE_SEC` | 120     | `streamIdleTimeoutSec`        |
  * | `timeout_overall_sec`             | `ROUTING_TIMEOUT_OVERALL_SEC`     | 1 800   | `overallDeadlineSec`          |
@@ -82,6 +83,12 @@ export interface RoutingSettings {
   readonly connectTimeoutSec: number;
   /** Dispatch → first upstream output (headers, preamble or token), seconds > 0. Default 300. */
   readonly headersTimeoutSec: number;
+  /**
+   * Dispatch → first token of a streaming attempt, seconds > 0. Default 300. Carried to the
+   * driver as the dispatch's `firstTokenAtMs`: a stream whose headers came but whose tokens never
+   * do (a silent upstream) fails over instead of waiting for the overall deadline.
+   */
+  readonly firstTokenTimeoutSec: number;
   /** Dispatch → end of a non-streaming attempt, seconds > 0. Default 600. */
   readonly requestTimeoutSec: number;
   /** Longest gap between stream chunks once chunks are reported, seconds > 0. Default 120. */
@@ -109,6 +116,7 @@ export const DEFAULT_ROUTING_SETTINGS: Readonly<RoutingSettings> = Object.freeze
   upstreamConcurrencyAcquireTimeoutSec: 30,
   connectTimeoutSec: 10,
   headersTimeoutSec: 300,
+  firstTokenTimeoutSec: 300,
   requestTimeoutSec: 600,
   streamIdleTimeoutSec: 120,
   overallDeadlineSec: 1_800,
@@ -136,6 +144,7 @@ export const RoutingSettingsSchema = z
     upstream_concurrency_acquire_timeout_sec: z.number().positive().optional(),
     timeout_connect_sec: z.number().positive().optional(),
     timeout_headers_sec: z.number().positive().optional(),
+    timeout_first_token_sec: z.number().positive().optional(),
     timeout_request_sec: z.number().positive().optional(),
     timeout_stream_idle_sec: z.number().positive().optional(),
     timeout_overall_sec: z.number().positive().optional(),
@@ -163,6 +172,7 @@ const FIELD_OF: Readonly<Record<SnakeKey, keyof RoutingSettings>> = {
   upstream_concurrency_acquire_timeout_sec: 'upstreamConcurrencyAcquireTimeoutSec',
   timeout_connect_sec: 'connectTimeoutSec',
   timeout_headers_sec: 'headersTimeoutSec',
+  timeout_first_token_sec: 'firstTokenTimeoutSec',
   timeout_request_sec: 'requestTimeoutSec',
   timeout_stream_idle_sec: 'streamIdleTimeoutSec',
   timeout_overall_sec: 'overallDeadlineSec',

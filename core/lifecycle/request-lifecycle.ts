@@ -374,6 +374,10 @@ export class RequestLifecycle implements RequestLife {
         if (!a || a.phase !== 'sent') return [];
         this.gotOutput(a);
         this.releaseLease(a); // prefill is over; decode is not prefill pressure
+        if (a.attemptId === this.hedgePrimaryId && this.hedgeOrder !== null) {
+          this.disarm(a, 'hedge'); // the primary's first token came in time: no hedge
+          this.hedgeOrder = null;
+        }
         if (this.firstTokenAtMs === null) this.firstTokenAtMs = nowMs;
         if (this.request.stream && this.committedAttempt === null) {
           this.committedAttempt = a.attemptId;
@@ -495,12 +499,13 @@ export class RequestLifecycle implements RequestLife {
     this.leasesTaken++;
     const s = this.deps.settings;
     const totalAtMs = this.request.stream ? this.overallAtMs : Math.min(this.overallAtMs, nowMs + s.requestTimeoutSec * 1000);
+    const firstTokenAtMs = this.request.stream ? Math.min(this.overallAtMs, nowMs + s.firstTokenTimeoutSec * 1000) : null;
     out.push(
       {
         kind: 'dispatch',
         attemptId: a.attemptId,
         endpointId: a.route.endpointId,
-        deadlines: { firstTokenAtMs: null, totalAtMs: Number.isFinite(totalAtMs) ? totalAtMs : null },
+        deadlines: { firstTokenAtMs, totalAtMs: Number.isFinite(totalAtMs) ? totalAtMs : null },
       },
       this.arm('headers', a.attemptId, nowMs + s.headersTimeoutSec * 1000),
     );
@@ -516,10 +521,6 @@ export class RequestLifecycle implements RequestLife {
     a.gotOutput = true;
     this.disarm(a, 'headers');
     this.disarm(a, 'engine_wait');
-    if (a.attemptId === this.hedgePrimaryId) {
-      this.disarm(a, 'hedge'); // the primary answered in time: no hedge
-      this.hedgeOrder = null;
-    }
     if (a.ticketKind === 'hold') this.releaseTicket(a, 'other');
   }
 

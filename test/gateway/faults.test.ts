@@ -1,8 +1,6 @@
 // The fault suite: one test per kind of upstream fault public gateways are known to get wrong,
 // against engine emulators and hand-written upstreams on 127.0.0.1. After every test: no
 // in-flight count, dispatch claim, outbound slot or hold place is left over or negative.
-// Faults whose handling needs the core's request-lifecycle work (issue "Core: the request
-// lifecycle") are `it.todo` / `it.skip` with the reason.
 import { createServer, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RunningGateway } from '../../gateway/gateway.ts';
@@ -179,7 +177,28 @@ describe('transport faults before the answer', () => {
     expect(calls).toBe(1);
   });
 
-  it.todo('silent upstream, stream: the core first-token deadline (not only the pool headers timeout) fires and fails over — needs the core lifecycle work (per-model deadlines)');
+  it('silent stream after its headers: the core first-token deadline fires and fails over (not the 60 s body timeout)', async () => {
+    let calls = 0;
+    const silent = await raw((sock) => {
+      calls++;
+      sock.write(RAW_SSE_HEAD); // 200 and SSE headers, then nothing: the connection stays open
+    });
+    const backup = await emulator();
+    stack = await startRawStack(
+      [
+        { base_url: silent.baseUrl, weight: 1000 },
+        { base_url: backup.baseUrl, weight: 1 },
+      ],
+      { upstream: { body_timeout_ms: 60_000 }, routing_settings: { affinity_enabled: false, prefill_aware_enabled: false, timeout_first_token_sec: 0.3 } },
+    );
+    const t0 = performance.now();
+    const r = await ask(stack, { stream: true });
+    expect(r.status).toBe(200);
+    expect(servedBy(r)).toBe(stack.ids[1]);
+    expect(sseData(await r.text()).at(-1)).toBe('[DONE]');
+    expect(calls).toBe(1);
+    expect(performance.now() - t0).toBeLessThan(30_000); // a bound, not a speed claim
+  });
 
   it('slow first token: answered in full, no premature timeout', async () => {
     stack = await startStack([{ faults: { first_token_stall_ms: 400 } }]);

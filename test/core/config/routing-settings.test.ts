@@ -29,6 +29,7 @@ describe('routing settings', () => {
       upstreamConcurrencyAcquireTimeoutSec: 30,
       connectTimeoutSec: 10,
       headersTimeoutSec: 300,
+      firstTokenTimeoutSec: 300,
       requestTimeoutSec: 600,
       streamIdleTimeoutSec: 120,
       overallDeadlineSec: 1_800,
