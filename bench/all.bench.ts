@@ -1,5 +1,12 @@
-/** `npm run bench`: prints every benchmark table (micro, routing quality, simulator speed). */
+/**
+ * `npm run bench`: prints every benchmark table (micro, routing quality, simulator speed, and a
+ * short gateway-overhead run: direct vs Switchyard's gateway vs the Portkey peer, 2 s per run —
+ * `npx tsx bench/gateway-overhead.ts` runs the longer default). The gateway table is printed
+ * only; it is not part of `npm run bench:check` (too noisy on a shared machine for a CI gate).
+ */
+import { runGatewayOverhead } from './gateway-overhead.ts';
 import { runMicro } from './micro.ts';
+import { peerGatewayInstalled } from './peer-gateway.ts';
 import { runQuality } from './quality.ts';
 
 const fmt = (n: number) => (n >= 100 ? n.toFixed(0) : n.toPrecision(3));
@@ -9,3 +16,10 @@ console.log('routing quality on the Mooncake reference slice (3,000 requests, 4 
 console.table((await runQuality()).map((q) => ({ strategy: q.strategy, 'TTFT p99 ms': fmt(q.ttftP99Ms), goodput: q.goodput.toFixed(3), '$/1k req': q.costUsdPer1k.toFixed(4) })));
 console.log('simulator speed (Mooncake conversation trace)');
 await import('./simulator.bench.ts');
+// Last: it pins this process to CPU 1 while it runs (restored afterwards).
+console.log('\ngateway overhead (short run)');
+try {
+  await runGatewayOverhead({ seconds: 2, rpsSteps: [100, 1000], maxConnections: 64, pin: true, requestLog: true, peer: peerGatewayInstalled() });
+} catch (err) {
+  console.log(`gateway overhead skipped: ${(err as Error).message}`);
+}

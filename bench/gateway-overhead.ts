@@ -1,32 +1,52 @@
 /**
  * Gateway overhead: the same load straight to an engine emulator in `echo` mode (answers at
- * once, no model) and through the gateway in front of it, so the difference is what the gateway
- * adds — auth, JSON parse, routing decision, upstream pool, SSE relay, request log. Each server
- * runs in its own process (`switchyard emulate`, `switchyard gateway`, the request log on, in its
- * worker thread); the load generator (autocannon) runs in this one.
+ * once, no model), through Switchyard's gateway in front of it, and through a peer gateway —
+ * Portkey's open-source AI gateway (`@portkey-ai/gateway`, hono on node; see
+ * `bench/peer-gateway.ts`) — in front of the same emulator. The difference to `direct` is what a
+ * gateway adds: for Switchyard auth, JSON parse, routing decision, upstream pool, SSE relay,
+ * request log; for Portkey its header-driven provider routing, request/response transforms and
+ * stream relay. Each server runs in its own process (`switchyard emulate`, `switchyard gateway`
+ * with the request log on in its worker thread, Portkey); the load generator (a paced undici
+ * client for the fixed-rate steps, autocannon for the max runs) runs in this one.
  *
- * CPUs are pinned with `taskset` when there are at least two: the gateway alone on CPU 0; the
- * emulator and the load generator on CPU 1 (so the direct path gets no extra core either).
+ * CPUs are pinned with `taskset` when there are at least two: both gateways on CPU 0 (they are
+ * loaded one at a time; the idle one only sits there); the emulator and the load generator on
+ * CPU 1 (so the direct path gets no extra core either). This process's affinity is restored
+ * afterwards.
  *
- * Runs, for non-stream and stream chat: fixed-rate steps (`--rps`, autocannon `overallRate`)
- * through both paths, latency percentiles of each path and their difference / ratio; then a
- * max-throughput run (`--connections` connections, no rate limit) through both paths; then the
- * gateway's RSS (now and peak). Latencies are taken per response from autocannon's `response`
- * event (hrtime, sub-ms) — its own histogram rounds to whole ms, too coarse for a 0.2 ms target.
+ * Runs, for non-stream and stream chat: a probe of each path (200 and the expected "ok" body /
+ * SSE ending in [DONE], else it throws); fixed-rate steps (`--rps`, an open-loop paced load
+ * generator on undici — see `measurePaced` for why not autocannon's `overallRate`) through every
+ * path, latency percentiles of each path and the ratios switchyard/direct and
+ * switchyard/portkey; then a max-throughput run (autocannon, `--connections` connections, no
+ * rate limit) through every path; then each gateway's RSS (now and peak); then a summary table.
+ * Latencies are sub-ms: per response with performance.now() in the paced steps, from
+ * autocannon's `response` event (hrtime) in the max runs — its own histogram rounds to whole ms,
+ * too coarse for a 0.2 ms target. A fixed-rate step a path cannot sustain (its req/s below 90 %
+ * of the step) measures queueing, not overhead; the step's row says so.
  *
- *   npx tsx bench/gateway-overhead.ts [--seconds 5] [--rps 500,1000,2000] [--connections 64] [--no-pin] [--no-log]
- *   (--rps '' skips the fixed-rate steps; --no-log runs the gateway without its request log)
+ *   npx tsx bench/gateway-overhead.ts [--seconds 5] [--rps 100,500,1000,2000] [--connections 64] [--no-pin] [--no-log] [--no-peer]
+ *   (--rps '' skips the fixed-rate steps; --no-log runs the gateway without its request log;
+ *   --no-peer leaves Portkey out)
  *
+ * The 100 req/s step is there for the peer: on a 2-core machine Portkey saturates at a few
+ * hundred req/s, so its latency at the higher steps is queueing (flagged as saturated).
+ *
+ * `npm run bench` (bench/all.bench.ts) runs a short version (2 s per run, steps 100 and
+ * 1000 req/s). These numbers are NOT part of `npm run bench:check` / bench/baseline.json: on a
+ * shared 2-core machine they move by tens of percent between runs, too noisy for a CI gate.
  * Numbers depend on the machine and on what else runs on it; compare runs on one machine, and
- * distrust a run on a shared, loaded one (the load average is printed).
+ * distrust a run on a shared, loaded one (the load average is printed before and after).
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { cpus, loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { Pool } from 'undici';
 import { hashKey } from '../gateway/callers.ts';
+import { peerHeaders, startPeerGateway, type PeerGateway } from './peer-gateway.ts';
 
 interface CannonResult {
   requests: { average: number };
@@ -41,20 +61,57 @@ type Cannon = (opts: Record<string, unknown>) => CannonInstance;
 const autocannon = createRequire(import.meta.url)('autocannon') as Cannon;
 
 const root = join(import.meta.dirname, '..');
-const { values } = parseArgs({
-  options: {
-    seconds: { type: 'string', default: '5' },
-    rps: { type: 'string', default: '500,1000,2000' },
-    connections: { type: 'string', default: '64' },
-    'no-pin': { type: 'boolean', default: false },
-    'no-log': { type: 'boolean', default: false },
-  },
-});
-const seconds = Number(values.seconds);
-const rpsSteps = values.rps === '' ? [] : values.rps.split(',').map(Number);
-const requestLog = !values['no-log'];
-const maxConnections = Number(values.connections);
 const KEY = 'sk-bench';
+
+/** Options of `runGatewayOverhead`. */
+export interface GatewayOverheadOptions {
+  /** Seconds per measured run (each fixed-rate step and each max run, per path). */
+  seconds: number;
+  /** Fixed-rate steps in requests per second; empty: none. */
+  rpsSteps: readonly number[];
+  /** Connections of the max-throughput run. */
+  maxConnections: number;
+  /** Pin with taskset (ignored with fewer than 2 CPUs or no taskset). */
+  pin: boolean;
+  /** Switchyard's request log on (DuckDB in a worker thread). */
+  requestLog: boolean;
+  /** Include the Portkey path. */
+  peer: boolean;
+  /** Where the tables go (default: stdout). */
+  write?: (text: string) => void;
+}
+
+/** One measured run of one path. */
+export interface PathRun {
+  /** Achieved requests per second (autocannon's average). */
+  rps: number;
+  p50Ms: number;
+  p90Ms: number;
+  p99Ms: number;
+  p999Ms: number;
+  /** Errors + non-2xx + timeouts. */
+  bad: number;
+  /** 200 responses timed. */
+  n: number;
+}
+
+/** Paths measured: straight to the emulator, through Switchyard, through Portkey. */
+export type PathName = 'direct' | 'switchyard' | 'portkey';
+
+/** Everything `runGatewayOverhead` measured, per case (`non-stream`, `stream`). */
+export interface GatewayOverheadResult {
+  cases: Array<{
+    case: 'non-stream' | 'stream';
+    /** One entry per fixed-rate step; `byPath` lacks `portkey` when the peer is off. */
+    steps: Array<{ rateRps: number; byPath: Partial<Record<PathName, PathRun>> }>;
+    max: Partial<Record<PathName, PathRun>>;
+  }>;
+  /** Resident set size of each gateway process at the end, MB (1 MB = 2^20 bytes): now and peak (VmHWM). */
+  rssMb: Partial<Record<'switchyard' | 'portkey', { nowMb: number; peakMb: number }>>;
+  /** 1-minute load average before and after. */
+  loadAvg1: { before: number; after: number };
+  pinned: boolean;
+}
 
 function hasTaskset(): boolean {
   try {
@@ -64,13 +121,11 @@ function hasTaskset(): boolean {
     return false;
   }
 }
-const pin = !values['no-pin'] && cpus().length >= 2 && hasTaskset();
 
-/** Starts `switchyard <args>` (pinned to `cpu` when pinning) and resolves with the URL it prints. */
-function startCli(args: string[], cpu: number): Promise<{ child: ChildProcess; url: string }> {
-  const cmd = pin ? 'taskset' : process.execPath;
-  const argv = pin ? ['-c', String(cpu), process.execPath, join(root, 'bin/switchyard.mjs'), ...args] : [join(root, 'bin/switchyard.mjs'), ...args];
-  const child = spawn(cmd, argv, { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
+/** Starts `switchyard <args>` (pinned to `cpu` when given) and resolves with the URL it prints. */
+function startCli(args: string[], cpu: number | null): Promise<{ child: ChildProcess; url: string }> {
+  const node = [process.execPath, join(root, 'bin/switchyard.mjs'), ...args];
+  const child = cpu === null ? spawn(node[0]!, node.slice(1), { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] }) : spawn('taskset', ['-c', String(cpu), ...node], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
   return new Promise((resolve, reject) => {
     let out = '';
     child.stdout!.on('data', (d: Buffer) => {
@@ -82,31 +137,96 @@ function startCli(args: string[], cpu: number): Promise<{ child: ChildProcess; u
   });
 }
 
+/** SIGTERM/SIGINT `child` and wait for it to exit (SIGKILL after `graceMs`). */
+async function stopChild(child: ChildProcess, signal: NodeJS.Signals, graceMs = 5000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill(signal);
+  const t = setTimeout(() => child.kill('SIGKILL'), graceMs);
+  await exited;
+  clearTimeout(t);
+}
+
 /** Percentile (nearest rank) of sorted values. */
 function pct(sorted: readonly number[], p: number): number {
   if (sorted.length === 0) return Number.NaN;
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
 }
 
-interface Measured {
-  rps: number;
-  p50: number;
-  p90: number;
-  p99: number;
-  p999: number;
-  bad: number;
-  n: number;
+/**
+ * Open-loop paced load: `rateRps × seconds` requests, each sent at its own time (evenly spaced,
+ * checked every ~1 ms) over a pool of `connections` keep-alive connections, whatever the
+ * responses do; latency is from the send call to the last body byte (so it includes waiting for
+ * a free connection). autocannon's `overallRate` is not used for these steps: it lets each
+ * connection send its per-second quota back to back at the start of every second, so a
+ * "100 req/s" step is a burst of ~100 concurrent requests once a second and the latency measured
+ * is the time to drain that burst — which grows with the per-request cost and made a slower peer
+ * look far worse than its overhead. At most `4 × connections` requests are outstanding; one due
+ * beyond that is not sent and counts as bad (so a saturated path cannot queue without bound).
+ */
+async function measurePaced(url: string, headers: Record<string, string>, body: string, opts: { rateRps: number; connections: number; seconds: number }): Promise<PathRun> {
+  const u = new URL(url);
+  const pool = new Pool(u.origin, { connections: opts.connections, pipelining: 1, headersTimeout: 10_000, bodyTimeout: 10_000 });
+  const total = Math.max(1, Math.round(opts.rateRps * opts.seconds));
+  const maxInFlight = 4 * opts.connections;
+  const times: number[] = [];
+  let bad = 0;
+  let inFlight = 0;
+  let lastDoneMs = 0;
+  const one = async (timed: boolean): Promise<void> => {
+    inFlight++;
+    const t = performance.now();
+    try {
+      const r = await pool.request({ path: u.pathname, method: 'POST', headers, body });
+      await r.body.text();
+      lastDoneMs = performance.now();
+      if (!timed) return;
+      if (r.statusCode === 200) times.push(lastDoneMs - t);
+      else bad++;
+    } catch {
+      if (timed) bad++;
+    } finally {
+      inFlight--;
+    }
+  };
+  try {
+    // Open the connections first (not timed), then let that settle.
+    await Promise.all(Array.from({ length: opts.connections }, () => one(false)));
+    await new Promise((r) => setTimeout(r, 200));
+    const pending: Array<Promise<void>> = [];
+    const t0 = performance.now();
+    let sent = 0;
+    await new Promise<void>((resolve) => {
+      const tick = () => {
+        const due = Math.min(total, Math.floor(((performance.now() - t0) / 1000) * opts.rateRps) + 1);
+        for (; sent < due; sent++) {
+          if (inFlight >= maxInFlight) bad++;
+          else pending.push(one(true));
+        }
+        if (sent >= total) resolve();
+        else setTimeout(tick, 1);
+      };
+      tick();
+    });
+    await Promise.all(pending);
+    times.sort((a, b) => a - b);
+    const elapsedS = Math.max(opts.seconds, (lastDoneMs - t0) / 1000);
+    return { rps: times.length / elapsedS, p50Ms: pct(times, 50), p90Ms: pct(times, 90), p99Ms: pct(times, 99), p999Ms: pct(times, 99.9), bad, n: times.length };
+  } finally {
+    await pool.close();
+  }
 }
 
-async function measure(url: string, body: string, opts: { rate?: number; connections: number; duration: number }): Promise<Measured> {
+/** Closed-loop load with autocannon: `connections` connections, each sending its next request when the last one ends. */
+async function measure(url: string, headers: Record<string, string>, body: string, opts: { connections: number; seconds: number }): Promise<PathRun> {
   const times: number[] = [];
   const inst = autocannon({
     url,
     method: 'POST',
     connections: opts.connections,
-    duration: opts.duration,
-    ...(opts.rate !== undefined && { overallRate: opts.rate }),
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${KEY}` },
+    duration: opts.seconds,
+    timeout: 10,
+    headers,
     body,
   });
   inst.on('response', (_c, status, _b, ms) => {
@@ -114,73 +234,155 @@ async function measure(url: string, body: string, opts: { rate?: number; connect
   });
   const r = await inst;
   times.sort((a, b) => a - b);
-  return { rps: r.requests.average, p50: pct(times, 50), p90: pct(times, 90), p99: pct(times, 99), p999: pct(times, 99.9), bad: r.errors + r.non2xx + r.timeouts, n: times.length };
+  return { rps: r.requests.average, p50Ms: pct(times, 50), p90Ms: pct(times, 90), p99Ms: pct(times, 99), p999Ms: pct(times, 99.9), bad: r.errors + r.non2xx + r.timeouts, n: times.length };
 }
 
-function rssMb(pid: number): { rss: number; peak: number } {
+/** One request by hand: 200 and the echo body ("ok"; a stream ends with [DONE]). @throws Error otherwise. */
+async function probe(name: string, url: string, headers: Record<string, string>, body: string, stream: boolean): Promise<void> {
+  const res = await fetch(url, { method: 'POST', headers, body, signal: AbortSignal.timeout(10_000) });
+  const text = await res.text();
+  const ok = res.status === 200 && text.includes('"content":"ok"') && (!stream || (res.headers.get('content-type')?.startsWith('text/event-stream') && text.trimEnd().endsWith('data: [DONE]')));
+  if (!ok) throw new Error(`${name} probe (${stream ? 'stream' : 'non-stream'}) failed: ${res.status} ${text.slice(0, 500)}`);
+}
+
+function rssOf(pid: number): { nowMb: number; peakMb: number } {
   const s = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kb = (k: string) => Number(new RegExp(`${k}:\\s+(\\d+)`).exec(s)?.[1] ?? NaN);
-  return { rss: kb('VmRSS') / 1024, peak: kb('VmHWM') / 1024 };
+  return { nowMb: kb('VmRSS') / 1024, peakMb: kb('VmHWM') / 1024 };
 }
 
-/** The node process under `taskset` (taskset execs it, so the pid is the same). */
-function gatewayPid(child: ChildProcess): number {
-  return child.pid!;
-}
-
-async function main(): Promise<void> {
-  if (pin) execFileSync('taskset', ['-cp', '1', String(process.pid)], { stdio: 'ignore' });
-  const emu = await startCli(['emulate', '--port', '0', '--mode', 'echo'], 1);
+/**
+ * Runs the benchmark (see the file's docstring), printing the tables through `opts.write` as it
+ * goes, and returns the numbers. Starts and always stops its own emulator and gateways.
+ * @throws Error when a server does not start or a probe request gets a wrong answer.
+ */
+export async function runGatewayOverhead(opts: GatewayOverheadOptions): Promise<GatewayOverheadResult> {
+  const write = opts.write ?? ((t: string) => void process.stdout.write(t));
+  const pin = opts.pin && cpus().length >= 2 && hasTaskset();
+  let savedMask: string | null = null;
+  if (pin) {
+    savedMask = /:\s*([0-9a-f]+)\s*$/i.exec(execFileSync('taskset', ['-p', String(process.pid)], { encoding: 'utf8' }))?.[1] ?? null;
+    execFileSync('taskset', ['-cp', '1', String(process.pid)], { stdio: 'ignore' });
+  }
+  const loadBefore = loadavg()[0]!;
   const dir = mkdtempSync(join(tmpdir(), 'switchyard-bench-'));
-  writeFileSync(join(dir, 'models.yaml'), `models:\n  - id: bench\n    route:\n      - base_url: ${emu.url}/v1\n`);
-  writeFileSync(
-    join(dir, 'gateway.yaml'),
-    `server:\n  port: 0\n  admin_port: null\n  log_level: warn\n  seed: 1\nauth:\n  keys:\n    - id: bench\n      sha256: ${hashKey(KEY)}\n${requestLog ? `request_log:\n  path: ${join(dir, 'requests.duckdb')}\n` : ''}`,
-  );
-  const gw = await startCli(['gateway', '--config', dir], 0);
-  const f = (x: number) => x.toFixed(3).padStart(8);
-  process.stdout.write(
-    `gateway overhead — ${seconds} s per run, fixed-rate steps ${rpsSteps.join('/')} req/s, max run ${maxConnections} connections; ` +
-      `${cpus().length} CPUs (${cpus()[0]?.model ?? '?'}), load average ${loadavg()[0]!.toFixed(1)}, ${pin ? 'pinned: gateway CPU 0, emulator + load generator CPU 1' : 'NOT pinned'}; request log ${requestLog ? 'on' : 'off'}\n\n`,
-  );
-  process.stdout.write('case        load        path      req/s    p50 ms   p90 ms   p99 ms p99.9 ms   bad\n');
-  const line = (c: string, load: string, path: string, m: Measured) =>
-    process.stdout.write(`${c.padEnd(11)} ${load.padEnd(11)} ${path.padEnd(8)} ${m.rps.toFixed(0).padStart(6)} ${f(m.p50)} ${f(m.p90)} ${f(m.p99)} ${f(m.p999)} ${String(m.bad).padStart(5)}\n`);
+  let emu: { child: ChildProcess; url: string } | undefined;
+  let gw: { child: ChildProcess; url: string } | undefined;
+  let peer: PeerGateway | undefined;
+  const result: GatewayOverheadResult = { cases: [], rssMb: {}, loadAvg1: { before: loadBefore, after: Number.NaN }, pinned: pin };
   try {
+    emu = await startCli(['emulate', '--port', '0', '--mode', 'echo'], pin ? 1 : null);
+    writeFileSync(join(dir, 'models.yaml'), `models:\n  - id: bench\n    route:\n      - base_url: ${emu.url}/v1\n`);
+    writeFileSync(
+      join(dir, 'gateway.yaml'),
+      `server:\n  port: 0\n  admin_port: null\n  log_level: warn\n  seed: 1\nauth:\n  keys:\n    - id: bench\n      sha256: ${hashKey(KEY)}\n${opts.requestLog ? `request_log:\n  path: ${join(dir, 'requests.duckdb')}\n` : ''}`,
+    );
+    gw = await startCli(['gateway', '--config', dir], pin ? 0 : null);
+    if (opts.peer) peer = await startPeerGateway({ cpu: pin ? 0 : null });
+
+    const f = (x: number) => x.toFixed(3).padStart(8);
+    write(
+      `gateway overhead — ${opts.seconds} s per run, fixed-rate steps ${opts.rpsSteps.join('/') || 'none'} req/s, max run ${opts.maxConnections} connections; ` +
+        `${cpus().length} CPUs (${cpus()[0]?.model ?? '?'}), load average ${loadBefore.toFixed(2)}, ${pin ? 'pinned: gateways CPU 0, emulator + load generator CPU 1' : 'NOT pinned'}; ` +
+        `request log ${opts.requestLog ? 'on' : 'off'}; peer ${peer ? 'Portkey @portkey-ai/gateway' : 'off'}\n\n`,
+    );
+    write('case        load        path         req/s    p50 ms   p90 ms   p99 ms p99.9 ms   bad\n');
+    const line = (c: string, load: string, path: string, m: PathRun, note = '') =>
+      write(`${c.padEnd(11)} ${load.padEnd(11)} ${path.padEnd(11)} ${m.rps.toFixed(0).padStart(6)} ${f(m.p50Ms)} ${f(m.p90Ms)} ${f(m.p99Ms)} ${f(m.p999Ms)} ${String(m.bad).padStart(5)}${note}\n`);
+    const ratio = (a: number | undefined, b: number | undefined) => (a !== undefined && b !== undefined && b > 0 ? `×${(a / b).toFixed(2)}` : '—');
+
     for (const stream of [false, true]) {
       const c = stream ? 'stream' : 'non-stream';
       const body = JSON.stringify({ model: 'bench', stream, messages: [{ role: 'user', content: 'Say ok.' }], max_tokens: 1 });
-      const targets = [
-        ['direct', `${emu.url}/v1/chat/completions`],
-        ['gateway', `${gw.url}/v1/chat/completions`],
-      ] as const;
-      // Warm up (JIT, pools) both paths.
-      for (const [, url] of targets) await measure(url, body, { connections: 16, duration: 1 });
-      for (const rate of rpsSteps) {
-        const res: Record<string, Measured> = {};
-        for (const [name, url] of targets) {
-          res[name] = await measure(url, body, { rate, connections: Math.min(64, rate), duration: seconds });
-          line(c, `${rate}/s`, name, res[name]!);
+      const base = { 'content-type': 'application/json', authorization: `Bearer ${KEY}` };
+      const targets: Array<[PathName, string, Record<string, string>]> = [
+        ['direct', `${emu.url}/v1/chat/completions`, base],
+        ['switchyard', `${gw.url}/v1/chat/completions`, base],
+      ];
+      if (peer) targets.push(['portkey', `${peer.url}/v1/chat/completions`, { ...base, ...peerHeaders(`${emu.url}/v1`) }]);
+      for (const [name, url, headers] of targets) await probe(name, url, headers, body, stream);
+      // Warm up (JIT, pools) every path.
+      for (const [, url, headers] of targets) await measure(url, headers, body, { connections: 16, seconds: 1 });
+      const steps: GatewayOverheadResult['cases'][number]['steps'] = [];
+      for (const rateRps of opts.rpsSteps) {
+        const byPath: Partial<Record<PathName, PathRun>> = {};
+        for (const [name, url, headers] of targets) {
+          const m = await measurePaced(url, headers, body, { rateRps, connections: Math.min(64, rateRps), seconds: opts.seconds });
+          byPath[name] = m;
+          line(c, `${rateRps}/s`, name, m, m.rps < 0.9 * rateRps ? `  (saturated: ${m.rps.toFixed(0)} < ${rateRps} req/s — latency is queueing)` : '');
         }
-        const d = res.direct!;
-        const g = res.gateway!;
-        process.stdout.write(`${''.padEnd(32)}added p50 +${(g.p50 - d.p50).toFixed(3)} ms (×${(g.p50 / d.p50).toFixed(2)}), p99 +${(g.p99 - d.p99).toFixed(3)} ms (×${(g.p99 / d.p99).toFixed(2)})\n`);
+        steps.push({ rateRps, byPath });
+        const d = byPath.direct!;
+        const s = byPath.switchyard!;
+        const p = byPath.portkey;
+        write(
+          `${''.padEnd(24)}switchyard adds p50 +${(s.p50Ms - d.p50Ms).toFixed(3)} ms, p99 +${(s.p99Ms - d.p99Ms).toFixed(3)} ms; ` +
+            `switchyard/direct p50 ${ratio(s.p50Ms, d.p50Ms)} p99 ${ratio(s.p99Ms, d.p99Ms)}` +
+            (p ? `; switchyard/portkey p50 ${ratio(s.p50Ms, p.p50Ms)} p99 ${ratio(s.p99Ms, p.p99Ms)}` : '') +
+            '\n',
+        );
       }
-      const max: Record<string, Measured> = {};
-      for (const [name, url] of targets) {
-        max[name] = await measure(url, body, { connections: maxConnections, duration: seconds });
+      const max: Partial<Record<PathName, PathRun>> = {};
+      for (const [name, url, headers] of targets) {
+        max[name] = await measure(url, headers, body, { connections: opts.maxConnections, seconds: opts.seconds });
         line(c, 'max', name, max[name]!);
       }
-      process.stdout.write(`${''.padEnd(32)}max req/s through the gateway = ${(max.gateway!.rps / max.direct!.rps).toFixed(2)} × direct\n`);
+      write(`${''.padEnd(24)}max req/s: switchyard/direct ${ratio(max.switchyard?.rps, max.direct?.rps)}${peer ? `, switchyard/portkey ${ratio(max.switchyard?.rps, max.portkey?.rps)}` : ''}\n`);
+      result.cases.push({ case: c, steps, max });
     }
-    const m = rssMb(gatewayPid(gw.child));
-    process.stdout.write(`\ngateway RSS: ${m.rss.toFixed(0)} MB now, ${m.peak.toFixed(0)} MB peak (request log ${requestLog ? 'on' : 'off'})\n`);
+    result.rssMb.switchyard = rssOf(gw.child.pid!);
+    if (peer) result.rssMb.portkey = rssOf(peer.child.pid!);
+    result.loadAvg1.after = loadavg()[0]!;
+    write('\n');
+    for (const [name, m] of Object.entries(result.rssMb)) write(`${name} RSS: ${m.nowMb.toFixed(0)} MB now, ${m.peakMb.toFixed(0)} MB peak${name === 'switchyard' ? ` (request log ${opts.requestLog ? 'on' : 'off'})` : ''}\n`);
+    writeSummary(result, write);
+    write(`load average after: ${result.loadAvg1.after.toFixed(2)}\n`);
+    return result;
   } finally {
-    gw.child.kill('SIGTERM');
-    emu.child.kill('SIGINT');
-    await new Promise((r) => gw.child.once('exit', r));
+    await Promise.all([peer?.stop(), gw && stopChild(gw.child, 'SIGTERM'), emu && stopChild(emu.child, 'SIGINT')]);
     rmSync(dir, { recursive: true, force: true });
+    if (savedMask !== null) execFileSync('taskset', ['-p', savedMask, String(process.pid)], { stdio: 'ignore' });
   }
 }
 
-await main();
+/** The summary table: one row per metric, the three paths and the two ratios. */
+function writeSummary(r: GatewayOverheadResult, write: (t: string) => void): void {
+  const hasPeer = r.rssMb.portkey !== undefined;
+  const v = (x: number | undefined, digits: number) => (x === undefined || Number.isNaN(x) ? '—' : x.toFixed(digits)).padStart(10);
+  const q = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined || !(b > 0) ? '—' : (a / b).toFixed(2)).padStart(10);
+  write(`\nsummary (ratio = switchyard / other; latency and RSS: < 1 is better for switchyard; req/s: > 1 is better)\n`);
+  write(`${'case'.padEnd(11)} ${'metric'.padEnd(16)} ${'direct'.padStart(10)} ${'switchyard'.padStart(10)} ${'portkey'.padStart(10)} ${'sy/direct'.padStart(10)} ${'sy/portkey'.padStart(10)}\n`);
+  const row = (c: string, metric: string, d: number | undefined, s: number | undefined, p: number | undefined, digits: number) =>
+    write(`${c.padEnd(11)} ${metric.padEnd(16)} ${v(d, digits)} ${v(s, digits)} ${hasPeer ? v(p, digits) : '—'.padStart(10)} ${q(s, d)} ${hasPeer ? q(s, p) : '—'.padStart(10)}\n`);
+  for (const cs of r.cases) {
+    for (const st of cs.steps) {
+      const { direct: d, switchyard: s, portkey: p } = st.byPath;
+      row(cs.case, `p50 ms @${st.rateRps}/s`, d?.p50Ms, s?.p50Ms, p?.p50Ms, 3);
+      row(cs.case, `p99 ms @${st.rateRps}/s`, d?.p99Ms, s?.p99Ms, p?.p99Ms, 3);
+    }
+    row(cs.case, 'max req/s', cs.max.direct?.rps, cs.max.switchyard?.rps, cs.max.portkey?.rps, 0);
+  }
+  row('process', 'RSS MB now', undefined, r.rssMb.switchyard?.nowMb, r.rssMb.portkey?.nowMb, 0);
+  row('process', 'RSS MB peak', undefined, r.rssMb.switchyard?.peakMb, r.rssMb.portkey?.peakMb, 0);
+}
+
+if (process.argv[1] !== undefined && resolve(process.argv[1]) === import.meta.filename) {
+  const { values } = parseArgs({
+    options: {
+      seconds: { type: 'string', default: '5' },
+      rps: { type: 'string', default: '100,500,1000,2000' },
+      connections: { type: 'string', default: '64' },
+      'no-pin': { type: 'boolean', default: false },
+      'no-log': { type: 'boolean', default: false },
+      'no-peer': { type: 'boolean', default: false },
+    },
+  });
+  await runGatewayOverhead({
+    seconds: Number(values.seconds),
+    rpsSteps: values.rps === '' ? [] : values.rps.split(',').map(Number),
+    maxConnections: Number(values.connections),
+    pin: !values['no-pin'],
+    requestLog: !values['no-log'],
+    peer: !values['no-peer'],
+  });
+}
