@@ -52,6 +52,8 @@ export interface ResolvedRoute {
   readonly provider: string;
   readonly providerModelId: string | null;
   readonly modalities: readonly Modality[];
+  /** `modalities` includes text (every request carries text), precomputed for the decision path. */
+  readonly acceptsText: boolean;
   readonly contextLength: number | null;
   readonly pricing: RoutePricing;
   /** Input + output price per 1k tokens, or null when the route has no `pricing` block (`least_cost`). */
@@ -276,6 +278,7 @@ export class RoutingCore {
         provider: r.provider ?? endpointLocation(r.kind, r.base_url),
         providerModelId: r.provider_model_id ?? null,
         modalities: r.input_modalities,
+        acceptsText: r.input_modalities.includes('text'),
         contextLength: r.context_length ?? null,
         pricing: {
           inputUsdPer1M: price?.input_usd_per_1m ?? 0,

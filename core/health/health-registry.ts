@@ -104,6 +104,8 @@ export class HealthRegistry {
   /** Claims taken and not yet ended (an intrusive list: no hashing on the decision path). */
   private readonly liveClaims = new IntrusiveList<LiveClaim>();
   private nextClaimId = 1;
+  /** Breakers not closed (open or half-open); 0 lets `allowRequest` answer without a lookup. */
+  private notClosed = 0;
   private pending: BreakerTransition[] = [];
 
   /**
@@ -125,6 +127,7 @@ export class HealthRegistry {
    */
   allowRequest(endpointId: string, nowMs: number): boolean {
     checkNow(nowMs);
+    if (this.notClosed === 0) return true; // every breaker closed: all admit
     const entry = this.endpoints.get(endpointId);
     return entry === undefined ? true : entry.breaker.admits(nowMs);
   }
@@ -290,6 +293,9 @@ export class HealthRegistry {
       list.push(claim);
       perEndpoint.set(claim.endpointId, list);
     }
+    let notClosed = 0;
+    for (const entry of this.endpoints.values()) if (entry.breaker.state !== 'closed') notClosed++;
+    if (notClosed !== this.notClosed) throw new Error(`health: ${notClosed} breakers not closed, counted ${this.notClosed}`);
     for (const [endpointId, entry] of this.endpoints) {
       const b = entry.breaker;
       b.checkInvariants();
@@ -332,6 +338,8 @@ export class HealthRegistry {
   }
 
   private collect(t: BreakerTransition | null): void {
-    if (t !== null) this.pending.push(t);
+    if (t === null) return;
+    this.pending.push(t);
+    this.notClosed += (t.to !== 'closed' ? 1 : 0) - (t.from !== 'closed' ? 1 : 0);
   }
 }

@@ -757,8 +757,9 @@ export class RequestLifecycle implements RequestLife {
 
   /** Every request carries text; a route must accept text and each extra modality. */
   private acceptsModalities(r: ResolvedRoute): boolean {
-    if (!r.modalities.includes('text')) return false;
-    for (const m of this.request.modalities) if (!r.modalities.includes(m)) return false;
+    if (!r.acceptsText) return false;
+    const mods = this.request.modalities;
+    for (let i = 0; i < mods.length; i++) if (!r.modalities.includes(mods[i]!)) return false;
     return true;
   }
 

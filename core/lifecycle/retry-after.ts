@@ -47,6 +47,7 @@ export class RetryAfterTable {
 
   /** Remaining wait in ms at `nowMs` (0 when not cooling; expired entries are dropped). */
   remainingMs(endpointId: string, nowMs: number): number {
+    if (this.notBefore.size === 0) return 0; // the usual case: nothing is cooling
     const at = this.notBefore.get(endpointId);
     if (at === undefined) return 0;
     if (at <= nowMs) {
