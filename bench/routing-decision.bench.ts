@@ -5,7 +5,9 @@
  * - "decision only (start)": `RoutingCore.start` — admission, affinity lookup and slide or
  *   re-pin, P2C draws, dispatch claim and prefill lease, the dispatch action. Timed in windows of
  *   `WINDOW` starts whose lives are then finished outside the timed region (a whole batch of
- *   unfinished lives would be measuring the garbage collector's promotion of them instead);
+ *   unfinished lives would be measuring the garbage collector's promotion of them instead); its
+ *   "cpu ns" column is this thread's CPU time per start over the same windows (getrusage), which
+ *   a busy shared machine inflates far less than wall time;
  * - "full life": that plus `first_token` and `finished` (lease and claim released, prompt hint
  *   recorded, routing metadata built);
  * - "pick only": the planner's P2C choice over 8 candidates, no lifecycle.
@@ -99,7 +101,7 @@ const cases: Array<{ name: string; params: Record<string, unknown>; reqs: RouteR
  * starts at a time and finishes those lives untimed, so loads and pins evolve as in the
  * full-life view.
  */
-function decisionOnly(k: (typeof cases)[number], timeMs: number): { medianNs: number; p99Ns: number } {
+function decisionOnly(k: (typeof cases)[number], timeMs: number): { medianNs: number; p99Ns: number; cpuNs: number } {
   const c = core(k.params);
   const rng = deriveRng(1, `bench/start/${k.name}`);
   const started: Array<{ life: RequestLife; actions: LifecycleAction[] }> = new Array(WINDOW);
@@ -107,15 +109,20 @@ function decisionOnly(k: (typeof cases)[number], timeMs: number): { medianNs: nu
   let i = 0;
   const sampleNs: number[] = [];
   const windows = Math.ceil(BATCH / WINDOW);
+  let cpuUs = 0;
+  let cpuStarts = 0;
   const runSample = (): number => {
     let ms = 0;
     for (let w = 0; w < windows; w++) {
+      const c0 = process.cpuUsage().user;
       const t0 = performance.now();
       for (let b = 0; b < WINDOW; b++) {
         started[b] = c.start(k.reqs[i]!, (now += k.stepMs), rng);
         i = (i + 1) % k.reqs.length;
       }
       ms += performance.now() - t0;
+      cpuUs += process.cpuUsage().user - c0;
+      cpuStarts += WINDOW;
       for (const { life, actions } of started) {
         const d = actions[0] as Extract<LifecycleAction, { kind: 'dispatch' }>;
         life.step({ kind: 'first_token', attemptId: d.attemptId }, now);
@@ -126,10 +133,12 @@ function decisionOnly(k: (typeof cases)[number], timeMs: number): { medianNs: nu
   };
   const warmUntil = performance.now() + timeMs / 4;
   while (performance.now() < warmUntil) runSample();
+  cpuUs = 0;
+  cpuStarts = 0;
   const until = performance.now() + timeMs;
   while (performance.now() < until || sampleNs.length < 10) sampleNs.push(runSample());
   sampleNs.sort((a, b) => a - b);
-  return { medianNs: sampleNs[Math.floor(sampleNs.length / 2)]!, p99Ns: sampleNs[Math.min(sampleNs.length - 1, Math.floor(sampleNs.length * 0.99))]! };
+  return { medianNs: sampleNs[Math.floor(sampleNs.length / 2)]!, p99Ns: sampleNs[Math.min(sampleNs.length - 1, Math.floor(sampleNs.length * 0.99))]!, cpuNs: (cpuUs * 1000) / cpuStarts };
 }
 
 for (const k of cases) {
@@ -158,7 +167,7 @@ for (const k of cases) {
 }
 
 await bench.run();
-const rows = bench.tasks.map((t) => {
+const rows: Array<{ case: string; 'median ns': number; 'p99 ns': number; 'cpu ns'?: number }> = bench.tasks.map((t) => {
   const res = t.result as { latency?: { p50: number; p99: number } } | undefined;
   if (!res?.latency) throw new Error(`benchmark '${t.name}' produced no result`);
   return { case: t.name, 'median ns': (res.latency.p50 * 1e6) / BATCH, 'p99 ns': (res.latency.p99 * 1e6) / BATCH };
@@ -166,10 +175,16 @@ const rows = bench.tasks.map((t) => {
 const timeMs = Number(process.env.BENCH_TIME_MS ?? 1_000);
 for (const k of cases) {
   const r = decisionOnly(k, timeMs);
-  rows.push({ case: `decision only (start): ${k.name}`, 'median ns': r.medianNs, 'p99 ns': r.p99Ns });
+  rows.push({ case: `decision only (start): ${k.name}`, 'median ns': r.medianNs, 'p99 ns': r.p99Ns, 'cpu ns': r.cpuNs });
 }
 const ref = rows[0]!['median ns'];
-const table = rows.map((r) => ({ case: r.case, 'median ns': Math.round(r['median ns']), 'p99 ns': Math.round(r['p99 ns']), 'median / Map.get': (r['median ns'] / ref).toFixed(1) }));
+const table = rows.map((r) => ({
+  case: r.case,
+  'median ns': Math.round(r['median ns']),
+  'p99 ns': Math.round(r['p99 ns']),
+  'cpu ns': r['cpu ns'] === undefined ? '' : Math.round(r['cpu ns']),
+  'median / Map.get': (r['median ns'] / ref).toFixed(1),
+}));
 console.log(`routing decision over ${ROUTES} routes (ns per decision; ${BATCH} decisions per sample; node ${process.version})`);
 console.table(table);
 if (sink === -1) console.log(sink); // keep the loops observable
