@@ -20,6 +20,7 @@ import type { ComparisonRow, SummaryRow } from './results/result-rows.ts';
 import { expandGrid } from './sweep/grid.ts';
 import { runCells } from './sweep/worker-pool.ts';
 import { compareInStore, formatComparisons } from './compare/paired-comparison.ts';
+import { checkResultsOutput, checkTraceFiles, traceNotFound, validateCellRouting } from './preflight.ts';
 
 /** Re-exported for benches and tests: trace rows as replayed (sorted by arrival, cut to `limit`). */
 export { selectRows } from './sweep/cell-runner.ts';
@@ -66,9 +67,12 @@ export function describeEndpoints(exp: Experiment): string {
 }
 
 /**
- * Runs an experiment file end to end.
- * @throws Error for an invalid experiment or sweep cell (names the field), an unreadable trace
- *   (names file and row), or a broken simulator invariant (names the run).
+ * Runs an experiment file end to end. Before opening the output or reading the trace it builds
+ * every run's routing, checks the trace files exist and that the output is new or an earlier
+ * results file (which is replaced), so a bad experiment leaves the output untouched.
+ * @throws Error for an invalid experiment, sweep cell or run routing (names the file, the run
+ *   entry and the field), a missing or unreadable trace (names file and row), an output that is
+ *   not a results file, or a broken simulator invariant (names the run).
  */
 export async function runExperiment(file: string, opts: SimOptions = {}): Promise<SimReport> {
   const print = opts.print ?? ((s: string) => process.stdout.write(`${s}\n`));
@@ -79,9 +83,16 @@ export async function runExperiment(file: string, opts: SimOptions = {}): Promis
   print(`seed ${seed}  (reproduce with --seed ${seed})`);
   print(`experiment ${exp.name}: ${describeEndpoints(exp)}, rate_scale ${exp.rate_scale}`);
 
-  const { meta, rows: allRows } = await readTrace(exp.tracePath);
-  print(`trace ${exp.trace}: ${exp.limit === undefined ? allRows.length : Math.min(exp.limit, allRows.length)} requests (source: ${meta.source.split('\n')[0]})`);
+  // Everything that can be checked without the trace is checked before the output is touched.
   const cells = expandGrid(exp, seed);
+  validateCellRouting(exp, cells);
+  checkTraceFiles(exp, cells);
+  await checkResultsOutput(output);
+
+  const { meta, rows: allRows } = await readTrace(exp.tracePath).catch((err: NodeJS.ErrnoException) => {
+    throw err.code === 'ENOENT' ? traceNotFound(exp, exp.tracePath) : err;
+  });
+  print(`trace ${exp.trace}: ${exp.limit === undefined ? allRows.length : Math.min(exp.limit, allRows.length)} requests (source: ${meta.source.split('\n')[0]})`);
   const rowsOf = (e: Experiment) => (e.limit === undefined ? allRows.length : Math.min(e.limit, allRows.length));
   const workers = Math.max(1, Math.min(jobs, cells.length));
   const axes = cells[0]?.axes.map((a) => a.name) ?? [];
@@ -211,17 +222,57 @@ export function formatSummaryTable(rows: readonly SummaryRow[], byRunId = false)
   return [line(header), ...body.map(line), slo].join('\n');
 }
 
+const SIM_USAGE = `usage: switchyard sim <experiment.yaml> [--seed N] [--output FILE] [--jobs N] [--no-progress]
+
+Replays the experiment's trace through each of its runs (and sweep grid) and writes the results
+to a DuckDB file. Paths in the experiment are relative to the experiment file.
+
+options:
+  --seed N        root seed, overriding the experiment's seed: (the first seed of a sweep);
+                  every run is reproducible from it. Negative seeds: --seed=-1 or --seed -1
+  --output FILE   results DuckDB file, overriding the experiment's output:. An earlier
+                  results file there is replaced; any other existing file is left alone (error)
+  --jobs N        worker threads running cells in parallel (default: the machine's cores;
+                  1 = run in this thread); results do not depend on it
+  --no-progress   no progress bar; print one line per finished run instead
+                  (the bar is shown only when stderr is a terminal)`;
+
+/**
+ * Rewrites `--seed -1` as `--seed=-1`: node's parseArgs reads a value starting with '-' after a
+ * string option as ambiguous, and a negative seed is a valid seed.
+ */
+function joinNegativeValues(args: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    const next = args[i + 1];
+    if ((a === '--seed' || a === '--jobs') && next !== undefined && /^-\d/.test(next)) {
+      out.push(`${a}=${next}`);
+      i++;
+    } else out.push(a);
+  }
+  return out;
+}
+
 /** The `sim` command: `switchyard sim <experiment.yaml> [--seed N] [--output FILE] [--jobs N] [--no-progress]`. */
 export const simCommand: CliCommand = {
   name: 'sim',
   summary: 'replay a trace through the routing strategies (and sweep grid) of an experiment; results in DuckDB',
-  usage: 'usage: switchyard sim <experiment.yaml> [--seed N] [--output FILE] [--jobs N] [--no-progress]',
+  usage: SIM_USAGE,
   async run(args) {
-    const { values, positionals } = parseArgs({
-      args,
-      allowPositionals: true,
-      options: { seed: { type: 'string' }, output: { type: 'string' }, jobs: { type: 'string' }, 'no-progress': { type: 'boolean' } },
-    });
+    let parsed;
+    try {
+      parsed = parseArgs({
+        args: joinNegativeValues(args),
+        allowPositionals: true,
+        options: { seed: { type: 'string' }, output: { type: 'string' }, jobs: { type: 'string' }, 'no-progress': { type: 'boolean' } },
+      });
+    } catch (err) {
+      // parseArgs' own mistakes (unknown option, missing value) are usage errors.
+      if ((err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) throw new UsageError((err as Error).message);
+      throw err;
+    }
+    const { values, positionals } = parsed;
     const file = positionals[0];
     if (!file || positionals.length > 1) throw new UsageError('sim takes exactly one experiment file');
     let seed: number | undefined;

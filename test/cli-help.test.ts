@@ -1,0 +1,50 @@
+// `switchyard` help output: command groups (`trace`) list their subcommands; `sim --help`
+// documents every option; a negative `--seed` parses.
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+const repoRoot = join(import.meta.dirname, '..');
+
+function cli(...args: string[]) {
+  const r = spawnSync(process.execPath, [join(repoRoot, 'bin', 'switchyard.mjs'), ...args], { cwd: repoRoot, encoding: 'utf8', timeout: 60_000 });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+describe('switchyard CLI help', () => {
+  it('trace --help lists trace import and trace export (exit 0); bare trace lists them too (exit 2)', () => {
+    const help = cli('trace', '--help');
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/usage: switchyard trace <import\|export>/);
+    expect(help.stdout).toMatch(/^ {2}trace import {2}\S/m);
+    expect(help.stdout).toMatch(/^ {2}trace export {2}\S/m);
+    expect(help.stderr).not.toMatch(/unknown command/);
+    const bare = cli('trace');
+    expect(bare.code).toBe(2);
+    expect(bare.stdout).toMatch(/trace import[\s\S]*trace export/);
+  }, 60_000);
+
+  it('sim --help has one line per option saying what it does', () => {
+    const { code, stdout } = cli('sim', '--help');
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/^usage: switchyard sim <experiment\.yaml>/);
+    for (const opt of ['--seed N', '--output FILE', '--jobs N', '--no-progress']) {
+      expect(stdout).toMatch(new RegExp(`^ {2}${opt} +\\S`, 'm'));
+    }
+    expect(stdout).toMatch(/--seed=-1/);
+  }, 60_000);
+
+  it('--seed -1 parses as a negative seed (not "argument is ambiguous")', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'switchyard-cli-'));
+    const file = join(dir, 'x.yaml');
+    // A missing trace stops the run right after the arguments are parsed.
+    writeFileSync(file, `name: x\ntrace: missing.arrow\nmodel: m\nreplicas: { count: 1, profile: llama2-70b-h100-tp4 }\nruns:\n  - strategy: fixed\noutput: ${join(dir, 'x.duckdb')}\n`);
+    const r = cli('sim', file, '--seed', '-1', '--no-progress');
+    expect(r.stderr).not.toMatch(/ambiguous/);
+    expect(r.stdout).toMatch(/^seed -1 /);
+    expect(r.stderr).toMatch(/trace: file not found: .*missing\.arrow \(paths are relative to the experiment file\)/);
+    expect(r.code).toBe(1);
+  }, 60_000);
+});
