@@ -10,7 +10,7 @@ import { UsageError, type CliCommand } from '../bin/command.ts';
 import { startEmulator, type RunningEmulator } from '../simulator/emulator/emulator.ts';
 import { ConfigError, loadGatewayConfig, statefulModels, workerScopeError, type GatewayConfig } from './config/load.ts';
 import { ServerSchema } from './config/gateway-settings.ts';
-import { startGateway, type RunningGateway } from './gateway.ts';
+import { assertPortFree, restartOnly, startGateway, type RunningGateway } from './gateway.ts';
 
 const GATEWAY_USAGE = `usage: switchyard gateway --config <dir|models.yaml> [--host ADDR] [--port N] [--admin-port N|off] [--workers N] [--seed N] [--log-level LEVEL]
 
@@ -35,6 +35,14 @@ function intOption(name: string, v: string | undefined): number | undefined {
   const n = Number(v);
   if (!Number.isInteger(n)) throw new UsageError(`--${name} must be an integer, got '${v}'`);
   return n;
+}
+
+/** `server:` settings given on the command line; they win over gateway.yaml at start and on every reload. */
+type CliServerOverrides = Partial<Pick<GatewayConfig['settings']['server'], 'host' | 'port' | 'admin_port' | 'workers' | 'seed' | 'log_level'>>;
+
+/** `config` with the command-line `server:` overrides applied (a copy; `config` is unchanged). */
+function withServerOverrides(config: GatewayConfig, cli: CliServerOverrides): GatewayConfig {
+  return { ...config, settings: { ...config.settings, server: { ...config.settings.server, ...cli } } };
 }
 
 /** Loads the config, or prints its problems and returns null. */
@@ -94,20 +102,22 @@ export const gatewayCommand: CliCommand = {
     if (!path || positionals.length > (values.config ? 0 : 1)) throw new UsageError('gateway takes one configuration (--config <dir|models.yaml>)');
     const loaded = loadOrReport(path);
     if (!loaded) return 1;
-    const server = { ...loaded.settings.server };
-    if (values.host !== undefined) server.host = values.host;
-    server.port = intOption('port', values.port) ?? server.port;
-    if (values['admin-port'] !== undefined) server.admin_port = values['admin-port'] === 'off' ? null : intOption('admin-port', values['admin-port'])!;
-    server.workers = intOption('workers', values.workers) ?? server.workers;
-    const seedOpt = intOption('seed', values.seed);
-    if (seedOpt !== undefined) server.seed = seedOpt;
+    // The same overrides on every (re)load, so a reload compares like with like.
+    const cli: CliServerOverrides = {
+      ...(values.host !== undefined && { host: values.host }),
+      ...(values.port !== undefined && { port: intOption('port', values.port)! }),
+      ...(values['admin-port'] !== undefined && { admin_port: values['admin-port'] === 'off' ? null : intOption('admin-port', values['admin-port'])! }),
+      ...(values.workers !== undefined && { workers: intOption('workers', values.workers)! }),
+      ...(values.seed !== undefined && { seed: intOption('seed', values.seed)! }),
+    };
     if (values['log-level'] !== undefined) {
       const level = ServerSchema.shape.log_level.safeParse(values['log-level']);
       if (!level.success) throw new UsageError(`--log-level must be one of ${ServerSchema.shape.log_level.unwrap().options.join(', ')}`);
-      server.log_level = level.data;
+      cli.log_level = level.data;
     }
+    const config = withServerOverrides(loaded, cli);
+    const server = config.settings.server;
     if (server.workers < 1) throw new UsageError('--workers must be at least 1');
-    const config: GatewayConfig = { ...loaded, settings: { ...loaded.settings, server } };
     const log = pino({ level: server.log_level });
     for (const w of config.warnings) log.warn(w);
     if (server.workers > 1) {
@@ -154,14 +164,21 @@ export const gatewayCommand: CliCommand = {
         if (restart.length > 0) log.warn({ settings: restart }, 'reload: these settings changed but take effect only after a restart');
       };
     } else {
+      // The threads share the port (SO_REUSEPORT); make sure no other process holds it first.
+      await assertPortFree(server.host, server.port);
       const workers = await startWorkers(config, server.workers, seed);
       url = `http://${server.host}:${server.port}`;
       drain = () => stopWorkers(workers, grace);
+      let current = config;
       reload = (c) => {
         // Workers swallow a rejected reload (worker.ts); refuse here what they would refuse.
         const scope = workerScopeError(c.models, c.settings.server.workers);
         if (scope) throw new Error(scope);
         for (const w of workers) w.postMessage({ reload: c });
+        const restart = restartOnly(current, c);
+        current = c;
+        log.info({ needsRestart: restart }, 'configuration sent to the workers');
+        if (restart.length > 0) log.warn({ settings: restart }, 'reload: these settings changed but take effect only after a restart');
       };
     }
     process.stdout.write(
@@ -170,9 +187,9 @@ export const gatewayCommand: CliCommand = {
     const onHup = (): void => {
       let next: GatewayConfig;
       try {
-        const loadedNext = loadGatewayConfig(path);
-        // Command-line overrides stay in force across reloads.
-        next = { ...loadedNext, settings: { ...loadedNext.settings, server: { ...loadedNext.settings.server, host: server.host, port: server.port, workers: server.workers, admin_port: server.admin_port, seed } } };
+        // Command-line overrides stay in force across reloads, applied exactly as at start (the
+        // random seed drawn at start is not written back: it is not a setting).
+        next = withServerOverrides(loadGatewayConfig(path), cli);
       } catch (e) {
         log.error({ reason: e instanceof ConfigError ? e.problems : (e as Error).message }, 'reload rejected: configuration invalid; keeping the old configuration');
         return;

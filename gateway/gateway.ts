@@ -23,6 +23,7 @@
  */
 import { routeNotices } from '../core/config/route-notices.ts';
 import { randomInt } from 'node:crypto';
+import { createServer } from 'node:net';
 import uWS from '@trufflesuite/uws-js-unofficial';
 import type { TemplatedApp, us_listen_socket } from '@trufflesuite/uws-js-unofficial';
 import pino, { type Logger } from 'pino';
@@ -60,6 +61,14 @@ export interface GatewayOptions {
   logger?: Logger;
   /** Worker index, for the routing streams' names (default 0). */
   worker?: number;
+  /**
+   * Listen on the public port with SO_REUSEPORT so several worker threads of one process share
+   * it (`--workers N`; the main thread first checks the port is free with `assertPortFree`).
+   * Default false: the port is bound exclusively, so a port already in use (by another gateway,
+   * even one that shares its own port) makes `startGateway` throw. The admin listener is always
+   * exclusive.
+   */
+  sharedPort?: boolean;
   /**
    * RouteWise prober tick, ms (> 0); default a tenth of the smallest `probe_interval_sec` of the
    * probing models, within 10 ms … 30 s. Tests shorten it.
@@ -177,13 +186,13 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     });
 
   const app = createApp(ctx);
-  const { port, socket } = await listen(app, host, opts.port ?? s.server.port);
+  const { port, socket } = await listen(app, host, opts.port ?? s.server.port, !opts.sharedPort);
   let admin: { app: TemplatedApp; socket: us_listen_socket; url: string } | null = null;
   if (opts.adminPort !== undefined && opts.adminPort !== null) {
     const adminHost = opts.adminHost ?? s.server.admin_host;
     const aapp = createAdminApp(ctx);
     try {
-      const a = await listen(aapp, adminHost, opts.adminPort);
+      const a = await listen(aapp, adminHost, opts.adminPort, true);
       admin = { app: aapp, socket: a.socket, url: `http://${bracket(adminHost)}:${a.port}` };
     } catch (e) {
       (app as TemplatedApp & { close(): void }).close();
@@ -390,8 +399,14 @@ function buildGeneration(config: GatewayConfig, d: GenerationDeps): Generation {
   };
 }
 
-/** Settings a reload cannot apply (they need a restart), as dotted names. */
-function restartOnly(prev: GatewayConfig, next: GatewayConfig): string[] {
+/**
+ * Settings that differ between two configurations and that a reload cannot apply (they need a
+ * restart), as dotted names: `server.host`, `server.port`, `server.workers`, `server.admin_host`,
+ * `server.admin_port`, `server.seed`, `server.log_level`, `upstream`, `request_log`, `emulators`.
+ * Both configurations must carry the same command-line overrides (the CLI applies them to every
+ * load), so a setting that did not change is never reported. Empty when nothing needs a restart.
+ */
+export function restartOnly(prev: GatewayConfig, next: GatewayConfig): string[] {
   const out: string[] = [];
   const a = prev.settings;
   const b = next.settings;
@@ -406,11 +421,40 @@ function bracket(host: string): string {
   return host.includes(':') ? `[${host}]` : host;
 }
 
-function listen(app: TemplatedApp, host: string, port: number): Promise<{ port: number; socket: us_listen_socket }> {
+/**
+ * Binds `app` on host:port. `exclusive` passes uWS `LIBUS_LISTEN_EXCLUSIVE_PORT` (no
+ * SO_REUSEPORT), so a port another socket listens on is refused instead of silently shared;
+ * false keeps uWS's default SO_REUSEPORT (worker threads sharing one port).
+ * @throws Error naming host:port when it cannot be bound.
+ */
+function listen(app: TemplatedApp, host: string, port: number, exclusive: boolean): Promise<{ port: number; socket: us_listen_socket }> {
   return new Promise((resolve, reject) => {
-    app.listen(host, port, (ls) => {
+    const done = (ls: us_listen_socket | false): void => {
       if (!ls) reject(new Error(`gateway: cannot listen on ${host}:${port} (in use, or not an address of this machine)`));
       else resolve({ port: uWS.us_socket_local_port(ls), socket: ls });
-    });
+    };
+    // The typings lack the (host, port, options, cb) overload; the native binding has it.
+    if (exclusive) (app.listen as unknown as (h: string, p: number, o: number, cb: typeof done) => TemplatedApp)(host, port, LIBUS_LISTEN_EXCLUSIVE_PORT, done);
+    else app.listen(host, port, done);
+  });
+}
+
+/** uWS `ListenOptions.LIBUS_LISTEN_EXCLUSIVE_PORT` (the typings declare it as an ambient enum). */
+const LIBUS_LISTEN_EXCLUSIVE_PORT = 1;
+
+/**
+ * Checks that nothing listens on host:port by binding a node `net` server there (no
+ * SO_REUSEPORT, so a uWS listener sharing its port still conflicts) and closing it. The
+ * multi-worker CLI calls it before its threads bind the port with SO_REUSEPORT, so a second
+ * process is refused. Port 0 always passes.
+ * @throws Error `gateway: cannot listen on host:port (…)` naming the cause (EADDRINUSE: in use).
+ */
+export function assertPortFree(host: string, port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', (e: NodeJS.ErrnoException) =>
+      reject(new Error(`gateway: cannot listen on ${host}:${port} (${e.code === 'EADDRINUSE' ? 'in use' : e.code === 'EADDRNOTAVAIL' ? 'not an address of this machine' : e.message})`)),
+    );
+    srv.listen({ host, port, exclusive: true }, () => srv.close(() => resolve()));
   });
 }

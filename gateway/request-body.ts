@@ -20,6 +20,9 @@ export const UPSTREAM_PATH: Readonly<Record<Endpoint, string>> = {
   embedding: '/embeddings',
 };
 
+/** Largest `max_tokens` / `max_completion_tokens` accepted (2^31 − 1); more is a 400. */
+export const MAX_OUTPUT_TOKENS = 2 ** 31 - 1;
+
 /** A checked client request. */
 export interface ClientRequest {
   readonly endpoint: Endpoint;
@@ -32,7 +35,10 @@ export interface ClientRequest {
   readonly includeUsage: boolean;
   /** Estimated prompt tokens (see the module doc). */
   readonly inputTokens: number;
-  /** `max_completion_tokens` or `max_tokens`, when set. */
+  /**
+   * `max_completion_tokens` or `max_tokens`, when set (an integer 1 … `MAX_OUTPUT_TOKENS`; other
+   * values are refused with a `BodyProblem` whose `param` names the field).
+   */
   readonly outputTokensHint: number | null;
   /** Input modalities beyond text. */
   readonly modalities: Modality[];
@@ -46,7 +52,9 @@ export interface BodyProblem {
 }
 
 /**
- * Parses and checks a body for `endpoint`.
+ * Parses and checks a body for `endpoint`: JSON object, `model`, `stream`, `stream_options`,
+ * `max_tokens` / `max_completion_tokens` (null or an integer 1 … 2^31 − 1), and `messages` /
+ * `prompt` / `input`.
  * @returns the request, or the problem to answer with (400).
  */
 export function readClientRequest(endpoint: Endpoint, text: string): ClientRequest | BodyProblem {
@@ -66,6 +74,17 @@ export function readClientRequest(endpoint: Endpoint, text: string): ClientReque
   }
   if (body.stream_options !== undefined && body.stream_options !== null && !isRecord(body.stream_options)) {
     return { code: 'invalid_request', message: `Invalid type for 'stream_options': expected an object.`, param: 'stream_options' };
+  }
+  for (const field of ['max_tokens', 'max_completion_tokens'] as const) {
+    const v = body[field];
+    if (v === undefined || v === null) continue;
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > MAX_OUTPUT_TOKENS) {
+      return {
+        code: 'invalid_request',
+        message: `Invalid '${field}': ${JSON.stringify(v) ?? String(v)}. Expected an integer from 1 to ${MAX_OUTPUT_TOKENS}.`,
+        param: field,
+      };
+    }
   }
   const stream = endpoint !== 'embedding' && body.stream === true;
   let inputTokens: number;

@@ -5,13 +5,16 @@
  */
 import { parseArgs } from 'node:util';
 import { UsageError, type CliCommand } from '../../bin/command.ts';
-import { exportRequestLog } from './export-trace.ts';
+import { exportRequestLog, resolveRequestLogs } from './export-trace.ts';
 
-const USAGE = `usage: switchyard trace export --from <request-log.duckdb> [--to <trace.arrow>] [--since T] [--until T]
+const USAGE = `usage: switchyard trace export --from <request-log.duckdb> [--from <another.duckdb> …] [--to <trace.arrow>] [--since T] [--until T]
 
 Writes the gateway's request log as an Arrow trace (traces/README.md) that 'switchyard sim'
 replays unchanged. Arrival times start at 0 at the first exported request.
-  --to      output file (default: the log's name with .arrow)
+  --from    a request log; repeat it to merge several by arrival time. A gateway run with
+            --workers N writes <name>.worker-<i>.duckdb per worker: give the configured path
+            (<name>.duckdb) to merge them all, or one worker file
+  --to      output file (default: the (first) log's name with .arrow)
   --since   only requests that arrived at or after T; --until: before T
             T: ISO date-time (2026-11-30T10:00:00Z), Unix ms, or an age (30s, 15m, 2h, 1d)`;
 
@@ -31,18 +34,38 @@ export function parseTimeArg(name: string, v: string, nowMs: number): number {
   return t;
 }
 
-/** `switchyard trace export --from <db> [--to file] [--since t] [--until t]`: request log → Arrow trace. */
+/**
+ * `switchyard trace export --from <db> [--from <db> …] [--to file] [--since t] [--until t]`:
+ * request log(s) → Arrow trace. A `--from` path that does not exist but has
+ * `.worker-<i>.duckdb` siblings exports those merged; one with neither exits 1 saying so.
+ */
 export const traceExportCommand: CliCommand = {
   name: 'trace export',
   summary: 'write the gateway request log (DuckDB) as an Arrow trace the simulator replays',
   usage: USAGE,
   async run(args) {
-    const { values, positionals } = parseArgs({ args, allowPositionals: false, options: { from: { type: 'string' }, to: { type: 'string' }, since: { type: 'string' }, until: { type: 'string' } } });
-    if (positionals.length > 0 || !values.from) throw new UsageError('trace export needs --from <request-log.duckdb>');
+    const { values, positionals } = parseArgs({
+      args,
+      allowPositionals: false,
+      options: { from: { type: 'string', multiple: true }, to: { type: 'string' }, since: { type: 'string' }, until: { type: 'string' } },
+    });
+    if (positionals.length > 0 || !values.from || values.from.length === 0) throw new UsageError('trace export needs --from <request-log.duckdb>');
+    const files: string[] = [];
+    for (const f of values.from) {
+      let found: ReturnType<typeof resolveRequestLogs>;
+      try {
+        found = resolveRequestLogs(f);
+      } catch (e) {
+        process.stderr.write(`switchyard: ${(e as Error).message}\n`);
+        return 1;
+      }
+      if (found.fromWorkers) process.stderr.write(`switchyard: ${f} does not exist; merging the per-worker logs of a --workers gateway: ${found.files.join(', ')}\n`);
+      for (const x of found.files) if (!files.includes(x)) files.push(x);
+    }
     const now = Date.now();
-    const to = values.to ?? values.from.replace(/\.duckdb$/, '') + '.arrow';
+    const to = values.to ?? values.from[0]!.replace(/\.duckdb$/, '') + '.arrow';
     const r = await exportRequestLog({
-      from: values.from,
+      from: files,
       to,
       ...(values.since !== undefined && { sinceUnixMs: parseTimeArg('since', values.since, now) }),
       ...(values.until !== undefined && { untilUnixMs: parseTimeArg('until', values.until, now) }),

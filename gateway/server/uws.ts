@@ -19,7 +19,7 @@ import uWS from '@trufflesuite/uws-js-unofficial';
 import type { HttpRequest, HttpResponse, TemplatedApp } from '@trufflesuite/uws-js-unofficial';
 import { Callers, type Caller } from '../callers.ts';
 import { clientMessage, errorJson } from '../errors.ts';
-import { isBodyProblem, readClientRequest, type Endpoint } from '../request-body.ts';
+import { isBodyProblem, readClientRequest, type ClientRequest, type Endpoint } from '../request-body.ts';
 import { ClientResponse, statusLine, type HeaderPairs } from './client-response.ts';
 import { Exchange, type ExchangeContext } from './exchange.ts';
 import { BUDGET_ALPHA_HEADER, parseBudgetAlphaHeader } from '../routewise/budget-alpha.ts';
@@ -254,6 +254,8 @@ function handleInference(ctx: ServerContext, endpoint: Endpoint, res: HttpRespon
         // Word for word what an unknown model gets from the core, so a key cannot probe.
         return refuse(404, 'model_not_found', clientMessage('model_not_found', parsed.model, ''), 'model');
       }
+      const tooLong = outputBeyondContext(g, parsed);
+      if (tooLong) return refuse(400, 'context_length_exceeded', tooLong.message, tooLong.param);
       const routingTags = tagsHeader
         ? tagsHeader
             .split(',')
@@ -275,6 +277,28 @@ function handleInference(ctx: ServerContext, endpoint: Endpoint, res: HttpRespon
       ex.run(() => ex.start());
     },
   });
+}
+
+/**
+ * When every route of the requested model declares `context_length` and the request's
+ * `max_completion_tokens` / `max_tokens` exceeds the largest one, the refusal (message and the
+ * field to name); otherwise null (unknown model, a route without `context_length`, no hint).
+ */
+function outputBeyondContext(g: Generation, req: ClientRequest): { message: string; param: string } | null {
+  if (req.outputTokensHint === null) return null;
+  const routes = g.core.model(req.model)?.routes;
+  if (!routes || routes.length === 0) return null;
+  let largest = 0;
+  for (const r of routes) {
+    if (r.contextLength === null) return null;
+    if (r.contextLength > largest) largest = r.contextLength;
+  }
+  if (req.outputTokensHint <= largest) return null;
+  const param = typeof req.body.max_completion_tokens === 'number' ? 'max_completion_tokens' : 'max_tokens';
+  return {
+    message: `'${param}' is ${req.outputTokensHint}, but model '${req.model}' has a context length of at most ${largest} tokens. Lower '${param}' to ${largest} or less.`,
+    param,
+  };
 }
 
 function pinFor(caller: Caller, header: string): string | null {

@@ -10,7 +10,7 @@ import { startGateway } from '../gateway.ts';
 
 const { config, seed, worker } = workerData as { config: GatewayConfig; seed: number; worker: number };
 try {
-  const gw = await startGateway({ config, seed, worker, adminPort: worker === 0 ? config.settings.server.admin_port : null });
+  const gw = await startGateway({ config, seed, worker, sharedPort: true, adminPort: worker === 0 ? config.settings.server.admin_port : null });
   parentPort!.on('message', (m: 'stop' | { reload: GatewayConfig } | { drain: number }) => {
     if (m === 'stop') void gw.close().then(() => parentPort!.close());
     else if ('drain' in m) void gw.drain(m.drain).then(() => parentPort!.close());

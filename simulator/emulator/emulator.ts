@@ -430,9 +430,11 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Running
   };
 
   const port = await new Promise<number>((resolve, reject) => {
-    app.listen(host, opts.port ?? 0, (ls) => {
-      if (!ls) reject(new Error(`emulator: cannot listen on ${host}:${opts.port ?? 0} (port in use?)`));
-      else resolve(uWS.us_socket_local_port(ls));
+    // LIBUS_LISTEN_EXCLUSIVE_PORT (1): no SO_REUSEPORT, so a port in use is refused, not shared.
+    // The typings lack the (host, port, options, cb) overload; the native binding has it.
+    (app.listen as unknown as (h: string, p: number, o: number, cb: (ls: unknown) => void) => TemplatedApp)(host, opts.port ?? 0, 1, (ls) => {
+      if (!ls) reject(new Error(`emulator: cannot listen on ${host}:${opts.port ?? 0} (in use, or not an address of this machine)`));
+      else resolve(uWS.us_socket_local_port(ls as Parameters<typeof uWS.us_socket_local_port>[0]));
     });
   });
 
