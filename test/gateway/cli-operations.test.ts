@@ -10,6 +10,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { hashKey } from '../../gateway/callers.ts';
 import { readTrace } from '../../traces/arrow-trace.ts';
 import { startEmulator, type RunningEmulator } from '../../simulator/emulator/emulator.ts';
+import { runCli } from './harness.ts';
 
 const root = join(import.meta.dirname, '../..');
 const cli = join(root, 'bin/switchyard.mjs');
@@ -25,15 +26,6 @@ function models(weight: number, emuUrl: string, router = 'fixed'): string {
   return `models:\n  - id: m\n    router: ${router}\n    route:\n      - base_url: ${emuUrl}\n        weight: ${weight}\n`;
 }
 
-function run(args: string[]): Promise<{ code: number | null; out: string }> {
-  return new Promise((resolve) => {
-    const p = spawn(process.execPath, [cli, ...args], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    p.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    p.stderr.on('data', (d: Buffer) => (out += d.toString()));
-    p.once('exit', (code) => resolve({ code, out }));
-  });
-}
 
 describe('switchyard gateway signals', () => {
   it('SIGHUP: invalid keeps the old config, valid swaps; SIGTERM drains, flushes the log, exits 0; trace export', async () => {
@@ -97,7 +89,7 @@ describe('switchyard gateway signals', () => {
 
     // Every request (3) is in the log; export it.
     const trace = join(dir, 'out.arrow');
-    const exp = await run(['trace', 'export', '--from', logPath, '--to', trace, '--since', '1h']);
+    const exp = await runCli(['trace', 'export', '--from', logPath, '--to', trace, '--since', '1h']);
     expect(exp.out).toMatch(/wrote 3 request\(s\)/);
     expect(exp.code).toBe(0);
     expect((await readTrace(trace)).rows).toHaveLength(3);

@@ -1,6 +1,8 @@
 // Starts engine emulators and a gateway in-process on ephemeral 127.0.0.1 ports, with caller
 // keys for the tests, and an `openai` client factory. Logs are silent.
+import { spawn } from 'node:child_process';
 import { createServer, type Socket } from 'node:net';
+import { join } from 'node:path';
 import OpenAI from 'openai';
 import pino from 'pino';
 import { endpointId } from '../../core/index.ts';
@@ -201,4 +203,16 @@ export function rawChunk(text: string): string {
 /** An SSE `data:` frame of a chat chunk with `delta` (and `finish_reason`). */
 export function chatFrame(delta: Record<string, unknown>, finishReason: string | null = null): string {
   return `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', created: 0, model: 'up', choices: [{ index: 0, delta, finish_reason: finishReason }] })}\n\n`;
+}
+
+/** Runs `switchyard <args>` (bin/switchyard.mjs) to its exit; `out` is stdout and stderr together. */
+export function runCli(args: string[]): Promise<{ code: number | null; out: string }> {
+  const root = join(import.meta.dirname, '../..');
+  return new Promise((resolve) => {
+    const p = spawn(process.execPath, [join(root, 'bin/switchyard.mjs'), ...args], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    p.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    p.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    p.once('exit', (code) => resolve({ code, out }));
+  });
 }

@@ -17,7 +17,7 @@ import { assertPortFree, restartOnly, startGateway, type RunningGateway } from '
 import { exportRequestLog, resolveRequestLogs, workerLogSiblings } from '../../gateway/request-log/export-trace.ts';
 import { readTrace } from '../../traces/arrow-trace.ts';
 import { startEmulator, type RunningEmulator } from '../../simulator/emulator/emulator.ts';
-import { hello, KEYS, stackConfig, startStack, type Stack } from './harness.ts';
+import { hello, KEYS, stackConfig, startStack, runCli, type Stack } from './harness.ts';
 
 const root = join(import.meta.dirname, '../..');
 const cli = join(root, 'bin/switchyard.mjs');
@@ -36,16 +36,6 @@ afterAll(() => {
   if (child && child.exitCode === null) child.kill('SIGKILL');
 });
 
-/** Runs the CLI to its exit. */
-function run(args: string[]): Promise<{ code: number | null; out: string }> {
-  return new Promise((resolve) => {
-    const p = spawn(process.execPath, [cli, ...args], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    p.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    p.stderr.on('data', (d: Buffer) => (out += d.toString()));
-    p.once('exit', (code) => resolve({ code, out }));
-  });
-}
 
 /** A port that was free a moment ago. */
 function freePort(): Promise<number> {
@@ -91,7 +81,7 @@ describe('a port in use is refused', () => {
     const d = mkdtempSync(join(dir, 'workers-'));
     writeFileSync(join(d, 'models.yaml'), `models:\n  - id: m\n    router: fixed\n    route:\n      - base_url: ${stack.emus[0]!.baseUrl}\n`);
     writeFileSync(join(d, 'gateway.yaml'), 'auth:\n  mode: none\n');
-    const r = await run(['gateway', '--config', d, '--host', '127.0.0.1', '--port', String(port), '--admin-port', 'off', '--workers', '2']);
+    const r = await runCli(['gateway', '--config', d, '--host', '127.0.0.1', '--port', String(port), '--admin-port', 'off', '--workers', '2']);
     expect(r.code).not.toBe(0);
     expect(r.out).toContain(`cannot listen on 127.0.0.1:${port} (in use)`);
   }, 30_000);
@@ -245,7 +235,7 @@ describe('trace export of a --workers gateway', () => {
 
     // The CLI: the configured path ⇒ both merged, with a note naming them.
     const to = join(dir, 'split.arrow');
-    const r = await run(['trace', 'export', '--from', logPath, '--to', to]);
+    const r = await runCli(['trace', 'export', '--from', logPath, '--to', to]);
     expect(r.out).toContain(`merging the per-worker logs of a --workers gateway: ${w0}, ${w1}`);
     expect(r.out).toMatch(/wrote 3 request\(s\)/);
     expect(r.code).toBe(0);
@@ -255,10 +245,10 @@ describe('trace export of a --workers gateway', () => {
     expect(trace.rows.map((x) => x.arrivalMs)).toEqual([...trace.rows.map((x) => x.arrivalMs)].sort((a, b) => a - b));
 
     // Several --from.
-    expect((await run(['trace', 'export', '--from', w0, '--from', w1, '--to', join(dir, 'w01.arrow')])).out).toMatch(/wrote 3 request\(s\)/);
+    expect((await runCli(['trace', 'export', '--from', w0, '--from', w1, '--to', join(dir, 'w01.arrow')])).out).toMatch(/wrote 3 request\(s\)/);
 
     // Nothing there: a clear message, exit 1.
-    const none = await run(['trace', 'export', '--from', join(dir, 'nothing.duckdb')]);
+    const none = await runCli(['trace', 'export', '--from', join(dir, 'nothing.duckdb')]);
     expect(none.code).toBe(1);
     expect(none.out).toContain('nothing.duckdb: no such request log (the file does not exist)');
     expect(none.out).not.toMatch(/database does not exist/i);
