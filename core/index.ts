@@ -45,6 +45,7 @@ export {
   resolveRoutingSettings,
   routingSettingsFromEnv,
   routingEnvName,
+  ROUTING_ENV_NAMES,
   type RoutingSettings,
 } from './config/routing-settings.ts';
 export {

@@ -189,6 +189,9 @@ export function routingEnvName(key: string): string {
   return `ROUTING_${key.toUpperCase()}`;
 }
 
+/** Every environment variable `routingSettingsFromEnv` reads (for typo warnings). */
+export const ROUTING_ENV_NAMES: readonly string[] = Object.freeze(SNAKE_KEYS.map(routingEnvName));
+
 /**
  * Validates a snake_case block (the experiment file's `routing:` record) over the defaults.
  * Absent keys keep their default.

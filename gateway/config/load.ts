@@ -15,7 +15,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { LineCounter, parseDocument, type Document } from 'yaml';
 import type { z } from 'zod';
-import { endpointId, ModelsConfigSchema, RoutingCore, routingSettingsFromEnv, type HealthOptions, type ModelsConfig, type RoutingSettings } from '../../core/index.ts';
+import { endpointId, ModelsConfigSchema, RoutingCore, ROUTING_ENV_NAMES, routingSettingsFromEnv, type HealthOptions, type ModelsConfig, type RoutingSettings } from '../../core/index.ts';
 import { GatewaySettingsSchema, type GatewaySettings } from './gateway-settings.ts';
 import { interpolateEnv } from './interpolate.ts';
 
@@ -234,6 +234,12 @@ function checkConfig(
   // (unknown router, bad router_params or settings, duplicate ids / endpoints).
   let routingSettings: Record<string, unknown> | RoutingSettings = settings.routing_settings;
   const envRouting = Object.keys(env).filter((k) => k.startsWith('ROUTING_') && env[k]);
+  // A misspelt variable would otherwise be ignored without a word.
+  for (const k of Object.keys(env)) {
+    if (!(k.startsWith('ROUTING_') || k.startsWith('UPSTREAM_CONCURRENCY_')) || ROUTING_ENV_NAMES.includes(k)) continue;
+    const near = closestName(k, ROUTING_ENV_NAMES);
+    warnings.push(`${k} is not a Switchyard setting and is ignored${near ? `; did you mean ${near}?` : ''}`);
+  }
   if (Object.keys(routingSettings).length > 0) {
     if (envRouting.length > 0) warnings.push(`gateway.yaml sets routing_settings, so ${envRouting.join(', ')} ${envRouting.length > 1 ? 'are' : 'is'} ignored`);
   } else if (envRouting.length > 0) {
@@ -442,4 +448,36 @@ function allowedKeys(root: z.ZodType, path: readonly (string | number)[]): strin
   s = unwrap(s);
   const d = (s as { def?: { type?: string; shape?: Record<string, unknown> } }).def;
   return d?.type === 'object' && d.shape ? Object.keys(d.shape) : null;
+}
+
+/** The name in `names` nearest to `name` (Levenshtein distance ≤ 3), or null. */
+function closestName(name: string, names: readonly string[]): string | null {
+  let best: string | null = null;
+  let bestD = 4;
+  for (const n of names) {
+    const d = editDistance(name, n, bestD);
+    if (d < bestD) {
+      bestD = d;
+      best = n;
+    }
+  }
+  return best;
+}
+
+/** Levenshtein distance of `a` and `b`, or `limit` once it reaches it. */
+function editDistance(a: string, b: string, limit: number): number {
+  if (Math.abs(a.length - b.length) >= limit) return limit;
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const cur = [i];
+    let rowMin = i;
+    for (let j = 1; j <= b.length; j++) {
+      const v = Math.min(prev[j]! + 1, cur[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+      cur.push(v);
+      rowMin = Math.min(rowMin, v);
+    }
+    if (rowMin >= limit) return limit;
+    prev = cur;
+  }
+  return Math.min(prev[b.length]!, limit);
 }

@@ -145,6 +145,15 @@ describe('problems name file, line, field and fix', () => {
     expect(bad[0]!.message).toMatch(/affinity_enabled/);
   });
 
+  it('a misspelt ROUTING_* / UPSTREAM_CONCURRENCY_* variable is a warning naming the nearest setting', () => {
+    const models = { models: [{ id: 'm', route: [{ base_url: 'http://127.0.0.1:1/v1' }] }] };
+    const c = buildGatewayConfig({ models, gateway: { auth: { mode: 'none' } } }, { ROUTING_AFFINITY_TTL_SECS: '5', UPSTREAM_CONCURRENCY_MAX_LIMT: '9', ROUTING_AFFINITY_TTL_SEC: '60' });
+    expect(c.routingSettings).toMatchObject({ affinityTtlSec: 60 });
+    expect(c.warnings).toContain('ROUTING_AFFINITY_TTL_SECS is not a Switchyard setting and is ignored; did you mean ROUTING_AFFINITY_TTL_SEC?');
+    expect(c.warnings).toContain('UPSTREAM_CONCURRENCY_MAX_LIMT is not a Switchyard setting and is ignored; did you mean UPSTREAM_CONCURRENCY_MAX_LIMIT?');
+    expect(buildGatewayConfig({ models, gateway: { auth: { mode: 'none' } } }, { ROUTING_AFFINITY_TTL_SEC: '60' }).warnings.join()).not.toMatch(/not a Switchyard setting/);
+  });
+
   it('several workers: refused for stateful routing, a warning otherwise', () => {
     const models = { models: [{ id: 'm', router: 'least_busy', route: [{ base_url: 'http://127.0.0.1:1/v1' }] }] };
     const [p] = problems(() => buildGatewayConfig({ models, gateway: { auth: { mode: 'none' }, server: { workers: 4 } } }));
