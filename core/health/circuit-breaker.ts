@@ -175,6 +175,18 @@ export class CircuitBreaker {
    * while no live probe holds the slot (the slot is free after a neutral probe result or once the
    * probe claim expired).
    */
+  /**
+   * Milliseconds from `nowMs` until the breaker would admit a request again: 0 when it admits
+   * now; the rest of the cooldown when open; the rest of the live probe claim's lifetime when
+   * half-open (its result may settle sooner). For a Retry-After when every route is shut.
+   */
+  admitsInMs(nowMs: number): number {
+    if (this.admits(nowMs)) return 0;
+    if (this._state === 'open' && this._openedAtMs !== null) return Math.max(1, this._openedAtMs + this.options.cooldownMs - nowMs);
+    const p = this._probe;
+    return p === null ? 1 : Math.max(1, p.takenAtMs + this.options.cooldownMs - nowMs);
+  }
+
   admits(nowMs: number): boolean {
     switch (this._state) {
       case 'closed':

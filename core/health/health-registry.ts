@@ -133,6 +133,16 @@ export class HealthRegistry {
   }
 
   /**
+   * Milliseconds until `endpointId`'s breaker would admit a request (0: now). Pure.
+   * @throws RangeError when `nowMs` is not finite.
+   */
+  admitsInMs(endpointId: string, nowMs: number): number {
+    checkNow(nowMs);
+    const entry = this.endpoints.get(endpointId);
+    return entry === undefined ? 0 : entry.breaker.admitsInMs(nowMs);
+  }
+
+  /**
    * Commits to dispatching one request to `endpointId` at `nowMs`. Closed ⇒ an ordinary claim.
    * Open with the cooldown elapsed, or half-open with the probe slot free ⇒ the probe claim
    * (`isProbe: true`; open → half_open is recorded as a `probe_started` transition). Otherwise

@@ -347,10 +347,15 @@ export class RequestLifecycle implements RequestLife {
         Math.max(1, Math.ceil(coolestMs / 1000)),
       );
     }
+    // Every breaker is shut: tell the client when the first one lets a request (a probe) through.
+    let reopenMs = Number.POSITIVE_INFINITY;
+    for (const r of modal) if (r.effectiveWeight > 0) reopenMs = Math.min(reopenMs, this.health.admitsInMs(r.endpointId, nowMs));
     return this.fail(
       'all_circuits_open',
       `no admitted route for model '${model.id}'; considered: ${modal.map((r) => r.endpointId).join(', ')}`,
       nowMs,
+      ERROR_STATUS.all_circuits_open,
+      reopenMs > 0 && Number.isFinite(reopenMs) ? Math.max(1, Math.ceil(reopenMs / 1000)) : null,
     );
   }
 

@@ -150,7 +150,14 @@ function serveAdmin(ctx: ServerContext, path: AdminPath, res: HttpResponse, requ
     // Every configured endpoint, including those no request has reached yet (they read fresh).
     const now = g.now();
     const endpoints = [...g.routes.keys()].sort().map((id) => g.core.health.snapshotOf(id, now));
-    const body = { status: ctx.draining ? 'draining' : 'ok', in_flight: ctx.inFlight, endpoints, route_exclusions: g.core.routeExclusions() };
+    // `unavailable`: some published model has no route a request could be admitted to now;
+    // `degraded`: some breaker is open or half-open. Liveness (`/health`) stays as it is.
+    const modelsUnavailable = g.core
+      .allModels()
+      .filter((m) => m.published && !m.multiTarget && m.routes.length > 0 && m.routes.every((r) => r.effectiveWeight <= 0 || !g.core.health.allowRequest(r.endpointId, now)))
+      .map((m) => m.id);
+    const status = ctx.draining ? 'draining' : modelsUnavailable.length > 0 ? 'unavailable' : endpoints.some((e) => e.state !== 'closed') ? 'degraded' : 'ok';
+    const body = { status, in_flight: ctx.inFlight, models_unavailable: modelsUnavailable, endpoints, route_exclusions: g.core.routeExclusions() };
     return sendNow(res, 200, requestId, JSON.stringify(body));
   }
   if (path === '/routing') return sendNow(res, 200, requestId, JSON.stringify(routingView(ctx)));

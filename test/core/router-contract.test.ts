@@ -131,9 +131,10 @@ describe('fixed pipeline (seed 000)', () => {
     const core = makeCore([{ name: 'a' }, { name: 'b' }]);
     for (const id of ['m:a', 'm:b']) for (let i = 0; i < 3; i++) core.health.endDispatch(core.health.beginDispatch(id, 0)!, fail503, 0);
     const r = runOne(core, 1, seeded(1), () => ok);
-    expect(r.error).toMatchObject({ status: 503, code: 'all_circuits_open' });
+    expect(r.error).toMatchObject({ status: 503, code: 'all_circuits_open', retryAfterSec: 30 }); // the 30 s cooldown, opened at 0
     expect(r.error!.message).toContain('m:a');
     expect(r.error!.message).toContain('m:b');
+    expect(runOne(core, 20_500, seeded(1), () => ok).error).toMatchObject({ retryAfterSec: 10 }); // 9.5 s left, rounded up
   });
 
   it('fallback: remaining routes in declaration order, skipping weight 0 and modality mismatch; first success wins', () => {

@@ -152,6 +152,21 @@ describe('transport faults before the answer', () => {
     }
   });
 
+  it('every route shut by its breaker: 503 all_circuits_open with Retry-After until the cooldown ends; /health/deep says unavailable', async () => {
+    stack = await startRawStack([{ base_url: `http://127.0.0.1:${await closedPort()}/v1` }], { health: { failure_threshold: 1, cooldown_sec: 30 } });
+    const first = await ask(stack);
+    expect(first.status).toBe(502); // refused: the breaker opens
+    await first.text();
+    const r = await ask(stack);
+    expect(r.status).toBe(503);
+    expect(((await r.json()) as { error: { code: string } }).error.code).toBe('all_circuits_open');
+    const wait = Number(r.headers.get('retry-after'));
+    expect(wait).toBeGreaterThanOrEqual(29);
+    expect(wait).toBeLessThanOrEqual(30);
+    const deep = await fetch(`${stack.gw.url}/health/deep`, { headers: { authorization: `Bearer ${KEYS.admin}` } });
+    expect(await deep.json()).toMatchObject({ status: 'unavailable', models_unavailable: ['demo'] });
+  });
+
   it('reset before headers: served by the other route', async () => {
     stack = await startStack([{ weight: 1000, faults: { reset_rate: 1 } }, { weight: 1 }]);
     const r = await ask(stack, { stream: true });
