@@ -278,3 +278,40 @@ describe('worker scope', () => {
     }
   });
 });
+
+describe('hedging through the gateway (hedge: probability)', () => {
+  it('a primary past its checkpoint is hedged: the backup answers the client, the primary is cancelled upstream', async () => {
+    stack = await startRw([{ pricing: CHEAP }, { pricing: DEAR }], { hedge: 'probability', budget_alpha: 0, slo_ms: 1000 });
+    const [cheap, dear] = stack.ids as [string, string];
+    const planner = stack.planner();
+    // Profiles as if observed: the cheap route answers in 50 ms 8 times in 10 and takes 5 s
+    // otherwise; the dear one always answers in 50 ms. So at α = 0 the cheap route is primary and
+    // the plan hedges to the dear one at the latest checkpoint (0.9 × 1,000 ms).
+    const now = performance.now();
+    for (let i = 0; i < 10; i++) {
+      planner.onFirstToken(cheap, i % 5 === 0 ? 5_000 : 50, now);
+      planner.onFirstToken(dear, 50, now);
+    }
+    stack.emus[0]!.setFaults({ first_token_stall_ms: 5_000 }); // this time the cheap route is slow
+    const t0 = performance.now();
+    const raw = await fetch(`${stack.gw.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${KEYS.user}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'rw', messages: hello, max_tokens: 3, stream: true }),
+    });
+    const body = await raw.text();
+    const elapsedMs = performance.now() - t0;
+    expect(raw.status).toBe(200);
+    expect(raw.headers.get('x-switchyard-served-by')).toBe(dear);
+    expect(body.trim().endsWith('data: [DONE]')).toBe(true);
+    expect(elapsedMs).toBeGreaterThanOrEqual(850); // the hedge waited for its checkpoint …
+    expect(elapsedMs).toBeLessThan(4_000); // … and did not wait for the slow primary
+    // Both routes received the request; the primary's upstream request was cancelled.
+    await until(() => stack!.emus[0]!.log.all().some((r) => !isProbe(r) && r.endedAtMs !== null), 5_000, 'primary attempt ended upstream');
+    const primary = stack.emus[0]!.log.all().filter((r) => !isProbe(r));
+    expect(primary).toHaveLength(1);
+    expect(primary[0]!.firstTokenAtMs).toBeNull();
+    expect(stack.emus[1]!.log.all().filter((r) => !isProbe(r))).toHaveLength(1);
+    expect(planner.profile(cheap)!.counts(performance.now()).censored).toBe(1); // the loser, as a censored TTFT
+  });
+});
