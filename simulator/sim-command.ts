@@ -187,7 +187,7 @@ export async function runExperiment(file: string, opts: SimOptions = {}): Promis
     print(formatComparisons(comparisons));
   }
   print('');
-  print(`results: ${output}  (try: duckdb ${output} "select * from summary")`);
+  print(`results: ${output}  (browse: npx switchyard dashboard ${output}; or any DuckDB client: select * from summary)`);
   return { experimentId, output, seed, summaries, comparisons };
 }
 
