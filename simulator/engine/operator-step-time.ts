@@ -159,36 +159,8 @@ export class OperatorStepTime implements StepTimeModel {
     const seqs = prefills + decodes;
     ms += this.perSequenceOverheadMs * seqs;
     ms += seqs <= this.maxTokens ? this.lmHeadMs[seqs]! : (this.lmHeadMs[this.maxTokens]! * seqs) / this.maxTokens;
-    // Both attention lookups are written out here rather than calling `lookup`: a double returned
-    // from a call that V8 does not inline is boxed, and this runs once per simulated step.
-    for (let phase = 0; phase < 2; phase++) {
-      const seqs2 = phase === 0 ? prefills : decodes;
-      if (seqs2 === 0) continue;
-      const grid = phase === 0 ? this.ctxLog2 : this.genLog2;
-      const nB = phase === 0 ? this.nCtxB : this.nGenB;
-      const nL = this.nLen;
-      const len = phase === 0 ? Math.sqrt((2 * b.prefillAttnPairs) / prefills) : b.decodeContextTokens / decodes;
-      const lenExp = phase === 0 ? 2 : 1;
-      let extra = 0;
-      let ub = 2 * Math.log2(seqs2);
-      if (ub > nB - 1) {
-        extra += (ub - (nB - 1)) / 2;
-        ub = nB - 1;
-      }
-      let ul = len > 1 ? 2 * Math.log2(len) : 0;
-      if (ul > nL - 1) {
-        extra += (lenExp * (ul - (nL - 1))) / 2;
-        ul = nL - 1;
-      }
-      const i = ub === nB - 1 ? nB - 2 : Math.floor(ub);
-      const j = ul === nL - 1 ? nL - 2 : Math.floor(ul);
-      const f = ub - i;
-      const g = ul - j;
-      const r0 = i * nL + j;
-      const r1 = r0 + nL;
-      const v = (1 - f) * ((1 - g) * grid[r0]! + g * grid[r0 + 1]!) + f * ((1 - g) * grid[r1]! + g * grid[r1 + 1]!);
-      ms += 2 ** (v + extra);
-    }
+    if (prefills > 0) ms += lookup(this.ctxLog2, this.nCtxB, this.nLen, prefills, Math.sqrt((2 * b.prefillAttnPairs) / prefills), 2);
+    if (decodes > 0) ms += lookup(this.genLog2, this.nGenB, this.nLen, decodes, b.decodeContextTokens / decodes, 1);
     return ms;
   }
 
