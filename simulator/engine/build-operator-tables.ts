@@ -91,16 +91,9 @@ async function rows<T>(con: DuckDBConnection, sql: string): Promise<T[]> {
 export function interpLinearProportional(xs: readonly number[], ys: readonly number[], x: number): number {
   const n = xs.length;
   if (n === 0) throw new Error('interpLinearProportional: empty table');
-  if (x <= xs[0]!) return ys[0]!; // below the grid: the latency floor
-  if (x >= xs[n - 1]!) return ys[n - 1]! * (x / xs[n - 1]!);
-  let lo = 0;
-  let hi = n - 1;
-  while (hi - lo > 1) {
-    const mid = (lo + hi) >> 1;
-    if (xs[mid]! <= x) lo = mid;
-    else hi = mid;
-  }
-  const f = (x - xs[lo]!) / (xs[hi]! - xs[lo]!);
+  // Below the grid: the latency floor (scale 1); above it: the end value scaled by x / x_end.
+  const [lo, hi, f, scale] = bracket(xs, x);
+  if (lo === hi) return scale === 1 ? ys[lo]! : ys[lo]! * scale;
   return ys[lo]! + f * (ys[hi]! - ys[lo]!);
 }
 
