@@ -1,18 +1,9 @@
 /**
  * `switchyard` command dispatcher: finds the command by name, runs it, and prints errors as one
- * line (no stack trace unless SWITCHYARD_DEBUG is set). Add a command by listing it below.
+ * line (no stack trace unless SWITCHYARD_DEBUG is set). Commands are listed in `commands.ts`.
  */
-import { UsageError, type CliCommand } from './command.ts';
-import { simCommand } from '../simulator/sim-command.ts';
-import { compareCommand } from '../simulator/compare-command.ts';
-import { traceImportCommand } from '../traces/import-command.ts';
-import { traceExportCommand } from '../gateway/request-log/export-command.ts';
-import { dashboardCommand } from '../notebooks-web/dashboard-command.ts';
-import { gatewayCommand, validateCommand } from '../gateway/gateway-command.ts';
-import { emulateCommand } from '../simulator/emulator/emulate-command.ts';
-import { validateSimCommand } from '../simulator/engine/validate-sim-command.ts';
-
-const COMMANDS: readonly CliCommand[] = [simCommand, compareCommand, traceImportCommand, traceExportCommand, dashboardCommand, gatewayCommand, emulateCommand, validateCommand, validateSimCommand];
+import { UsageError } from './command.ts';
+import { COMMANDS } from './commands.ts';
 
 function usage(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length));
@@ -37,8 +28,8 @@ async function main(argv: string[]): Promise<number> {
     return argv.length === 0 ? 2 : 0;
   }
   // Longest name first, so `trace import` wins over a hypothetical `trace`.
-  const cmd = [...COMMANDS].sort((a, b) => b.name.length - a.name.length).find((c) => argv.slice(0, c.name.split(' ').length).join(' ') === c.name);
-  if (!cmd) {
+  const entry = [...COMMANDS].sort((a, b) => b.name.length - a.name.length).find((c) => argv.slice(0, c.name.split(' ').length).join(' ') === c.name);
+  if (!entry) {
     // `switchyard trace`, `switchyard trace --help`: list the group's subcommands.
     const group = groupUsage(argv[0]);
     if (group !== null) {
@@ -51,6 +42,7 @@ async function main(argv: string[]): Promise<number> {
     }
     throw new UsageError(`unknown command '${argv[0]}'`);
   }
+  const cmd = await entry.load();
   const args = argv.slice(cmd.name.split(' ').length);
   if (args.includes('--help') || args.includes('-h')) {
     process.stdout.write(`${cmd.usage}\n`);

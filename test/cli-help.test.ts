@@ -1,10 +1,11 @@
 // `switchyard` help output: command groups (`trace`) list their subcommands; `sim --help`
-// documents every option; a negative `--seed` parses.
+// documents every option; a negative `--seed` parses; the lazy command list matches each module.
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { COMMANDS } from '../bin/commands.ts';
 
 const repoRoot = join(import.meta.dirname, '..');
 
@@ -14,6 +15,13 @@ function cli(...args: string[]) {
 }
 
 describe('switchyard CLI help', () => {
+  it("the command list's names and summaries are the modules' own (the list loads no module)", async () => {
+    for (const entry of COMMANDS) {
+      const cmd = await entry.load();
+      expect({ name: cmd.name, summary: cmd.summary }).toEqual({ name: entry.name, summary: entry.summary });
+    }
+  }, 60_000);
+
   it('trace --help lists trace import and trace export (exit 0); bare trace lists them too (exit 2)', () => {
     const help = cli('trace', '--help');
     expect(help.code).toBe(0);

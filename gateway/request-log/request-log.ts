@@ -1,14 +1,16 @@
 /**
  * The gateway's request log, gateway-thread side. `append` only pushes the row into a bounded
  * buffer (no I/O on the hot path); a timer, or a full batch, posts the buffered rows to the
- * writer thread (`log-worker.ts`), which appends them to DuckDB. When the buffer holds
+ * writer thread (`log-worker.mjs`), which appends them to DuckDB. When the buffer holds
  * `bufferRows` rows not yet written (buffered here or posted and unacknowledged), further rows are dropped and counted (`droppedRows`,
  * exported as a metric) rather than growing memory without bound. `close()` flushes what is
  * buffered and waits until the writer has closed the file.
  */
 import { Worker } from 'node:worker_threads';
-import type { RequestLogRow } from './log-row.ts';
-import type { LogWorkerMessage } from './log-worker.ts';
+import { REQUEST_LOG_DDL, type RequestLogRow } from './log-row.ts';
+
+/** What the gateway thread posts to the writer (`log-worker.mjs`). */
+export type LogWorkerMessage = { rows: RequestLogRow[] } | { flush: number } | { close: true };
 
 /** Options of `RequestLog.open`. */
 export interface RequestLogOptions {
@@ -23,6 +25,9 @@ export interface RequestLogOptions {
   /** DuckDB `memory_limit`, MB. */
   memoryLimitMb: number;
 }
+
+/** Young-generation cap of the writer thread, MB (V8's default lets it grow to tens of MB). */
+const WRITER_YOUNG_GEN_MB = 4;
 
 /** The request log (one per gateway process). */
 export class RequestLog {
@@ -68,7 +73,11 @@ export class RequestLog {
    * @throws Error with DuckDB's message when the file cannot be opened (locked, not a DuckDB file).
    */
   static async open(opts: RequestLogOptions): Promise<RequestLog> {
-    const worker = new Worker(new URL('./log-worker-entry.mjs', import.meta.url), { workerData: { path: opts.path, memoryLimitMb: opts.memoryLimitMb } });
+    const worker = new Worker(new URL('./log-worker.mjs', import.meta.url), {
+      workerData: { path: opts.path, memoryLimitMb: opts.memoryLimitMb, ddl: REQUEST_LOG_DDL },
+      // The writer allocates little: a small young generation keeps its resident memory down.
+      resourceLimits: { maxYoungGenerationSizeMb: WRITER_YOUNG_GEN_MB },
+    });
     await new Promise<void>((resolve, reject) => {
       worker.once('message', (m: { ready?: boolean; error?: string }) => (m.ready ? resolve() : reject(new Error(`request log ${opts.path}: ${m.error ?? 'writer failed'}`))));
       worker.once('error', reject);
