@@ -22,7 +22,7 @@ import type { Caller } from '../callers.ts';
 import { clientMessage, errorFrame, errorJson } from '../errors.ts';
 import { upstreamBody, UPSTREAM_PATH, type ClientRequest } from '../request-body.ts';
 import type { RelayEvent } from '../sse-relay.ts';
-import { runAttempt, type AttemptEnd } from '../upstream/openai-compat.ts';
+import { startAttempt, type AttemptEnd, type AttemptHandle } from '../upstream/openai-compat.ts';
 import type { Pool } from 'undici';
 import type { ClientResponse, HeaderPairs } from './client-response.ts';
 
@@ -88,7 +88,8 @@ export interface ExchangeMeta {
 interface Attempt {
   readonly id: number;
   readonly target: RouteTarget;
-  readonly controller: AbortController;
+  /** The running upstream request; null until started. */
+  handle: AttemptHandle | null;
   /** Frames held back until commit. */
   pending: string[];
   gotToken: boolean;
@@ -308,7 +309,7 @@ export class Exchange {
       this.step({ kind: 'failed', attemptId: id, outcome: { kind: 'transport', cause: 'refused' } });
       return;
     }
-    const att: Attempt = { id, target, controller: new AbortController(), pending: [], gotToken: false, closed: false, body: null, timers: [] };
+    const att: Attempt = { id, target, handle: null, pending: [], gotToken: false, closed: false, body: null, timers: [] };
     this.attempts.set(id, att);
     const now = this.ctx.now();
     if (firstTokenAtMs !== null) {
@@ -329,14 +330,18 @@ export class Exchange {
       publicModel: this.req.model,
       maxErrorBodyBytes: this.ctx.maxErrorBodyBytes,
     };
-    void runAttempt(spec, att.controller.signal, {
-      headers: () => this.run(() => !att.closed && this.step({ kind: 'first_output', attemptId: id })),
-      events: (events) => {
-        let wait: void | Promise<void> = undefined;
-        this.run(() => (wait = this.onEvents(att, events)));
-        return wait;
+    att.handle = startAttempt(
+      spec,
+      {
+        headers: () => this.run(() => !att.closed && this.step({ kind: 'first_output', attemptId: id })),
+        events: (events) => {
+          let wait: void | Promise<void> = undefined;
+          this.run(() => (wait = this.onEvents(att, events)));
+          return wait;
+        },
       },
-    }).then((end) => this.run(() => this.onAttemptEnd(att, end)));
+      (end) => this.run(() => this.onAttemptEnd(att, end)),
+    );
     this.step({ kind: 'attempt_sent', attemptId: id });
   }
 
@@ -417,7 +422,7 @@ export class Exchange {
     if (!att) return;
     att.closed = true;
     this.clearTimers(att);
-    if (abort) att.controller.abort();
+    if (abort) att.handle?.abort();
   }
 
   private clearTimers(att: Attempt): void {
