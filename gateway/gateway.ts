@@ -331,6 +331,7 @@ function buildGeneration(config: GatewayConfig, d: GenerationDeps): Generation {
   for (const m of core.allModels()) {
     for (const r of m.routes) price.set(r.endpointId, { input: r.pricing.inputUsdPer1M / 1e6, cached: r.pricing.cachedInputUsdPer1M / 1e6, output: r.pricing.outputUsdPer1M / 1e6 });
   }
+  const timeOrigin = performance.timeOrigin;
   const onFinished = (f: FinishedExchange): void => {
     const md = f.metadata;
     const e2eMs = f.endedAtMs - f.startedAtMs;
@@ -356,7 +357,7 @@ function buildGeneration(config: GatewayConfig, d: GenerationDeps): Generation {
     const p = endpoint ? price.get(endpoint) : undefined;
     const prompt = serializedPrompt(f.req.body);
     const row: RequestLogRow = {
-      arrivalUnixMs: performance.timeOrigin + f.startedAtMs,
+      arrivalUnixMs: timeOrigin + f.startedAtMs,
       requestId: f.requestId,
       sessionId: f.sessionId,
       callerId: f.callerId,

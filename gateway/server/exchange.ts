@@ -474,6 +474,13 @@ export class Exchange {
       if (md.status === 'ok' && this.req.stream && this.committed) this.client.end(this.takeOut() + SSE_DONE);
       else if (!this.client.headersSent) this.client.send(500, [...this.baseHeaders, ['content-type', 'application/json']], errorJson('internal_error', 'The request ended without a response.'));
     }
+    // The per-request line is built only when it will be written (the default level is warn).
+    if (this.ctx.log.isLevelEnabled('info')) this.logRequest(md);
+    this.report(md);
+    this.meta.released();
+  }
+
+  private logRequest(md: RoutingMetadata): void {
     const now = this.ctx.now();
     this.ctx.log.info(
       {
@@ -492,7 +499,5 @@ export class Exchange {
       },
       'request',
     );
-    this.report(md);
-    this.meta.released();
   }
 }
