@@ -39,28 +39,46 @@ export interface RequestLogRow {
   prompt: string | null;
 }
 
-/** Column DDL of the `requests` table, in `RequestLogRow` order. */
+/** DuckDB column types the request log uses. */
+export type LogColumnType = 'DOUBLE' | 'VARCHAR' | 'INTEGER' | 'BOOLEAN' | 'INTEGER[]';
+
+/** A column of the `requests` table: the row field it holds, its name, type and nullability. */
+export interface LogColumn {
+  readonly field: keyof RequestLogRow;
+  readonly column: string;
+  readonly type: LogColumnType;
+  readonly notNull: boolean;
+}
+
+const col = (field: keyof RequestLogRow, column: string, type: LogColumnType, notNull: boolean): LogColumn => ({ field, column, type, notNull });
+
+/** The `requests` table's columns, in table order (the writer appends them in this order). */
+export const REQUEST_LOG_COLUMNS: readonly LogColumn[] = [
+  col('arrivalUnixMs', 'arrival_unix_ms', 'DOUBLE', true),
+  col('requestId', 'request_id', 'VARCHAR', true),
+  col('sessionId', 'session_id', 'VARCHAR', false),
+  col('callerId', 'caller_id', 'VARCHAR', false),
+  col('model', 'model', 'VARCHAR', false),
+  col('inputTokens', 'input_tokens', 'INTEGER', true),
+  col('outputTokens', 'output_tokens', 'INTEGER', true),
+  col('hashIds', 'hash_ids', 'INTEGER[]', false),
+  col('stream', 'stream', 'BOOLEAN', true),
+  col('ttftMs', 'ttft_ms', 'DOUBLE', false),
+  col('e2eMs', 'e2e_ms', 'DOUBLE', true),
+  col('api', 'api', 'VARCHAR', true),
+  col('endpointId', 'endpoint_id', 'VARCHAR', false),
+  col('attempts', 'attempts', 'INTEGER', true),
+  col('httpStatus', 'http_status', 'INTEGER', true),
+  col('status', 'status', 'VARCHAR', true),
+  col('fallback', 'fallback', 'BOOLEAN', true),
+  col('cachedTokens', 'cached_tokens', 'INTEGER', true),
+  col('costUsd', 'cost_usd', 'DOUBLE', true),
+  col('prompt', 'prompt', 'VARCHAR', false),
+];
+
+/** DDL of the `requests` table, from `REQUEST_LOG_COLUMNS`. */
 export const REQUEST_LOG_DDL = `CREATE TABLE IF NOT EXISTS requests (
-  arrival_unix_ms DOUBLE NOT NULL,
-  request_id VARCHAR NOT NULL,
-  session_id VARCHAR,
-  caller_id VARCHAR,
-  model VARCHAR,
-  input_tokens INTEGER NOT NULL,
-  output_tokens INTEGER NOT NULL,
-  hash_ids INTEGER[],
-  stream BOOLEAN NOT NULL,
-  ttft_ms DOUBLE,
-  e2e_ms DOUBLE NOT NULL,
-  api VARCHAR NOT NULL,
-  endpoint_id VARCHAR,
-  attempts INTEGER NOT NULL,
-  http_status INTEGER NOT NULL,
-  status VARCHAR NOT NULL,
-  fallback BOOLEAN NOT NULL,
-  cached_tokens INTEGER NOT NULL,
-  cost_usd DOUBLE NOT NULL,
-  prompt VARCHAR
+${REQUEST_LOG_COLUMNS.map((c) => `  ${c.column} ${c.type}${c.notNull ? ' NOT NULL' : ''}`).join(',\n')}
 )`;
 
 /** Block size and unit the log's `hash_ids` use (recorded in exported traces). */

@@ -221,6 +221,17 @@ describe('request log writer', () => {
     prompt: null,
   });
 
+  it('a batch larger than one DuckDB chunk (2,048 rows) is written whole, values intact', async () => {
+    const path = join(dir, 'writer-big-batch.duckdb');
+    const log = await RequestLog.open({ path, bufferRows: 10_000, batchRows: 5_000, flushIntervalMs: 60_000, memoryLimitMb: 64 });
+    for (let i = 0; i < 4_500; i++) log.append(i % 7 === 0 ? { ...row(i), hashIds: null, sessionId: `s-${i}`, ttftMs: 1.25 } : row(i));
+    await log.close();
+    const [agg] = await query(path, 'select count(*)::INT n, count(hash_ids)::INT hashed, count(session_id)::INT sessions, sum(len(hash_ids))::INT ids from requests');
+    expect(agg).toEqual({ n: 4_500, hashed: 4_500 - 643, sessions: 643, ids: 2 * (4_500 - 643) });
+    const [one] = await query(path, "select hash_ids, ttft_ms, e2e_ms, stream from requests where request_id = 'r-4499'");
+    expect(one).toEqual({ hash_ids: [4_499, 4_500], ttft_ms: null, e2e_ms: 3.5, stream: false });
+  });
+
   it('a batch the writer cannot append is reported, and later batches are still written', async () => {
     const path = join(dir, 'writer-recovers.duckdb');
     const log = await RequestLog.open({ path, bufferRows: 100, batchRows: 1, flushIntervalMs: 60_000, memoryLimitMb: 64 });
