@@ -1,31 +1,34 @@
 // @ts-check
 /**
- * Builds the CLI (`bin/cli.ts` and everything it imports from this repository) into plain
- * JavaScript with esbuild, for the long-running `switchyard gateway`. A process that runs the
- * bundle carries no TypeScript loader: tsx keeps a loader thread with its transpiler alive for
- * the whole life of the process, about 40 MB resident. Measured on the echo benchmark: idle
- * gateway 126 → 84 MB without the request log and 172 → 134 MB with it; after 30,000 requests
- * at 64 connections 266–280 → 190–192 MB.
+ * Builds the gateway (`bin/gateway-main.ts` and, for `--workers N`, `gateway/server/worker.ts`,
+ * with everything they import from this repository) into plain JavaScript with esbuild, for the
+ * long-running `switchyard gateway`. A process that runs the bundle carries no TypeScript loader:
+ * tsx keeps a loader thread with its transpiler alive for the whole life of the process (and one
+ * per worker thread). Measured on the echo benchmark (external emulator, request log on): idle
+ * 172 → 134 MB; after 30,000 requests at 64 connections 266–280 → 195–220 MB.
  *
- * - The bundle is split at dynamic imports, so each command stays its own chunk, loaded when run.
+ * - Only the gateway's code is built: an error in another command's sources does not matter here.
  * - Packages stay external: they resolve from node_modules as usual.
  * - `import.meta.url`, `import.meta.dirname` and `import.meta.filename` are replaced in each
  *   source file by that file's own values, so paths next to the sources (worker entries, data
  *   files) resolve exactly as under tsx.
- * - Output goes to `node_modules/.cache/switchyard/<content hash>/`: an unchanged tree reuses it,
- *   and concurrent starts never see a half-written one (written aside, then renamed). The three
- *   newest builds are kept.
+ * - esbuild runs on every start (well under a second); its output is written once per content
+ *   hash to `node_modules/.cache/switchyard-bundle/<hash>/` (the OS temp folder when that is not
+ *   writable). A build folder with a missing or changed file is repaired, files are written
+ *   aside and renamed into place (concurrent starts never see a half-written file), and builds
+ *   unused for an hour beyond the newest three are removed.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join, relative } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
-const ENTRY = join(REPO_ROOT, 'bin', 'cli.ts');
+const ENTRIES = { gateway: join(REPO_ROOT, 'bin', 'gateway-main.ts'), worker: join(REPO_ROOT, 'gateway', 'server', 'worker.ts') };
 const KEEP_BUILDS = 3;
+const STALE_MS = 60 * 60 * 1000;
 
 /** @type {import('esbuild').Plugin} */
 const importMetaOfSource = {
@@ -44,68 +47,80 @@ const importMetaOfSource = {
   },
 };
 
-/** Where builds are kept: the repository's node_modules/.cache, else the OS temp folder. */
+/** Where builds are kept: node_modules/.cache when writable, else the OS temp folder. */
 function cacheRoot() {
-  const modules = join(REPO_ROOT, 'node_modules');
-  return join(existsSync(modules) ? join(modules, '.cache') : tmpdir(), 'switchyard-bundle');
+  const cache = join(REPO_ROOT, 'node_modules', '.cache');
+  try {
+    mkdirSync(cache, { recursive: true });
+    accessSync(cache, constants.W_OK);
+    return join(cache, 'switchyard-bundle');
+  } catch {
+    return join(tmpdir(), 'switchyard-bundle');
+  }
 }
 
 /**
- * Builds (or reuses) the bundle of `bin/cli.ts`.
- * @returns the absolute path of the bundle's entry file, to `import()`.
- * @throws the esbuild error when the sources do not build.
+ * Builds (or reuses) the gateway bundle.
+ * @returns {Promise<{ gateway: string, worker: string }>} absolute paths of the two entry files, to `import()`.
+ * @throws Error naming the first build error's file, line and text when the sources do not build.
  */
-export async function bundleCli() {
+export async function bundleGateway() {
   const { build, stop } = await import('esbuild');
   const root = cacheRoot();
-  const staging = join(root, `.staging-${process.pid}`);
   let result;
   try {
     result = await build({
-      entryPoints: { cli: ENTRY },
+      absWorkingDir: REPO_ROOT,
+      entryPoints: ENTRIES,
       bundle: true,
       splitting: true,
       format: 'esm',
       platform: 'node',
       target: 'node20',
       packages: 'external',
-      outdir: staging,
+      outdir: join(root, 'out'),
       write: false,
       logLevel: 'silent',
       plugins: [importMetaOfSource],
     });
+  } catch (e) {
+    const first = /** @type {{ errors?: Array<{ text: string, location: { file: string, line: number } | null }> }} */ (e).errors?.[0];
+    if (!first) throw e;
+    throw new Error(`${first.location ? `${first.location.file}:${first.location.line}: ` : ''}${first.text}`);
   } finally {
     await stop();
   }
+  const files = result.outputFiles
+    .map((f) => ({ name: f.path.slice(join(root, 'out').length + 1), contents: f.contents }))
+    .sort((a, b) => (a.name < b.name ? -1 : 1));
   const hash = createHash('sha256');
-  const files = result.outputFiles.map((f) => ({ name: relative(staging, f.path), contents: f.contents })).sort((a, b) => (a.name < b.name ? -1 : 1));
   for (const f of files) hash.update(f.name).update('\0').update(f.contents);
   const dir = join(root, hash.digest('hex').slice(0, 16));
-  if (!existsSync(dir)) {
-    mkdirSync(staging, { recursive: true });
-    for (const f of files) {
-      mkdirSync(dirname(join(staging, f.name)), { recursive: true });
-      writeFileSync(join(staging, f.name), f.contents);
-    }
-    try {
-      renameSync(staging, dir);
-    } catch {
-      // Another start renamed the same build first: use that one.
-      rmSync(staging, { recursive: true, force: true });
-    }
-    prune(root, dir);
+  mkdirSync(dir, { recursive: true });
+  for (const f of files) {
+    const path = join(dir, f.name);
+    if (existsSync(path) && statSync(path).size === f.contents.length && readFileSync(path).equals(f.contents)) continue;
+    mkdirSync(dirname(path), { recursive: true });
+    const aside = `${path}.${process.pid}.tmp`;
+    writeFileSync(aside, f.contents);
+    renameSync(aside, path);
   }
-  return join(dir, 'cli.js');
+  // Marks the build as used now, so pruning by another start keeps it.
+  const now = new Date();
+  utimesSync(dir, now, now);
+  prune(root, dir);
+  return { gateway: join(dir, 'gateway.js'), worker: join(dir, 'worker.js') };
 }
 
-/** Removes all but the newest `KEEP_BUILDS` builds (never `current`). */
+/** Removes builds unused for `STALE_MS` beyond the newest `KEEP_BUILDS` (never `current`). */
 function prune(root, current) {
   try {
     const builds = readdirSync(root)
-      .filter((n) => !n.startsWith('.'))
+      .filter((n) => n !== 'out')
       .map((n) => ({ path: join(root, n), mtimeMs: statSync(join(root, n)).mtimeMs }))
       .sort((a, b) => b.mtimeMs - a.mtimeMs);
-    for (const b of builds.slice(KEEP_BUILDS)) if (b.path !== current) rmSync(b.path, { recursive: true, force: true });
+    const cutoff = Date.now() - STALE_MS;
+    for (const b of builds.slice(KEEP_BUILDS)) if (b.path !== current && b.mtimeMs < cutoff) rmSync(b.path, { recursive: true, force: true });
   } catch {
     // Pruning is housekeeping; a race with another start is harmless.
   }

@@ -2,7 +2,7 @@
  * `switchyard` command dispatcher: finds the command by name, runs it, and prints errors as one
  * line (no stack trace unless SWITCHYARD_DEBUG is set). Commands are listed in `commands.ts`.
  */
-import { UsageError } from './command.ts';
+import { runCommand, runProgram, UsageError } from './command.ts';
 import { COMMANDS } from './commands.ts';
 
 function usage(): string {
@@ -43,25 +43,7 @@ async function main(argv: string[]): Promise<number> {
     throw new UsageError(`unknown command '${argv[0]}'`);
   }
   const cmd = await entry.load();
-  const args = argv.slice(cmd.name.split(' ').length);
-  if (args.includes('--help') || args.includes('-h')) {
-    process.stdout.write(`${cmd.usage}\n`);
-    return 0;
-  }
-  try {
-    return await cmd.run(args);
-  } catch (err) {
-    if (err instanceof UsageError) throw new UsageError(`${err.message}\n\n${cmd.usage}`);
-    throw err;
-  }
+  return runCommand(cmd, argv.slice(cmd.name.split(' ').length));
 }
 
-try {
-  process.exitCode = await main(process.argv.slice(2));
-} catch (err) {
-  const e = err as Error;
-  process.stderr.write(`switchyard: ${e.message}\n`);
-  if (e instanceof UsageError && !e.message.includes('\n')) process.stderr.write(`\n${usage()}`);
-  if (process.env.SWITCHYARD_DEBUG) process.stderr.write(`${e.stack}\n`);
-  process.exitCode = e instanceof UsageError ? 2 : 1;
-}
+await runProgram(() => main(process.argv.slice(2)), usage);

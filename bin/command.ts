@@ -15,3 +15,38 @@ export interface CliCommand {
 
 /** A mistake in the command line: printed with the command's usage, exit code 2. */
 export class UsageError extends Error {}
+
+/**
+ * Runs one command with its arguments: `--help` / `-h` print its usage (exit 0); a UsageError
+ * from it gets its usage appended.
+ * @returns the command's exit code.
+ */
+export async function runCommand(cmd: CliCommand, args: string[]): Promise<number> {
+  if (args.includes('--help') || args.includes('-h')) {
+    process.stdout.write(`${cmd.usage}\n`);
+    return 0;
+  }
+  try {
+    return await cmd.run(args);
+  } catch (err) {
+    if (err instanceof UsageError) throw new UsageError(`${err.message}\n\n${cmd.usage}`);
+    throw err;
+  }
+}
+
+/**
+ * Runs `main` as the program: its result is the exit code; an error is printed as one line
+ * (`switchyard: …`, the stack only with SWITCHYARD_DEBUG set), exit 2 for a UsageError (with
+ * `usage()` after a one-line one), else 1.
+ */
+export async function runProgram(main: () => Promise<number>, usage: (() => string) | null): Promise<void> {
+  try {
+    process.exitCode = await main();
+  } catch (err) {
+    const e = err as Error;
+    process.stderr.write(`switchyard: ${e.message}\n`);
+    if (usage && e instanceof UsageError && !e.message.includes('\n')) process.stderr.write(`\n${usage()}`);
+    if (process.env.SWITCHYARD_DEBUG) process.stderr.write(`${e.stack}\n`);
+    process.exitCode = e instanceof UsageError ? 2 : 1;
+  }
+}
