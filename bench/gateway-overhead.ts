@@ -19,13 +19,14 @@
  * generator on undici — see `measurePaced` for why not autocannon's `overallRate`) through every
  * path, latency percentiles of each path and the ratios switchyard/direct and
  * switchyard/portkey; then a max-throughput run (autocannon, `--connections` connections, no
- * rate limit) through every path; then each gateway's RSS (now and peak); then a summary table.
+ * rate limit) through every path, `--rounds` times in turn (the median round and the median of
+ * the per-round ratios are reported); then each gateway's RSS (now and peak); then a summary table.
  * Latencies are sub-ms: per response with performance.now() in the paced steps, from
  * autocannon's `response` event (hrtime) in the max runs — its own histogram rounds to whole ms,
  * too coarse for a 0.2 ms target. A fixed-rate step a path cannot sustain (its req/s below 90 %
  * of the step) measures queueing, not overhead; the step's row says so.
  *
- *   npx tsx bench/gateway-overhead.ts [--seconds 5] [--rps 100,500,1000,2000] [--connections 64] [--no-pin] [--no-log] [--no-peer]
+ *   npx tsx bench/gateway-overhead.ts [--seconds 5] [--rps 100,500,1000,2000] [--connections 64] [--rounds 3] [--no-pin] [--no-log] [--no-peer]
  *   (--rps '' skips the fixed-rate steps; --no-log runs the gateway without its request log;
  *   --no-peer leaves Portkey out)
  *
@@ -71,6 +72,12 @@ export interface GatewayOverheadOptions {
   rpsSteps: readonly number[];
   /** Connections of the max-throughput run. */
   maxConnections: number;
+  /**
+   * Max-throughput rounds (default 1): each round runs every path once, in turn, so a ratio is
+   * taken within one round; a path's reported run is its median round and each ratio the median
+   * of the per-round ratios (on a noisy shared machine one round's ratio moves by ±20 %).
+   */
+  maxRounds?: number;
   /** Pin with taskset (ignored with fewer than 2 CPUs or no taskset). */
   pin: boolean;
   /** Switchyard's request log on (DuckDB in a worker thread). */
@@ -104,7 +111,10 @@ export interface GatewayOverheadResult {
     case: 'non-stream' | 'stream';
     /** One entry per fixed-rate step; `byPath` lacks `portkey` when the peer is off. */
     steps: Array<{ rateRps: number; byPath: Partial<Record<PathName, PathRun>> }>;
+    /** Each path's median max-throughput round. */
     max: Partial<Record<PathName, PathRun>>;
+    /** Median over rounds of switchyard's max req/s divided by the other path's (same round). */
+    maxRatio: { direct: number; portkey: number | null };
   }>;
   /** Resident set size of each gateway process at the end, MB (1 MB = 2^20 bytes): now and peak (VmHWM). */
   rssMb: Partial<Record<'switchyard' | 'portkey', { nowMb: number; peakMb: number }>>;
@@ -322,13 +332,27 @@ export async function runGatewayOverhead(opts: GatewayOverheadOptions): Promise<
             '\n',
         );
       }
-      const max: Partial<Record<PathName, PathRun>> = {};
-      for (const [name, url, headers] of targets) {
-        max[name] = await measure(url, headers, body, { connections: opts.maxConnections, seconds: opts.seconds });
-        line(c, 'max', name, max[name]!);
+      const roundsN = Math.max(1, opts.maxRounds ?? 1);
+      const rounds: Array<Partial<Record<PathName, PathRun>>> = [];
+      for (let r = 0; r < roundsN; r++) {
+        const one: Partial<Record<PathName, PathRun>> = {};
+        for (const [name, url, headers] of targets) one[name] = await measure(url, headers, body, { connections: opts.maxConnections, seconds: opts.seconds });
+        rounds.push(one);
       }
-      write(`${''.padEnd(24)}max req/s: switchyard/direct ${ratio(max.switchyard?.rps, max.direct?.rps)}${peer ? `, switchyard/portkey ${ratio(max.switchyard?.rps, max.portkey?.rps)}` : ''}\n`);
-      result.cases.push({ case: c, steps, max });
+      const max: Partial<Record<PathName, PathRun>> = {};
+      for (const [name] of targets) {
+        const runs = rounds.map((x) => x[name]!).sort((a, b) => a.rps - b.rps);
+        max[name] = runs[(runs.length - 1) >> 1]!;
+        line(c, 'max', name, max[name]!, roundsN > 1 ? `  (median of ${roundsN} rounds: ${rounds.map((x) => x[name]!.rps.toFixed(0)).join(', ')} req/s)` : '');
+      }
+      const medianRatio = (other: PathName): number => median(rounds.map((x) => x.switchyard!.rps / x[other]!.rps));
+      const maxRatio = { direct: medianRatio('direct'), portkey: peer ? medianRatio('portkey') : null };
+      const rr = (x: number) => `×${x.toFixed(2)}`;
+      write(
+        `${''.padEnd(24)}max req/s: switchyard/direct ${rr(maxRatio.direct)}${maxRatio.portkey !== null ? `, switchyard/portkey ${rr(maxRatio.portkey)}` : ''}` +
+          `${roundsN > 1 ? ` (median of the per-round ratios to direct: ${rounds.map((x) => (x.switchyard!.rps / x.direct!.rps).toFixed(2)).join(', ')})` : ''}\n`,
+      );
+      result.cases.push({ case: c, steps, max, maxRatio });
     }
     result.rssMb.switchyard = rssOf(gw.child.pid!);
     if (peer) result.rssMb.portkey = rssOf(peer.child.pid!);
@@ -343,6 +367,13 @@ export async function runGatewayOverhead(opts: GatewayOverheadOptions): Promise<
     rmSync(dir, { recursive: true, force: true });
     if (savedMask !== null) execFileSync('taskset', ['-p', savedMask, String(process.pid)], { stdio: 'ignore' });
   }
+}
+
+/** Median of a non-empty list. */
+function median(xs: number[]): number {
+  const a = [...xs].sort((x, y) => x - y);
+  const m = a.length >> 1;
+  return a.length % 2 === 1 ? a[m]! : (a[m - 1]! + a[m]!) / 2;
 }
 
 /** The summary table: one row per metric, the three paths and the two ratios. */
@@ -360,7 +391,10 @@ function writeSummary(r: GatewayOverheadResult, write: (t: string) => void): voi
       row(cs.case, `p50 ms @${st.rateRps}/s`, d?.p50Ms, s?.p50Ms, p?.p50Ms, 3);
       row(cs.case, `p99 ms @${st.rateRps}/s`, d?.p99Ms, s?.p99Ms, p?.p99Ms, 3);
     }
-    row(cs.case, 'max req/s', cs.max.direct?.rps, cs.max.switchyard?.rps, cs.max.portkey?.rps, 0);
+    write(
+      `${cs.case.padEnd(11)} ${'max req/s'.padEnd(16)} ${v(cs.max.direct?.rps, 0)} ${v(cs.max.switchyard?.rps, 0)} ${hasPeer ? v(cs.max.portkey?.rps, 0) : '—'.padStart(10)} ` +
+        `${cs.maxRatio.direct.toFixed(2).padStart(10)} ${cs.maxRatio.portkey !== null ? cs.maxRatio.portkey.toFixed(2).padStart(10) : '—'.padStart(10)}\n`,
+    );
   }
   row('process', 'RSS MB now', undefined, r.rssMb.switchyard?.nowMb, r.rssMb.portkey?.nowMb, 0);
   row('process', 'RSS MB peak', undefined, r.rssMb.switchyard?.peakMb, r.rssMb.portkey?.peakMb, 0);
@@ -372,6 +406,7 @@ if (process.argv[1] !== undefined && resolve(process.argv[1]) === import.meta.fi
       seconds: { type: 'string', default: '5' },
       rps: { type: 'string', default: '100,500,1000,2000' },
       connections: { type: 'string', default: '64' },
+      rounds: { type: 'string', default: '3' },
       'no-pin': { type: 'boolean', default: false },
       'no-log': { type: 'boolean', default: false },
       'no-peer': { type: 'boolean', default: false },
@@ -381,6 +416,7 @@ if (process.argv[1] !== undefined && resolve(process.argv[1]) === import.meta.fi
     seconds: Number(values.seconds),
     rpsSteps: values.rps === '' ? [] : values.rps.split(',').map(Number),
     maxConnections: Number(values.connections),
+    maxRounds: Number(values.rounds),
     pin: !values['no-pin'],
     requestLog: !values['no-log'],
     peer: !values['no-peer'],
