@@ -22,6 +22,10 @@ const DUCKDB_TYPES = { DOUBLE, VARCHAR, INTEGER, BOOLEAN, 'INTEGER[]': LIST(INTE
 const chunkTypes = types.map((t) => DUCKDB_TYPES[t]);
 /** Rows per data chunk: DuckDB's vector size. */
 const CHUNK_ROWS = 2048;
+/** Rows appended before a commit. */
+const COMMIT_ROWS = 1000;
+/** Longest time an appended row waits for its commit, ms. */
+const COMMIT_INTERVAL_MS = 500;
 
 /**
  * Appends a posted batch: a data chunk per `CHUNK_ROWS` rows (about half the cost of appending
@@ -57,24 +61,53 @@ try {
   });
   const conn = await instance.connect();
   await conn.run(ddl);
-  // One appender for the thread's life; each batch is flushed (committed) before the next
-  // message is read. Handling a message synchronously keeps a backlog in the port's queue as
-  // compact serialized bytes instead of as deserialized rows held by pending promises, and a
-  // flush answers after every earlier batch by construction.
+  // One appender for the thread's life. Posted batches are appended as they arrive (a backlog
+  // stays in the port's queue as compact serialized bytes) and committed together: a commit per
+  // COMMIT_ROWS rows or COMMIT_INTERVAL_MS, whichever comes first, because each commit costs
+  // about as much as appending a few hundred rows (measured: 33 µs per row committing every 200
+  // rows vs 12.5 µs every 1,000). A flush or close message commits first, so it answers after
+  // every earlier row is on disk.
   let appender = await conn.createAppender('requests');
+  /** Rows appended and not yet committed. */
+  let pending = 0;
+  /** @type {NodeJS.Timeout | null} */
+  let commitTimer = null;
   /**
    * Messages that arrived while a broken appender was being replaced, in order; else null.
    * @type {import('./request-log.ts').LogWorkerMessage[] | null}
    */
   let held = null;
+  const report = (/** @type {unknown} */ e, /** @type {number} */ rows) => port.postMessage({ error: /** @type {Error} */ (e).message, written: rows });
+  const commit = () => {
+    if (commitTimer !== null) clearTimeout(commitTimer);
+    commitTimer = null;
+    if (pending === 0 || held !== null) return;
+    const rows = pending;
+    pending = 0;
+    try {
+      appender.flushSync();
+      port.postMessage({ written: rows });
+    } catch (e) {
+      report(e, rows);
+      void replaceAppender();
+    }
+  };
   const replaceAppender = async () => {
     held = [];
+    // Closing commits what the old appender still holds, when it can.
+    const rows = pending;
+    pending = 0;
     try {
       appender.closeSync();
-    } catch {
-      // Already broken; it is replaced below.
+      if (rows > 0) port.postMessage({ written: rows });
+    } catch (e) {
+      if (rows > 0) report(e, rows);
     }
-    appender = await conn.createAppender('requests');
+    try {
+      appender = await conn.createAppender('requests');
+    } catch (e) {
+      port.postMessage({ error: /** @type {Error} */ (e).message });
+    }
     const later = held;
     held = null;
     for (const m of later) handle(m);
@@ -88,16 +121,20 @@ try {
     if ('columns' in m) {
       try {
         appendColumns(appender, /** @type {unknown[][]} */ (m.columns), m.rows);
-        appender.flushSync();
-        port.postMessage({ written: m.rows });
       } catch (e) {
-        // A failed append may leave the appender unusable: that batch is lost (and reported).
-        port.postMessage({ error: /** @type {Error} */ (e).message, written: m.rows });
-        replaceAppender().catch((e2) => port.postMessage({ error: /** @type {Error} */ (e2).message }));
+        // That batch is lost (and reported); the appender may be unusable: replace it.
+        report(e, m.rows);
+        void replaceAppender();
+        return;
       }
+      pending += m.rows;
+      if (pending >= COMMIT_ROWS) commit();
+      else if (commitTimer === null) commitTimer = setTimeout(commit, COMMIT_INTERVAL_MS);
     } else if ('flush' in m) {
+      commit();
       port.postMessage({ flushed: m.flush });
     } else {
+      commit();
       try {
         appender.closeSync();
       } catch (e) {
