@@ -108,6 +108,11 @@ export class RequestLog {
     return this.buffered;
   }
 
+  /** Rows accepted and not yet committed to the database (buffered here or in the writer). */
+  get unwrittenRows(): number {
+    return this.buffered + this.unacked;
+  }
+
   /** The writer's last error message, if any (rows of that batch are lost). */
   get writerError(): string | null {
     return this.lastError;

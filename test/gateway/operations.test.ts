@@ -232,6 +232,16 @@ describe('request log writer', () => {
     expect(one).toEqual({ hash_ids: [4_499, 4_500], ttft_ms: null, e2e_ms: 3.5, stream: false });
   });
 
+  it('the writer commits on its own within its commit interval (no flush needed)', async () => {
+    const log = await RequestLog.open({ path: join(dir, 'writer-timer.duckdb'), bufferRows: 100, batchRows: 1, flushIntervalMs: 60_000, memoryLimitMb: 64 });
+    log.append(row(1));
+    expect(log.unwrittenRows).toBe(1);
+    const t0 = Date.now();
+    while (log.unwrittenRows > 0 && Date.now() - t0 < 5_000) await new Promise((r) => setTimeout(r, 20));
+    expect(log.unwrittenRows).toBe(0);
+    await log.close();
+  });
+
   it('a batch the writer cannot append is reported, and later batches are still written', async () => {
     const path = join(dir, 'writer-recovers.duckdb');
     const log = await RequestLog.open({ path, bufferRows: 100, batchRows: 1, flushIntervalMs: 60_000, memoryLimitMb: 64 });
