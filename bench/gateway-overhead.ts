@@ -1,6 +1,7 @@
 /**
  * Gateway overhead: the same load straight to an engine emulator in `echo` mode (answers at
- * once, no model), through Switchyard's gateway in front of it, and through a peer gateway —
+ * once, no model), through a bare uWS → undici proxy in front of it (the floor: what any gateway
+ * on this stack pays here, `bench/floor-proxy.mjs`), through Switchyard's gateway, and through a peer gateway —
  * Portkey's open-source AI gateway (`@portkey-ai/gateway`, hono on node; see
  * `bench/peer-gateway.ts`) — in front of the same emulator. The difference to `direct` is what a
  * gateway adds: for Switchyard auth, JSON parse, routing decision, upstream pool, SSE relay,
@@ -26,9 +27,9 @@
  * too coarse for a 0.2 ms target. A fixed-rate step a path cannot sustain (its req/s below 90 %
  * of the step) measures queueing, not overhead; the step's row says so.
  *
- *   npx tsx bench/gateway-overhead.ts [--seconds 5] [--rps 100,500,1000,2000] [--connections 64] [--rounds 3] [--no-pin] [--no-log] [--no-peer]
+ *   npx tsx bench/gateway-overhead.ts [--seconds 5] [--rps 100,500,1000,2000] [--connections 64] [--rounds 3] [--no-pin] [--no-log] [--no-peer] [--no-floor]
  *   (--rps '' skips the fixed-rate steps; --no-log runs the gateway without its request log;
- *   --no-peer leaves Portkey out)
+ *   --no-peer leaves Portkey out; --no-floor leaves out the bare-proxy floor, `bench/floor-proxy.mjs`)
  *
  * The 100 req/s step is there for the peer: on a 2-core machine Portkey saturates at a few
  * hundred req/s, so its latency at the higher steps is queueing (flagged as saturated).
@@ -84,6 +85,11 @@ export interface GatewayOverheadOptions {
   requestLog: boolean;
   /** Include the Portkey path. */
   peer: boolean;
+  /**
+   * Include the floor path (default true): a bare uWS → undici proxy on CPU 0 with nothing else
+   * (`bench/floor-proxy.mjs`), what any gateway on this stack pays on this machine.
+   */
+  floor?: boolean;
   /** Where the tables go (default: stdout). */
   write?: (text: string) => void;
 }
@@ -103,7 +109,7 @@ export interface PathRun {
 }
 
 /** Paths measured: straight to the emulator, through Switchyard, through Portkey. */
-export type PathName = 'direct' | 'switchyard' | 'portkey';
+export type PathName = 'direct' | 'floor' | 'switchyard' | 'portkey';
 
 /** Everything `runGatewayOverhead` measured, per case (`non-stream`, `stream`). */
 export interface GatewayOverheadResult {
@@ -113,8 +119,11 @@ export interface GatewayOverheadResult {
     steps: Array<{ rateRps: number; byPath: Partial<Record<PathName, PathRun>> }>;
     /** Each path's median max-throughput round. */
     max: Partial<Record<PathName, PathRun>>;
-    /** Median over rounds of switchyard's max req/s divided by the other path's (same round). */
-    maxRatio: { direct: number; portkey: number | null };
+    /**
+     * Medians over rounds of max req/s ratios taken within a round: switchyard/direct,
+     * switchyard/portkey, and floor/direct (how close to direct the bare stack itself gets).
+     */
+    maxRatio: { direct: number; portkey: number | null; floorToDirect: number | null };
   }>;
   /** Resident set size of each gateway process at the end, MB (1 MB = 2^20 bytes): now and peak (VmHWM). */
   rssMb: Partial<Record<'switchyard' | 'portkey', { nowMb: number; peakMb: number }>>;
@@ -134,7 +143,12 @@ function hasTaskset(): boolean {
 
 /** Starts `switchyard <args>` (pinned to `cpu` when given) and resolves with the URL it prints. */
 function startCli(args: string[], cpu: number | null): Promise<{ child: ChildProcess; url: string }> {
-  const node = [process.execPath, join(root, 'bin/switchyard.mjs'), ...args];
+  return startNode([join(root, 'bin/switchyard.mjs'), ...args], cpu);
+}
+
+/** Starts `node <args>` (pinned to `cpu` when given) and resolves with the `on http://…` URL it prints. */
+function startNode(args: string[], cpu: number | null): Promise<{ child: ChildProcess; url: string }> {
+  const node = [process.execPath, ...args];
   const child = cpu === null ? spawn(node[0]!, node.slice(1), { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] }) : spawn('taskset', ['-c', String(cpu), ...node], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
   return new Promise((resolve, reject) => {
     let out = '';
@@ -143,7 +157,7 @@ function startCli(args: string[], cpu: number | null): Promise<{ child: ChildPro
       const m = /on (http:\/\/[^\s]+?)(\/v1)?[\s(]/.exec(out);
       if (m) resolve({ child, url: m[1]! });
     });
-    child.once('exit', (code) => reject(new Error(`switchyard ${args[0]} exited with ${code}: ${out}`)));
+    child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited with ${code}: ${out}`)));
   });
 }
 
@@ -279,6 +293,7 @@ export async function runGatewayOverhead(opts: GatewayOverheadOptions): Promise<
   let emu: { child: ChildProcess; url: string } | undefined;
   let gw: { child: ChildProcess; url: string } | undefined;
   let peer: PeerGateway | undefined;
+  let floor: { child: ChildProcess; url: string } | undefined;
   const result: GatewayOverheadResult = { cases: [], rssMb: {}, loadAvg1: { before: loadBefore, after: Number.NaN }, pinned: pin };
   try {
     emu = await startCli(['emulate', '--port', '0', '--mode', 'echo'], pin ? 1 : null);
@@ -289,12 +304,13 @@ export async function runGatewayOverhead(opts: GatewayOverheadOptions): Promise<
     );
     gw = await startCli(['gateway', '--config', dir], pin ? 0 : null);
     if (opts.peer) peer = await startPeerGateway({ cpu: pin ? 0 : null });
+    if (opts.floor ?? true) floor = await startNode([join(root, 'bench/floor-proxy.mjs'), emu.url], pin ? 0 : null);
 
     const f = (x: number) => x.toFixed(3).padStart(8);
     write(
       `gateway overhead — ${opts.seconds} s per run, fixed-rate steps ${opts.rpsSteps.join('/') || 'none'} req/s, max run ${opts.maxConnections} connections; ` +
         `${cpus().length} CPUs (${cpus()[0]?.model ?? '?'}), load average ${loadBefore.toFixed(2)}, ${pin ? 'pinned: gateways CPU 0, emulator + load generator CPU 1' : 'NOT pinned'}; ` +
-        `request log ${opts.requestLog ? 'on' : 'off'}; peer ${peer ? 'Portkey @portkey-ai/gateway' : 'off'}\n\n`,
+        `request log ${opts.requestLog ? 'on' : 'off'}; peer ${peer ? 'Portkey @portkey-ai/gateway' : 'off'}; floor ${floor ? 'bare uWS → undici proxy' : 'off'}\n\n`,
     );
     write('case        load        path         req/s    p50 ms   p90 ms   p99 ms p99.9 ms   bad\n');
     const line = (c: string, load: string, path: string, m: PathRun, note = '') =>
@@ -307,6 +323,7 @@ export async function runGatewayOverhead(opts: GatewayOverheadOptions): Promise<
       const base = { 'content-type': 'application/json', authorization: `Bearer ${KEY}` };
       const targets: Array<[PathName, string, Record<string, string>]> = [
         ['direct', `${emu.url}/v1/chat/completions`, base],
+        ...(floor ? ([['floor', `${floor.url}/v1/chat/completions`, base]] as Array<[PathName, string, Record<string, string>]>) : []),
         ['switchyard', `${gw.url}/v1/chat/completions`, base],
       ];
       if (peer) targets.push(['portkey', `${peer.url}/v1/chat/completions`, { ...base, ...peerHeaders(`${emu.url}/v1`) }]);
@@ -325,6 +342,8 @@ export async function runGatewayOverhead(opts: GatewayOverheadOptions): Promise<
         const d = byPath.direct!;
         const s = byPath.switchyard!;
         const p = byPath.portkey;
+        const fl = byPath.floor;
+        if (fl) write(`${''.padEnd(24)}the floor (bare proxy) adds p50 +${(fl.p50Ms - d.p50Ms).toFixed(3)} ms, p99 +${(fl.p99Ms - d.p99Ms).toFixed(3)} ms\n`);
         write(
           `${''.padEnd(24)}switchyard adds p50 +${(s.p50Ms - d.p50Ms).toFixed(3)} ms, p99 +${(s.p99Ms - d.p99Ms).toFixed(3)} ms; ` +
             `switchyard/direct p50 ${ratio(s.p50Ms, d.p50Ms)} p99 ${ratio(s.p99Ms, d.p99Ms)}` +
@@ -346,10 +365,14 @@ export async function runGatewayOverhead(opts: GatewayOverheadOptions): Promise<
         line(c, 'max', name, max[name]!, roundsN > 1 ? `  (median of ${roundsN} rounds: ${rounds.map((x) => x[name]!.rps.toFixed(0)).join(', ')} req/s)` : '');
       }
       const medianRatio = (other: PathName): number => median(rounds.map((x) => x.switchyard!.rps / x[other]!.rps));
-      const maxRatio = { direct: medianRatio('direct'), portkey: peer ? medianRatio('portkey') : null };
+      const maxRatio = {
+        direct: medianRatio('direct'),
+        portkey: peer ? medianRatio('portkey') : null,
+        floorToDirect: floor ? median(rounds.map((x) => x.floor!.rps / x.direct!.rps)) : null,
+      };
       const rr = (x: number) => `×${x.toFixed(2)}`;
       write(
-        `${''.padEnd(24)}max req/s: switchyard/direct ${rr(maxRatio.direct)}${maxRatio.portkey !== null ? `, switchyard/portkey ${rr(maxRatio.portkey)}` : ''}` +
+        `${''.padEnd(24)}max req/s: switchyard/direct ${rr(maxRatio.direct)}${maxRatio.portkey !== null ? `, switchyard/portkey ${rr(maxRatio.portkey)}` : ''}${maxRatio.floorToDirect !== null ? `, floor/direct ${rr(maxRatio.floorToDirect)}` : ''}` +
           `${roundsN > 1 ? ` (median of the per-round ratios to direct: ${rounds.map((x) => (x.switchyard!.rps / x.direct!.rps).toFixed(2)).join(', ')})` : ''}\n`,
       );
       result.cases.push({ case: c, steps, max, maxRatio });
@@ -363,7 +386,7 @@ export async function runGatewayOverhead(opts: GatewayOverheadOptions): Promise<
     write(`load average after: ${result.loadAvg1.after.toFixed(2)}\n`);
     return result;
   } finally {
-    await Promise.all([peer?.stop(), gw && stopChild(gw.child, 'SIGTERM'), emu && stopChild(emu.child, 'SIGINT')]);
+    await Promise.all([peer?.stop(), floor && stopChild(floor.child, 'SIGTERM'), gw && stopChild(gw.child, 'SIGTERM'), emu && stopChild(emu.child, 'SIGINT')]);
     rmSync(dir, { recursive: true, force: true });
     if (savedMask !== null) execFileSync('taskset', ['-p', savedMask, String(process.pid)], { stdio: 'ignore' });
   }
@@ -376,28 +399,30 @@ function median(xs: number[]): number {
   return a.length % 2 === 1 ? a[m]! : (a[m - 1]! + a[m]!) / 2;
 }
 
-/** The summary table: one row per metric, the three paths and the two ratios. */
+/** The summary table: one row per metric, the paths and the ratios. */
 function writeSummary(r: GatewayOverheadResult, write: (t: string) => void): void {
   const hasPeer = r.rssMb.portkey !== undefined;
-  const v = (x: number | undefined, digits: number) => (x === undefined || Number.isNaN(x) ? '—' : x.toFixed(digits)).padStart(10);
+  const hasFloor = r.cases.some((c) => c.maxRatio.floorToDirect !== null);
+  const v = (x: number | undefined | null, digits: number) => (x === undefined || x === null || Number.isNaN(x) ? '—' : x.toFixed(digits)).padStart(10);
   const q = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined || !(b > 0) ? '—' : (a / b).toFixed(2)).padStart(10);
-  write(`\nsummary (ratio = switchyard / other; latency and RSS: < 1 is better for switchyard; req/s: > 1 is better)\n`);
-  write(`${'case'.padEnd(11)} ${'metric'.padEnd(16)} ${'direct'.padStart(10)} ${'switchyard'.padStart(10)} ${'portkey'.padStart(10)} ${'sy/direct'.padStart(10)} ${'sy/portkey'.padStart(10)}\n`);
-  const row = (c: string, metric: string, d: number | undefined, s: number | undefined, p: number | undefined, digits: number) =>
-    write(`${c.padEnd(11)} ${metric.padEnd(16)} ${v(d, digits)} ${v(s, digits)} ${hasPeer ? v(p, digits) : '—'.padStart(10)} ${q(s, d)} ${hasPeer ? q(s, p) : '—'.padStart(10)}\n`);
+  write(`\nsummary (sy = switchyard; floor = bare uWS → undici proxy; latency and RSS: < 1 is better for switchyard; req/s: > 1 is better)\n`);
+  write(`${'case'.padEnd(11)} ${'metric'.padEnd(16)} ${'direct'.padStart(10)} ${'floor'.padStart(10)} ${'switchyard'.padStart(10)} ${'portkey'.padStart(10)} ${'floor/dir'.padStart(10)} ${'sy/direct'.padStart(10)} ${'sy/portkey'.padStart(10)}\n`);
+  const row = (c: string, metric: string, d: number | undefined, f: number | undefined, s: number | undefined, p: number | undefined, digits: number, ratios?: [number | null, number, number | null]) =>
+    write(
+      `${c.padEnd(11)} ${metric.padEnd(16)} ${v(d, digits)} ${hasFloor ? v(f, digits) : '—'.padStart(10)} ${v(s, digits)} ${hasPeer ? v(p, digits) : '—'.padStart(10)} ` +
+        (ratios ? `${v(ratios[0], 2)} ${v(ratios[1], 2)} ${v(ratios[2], 2)}\n` : `${hasFloor ? q(f, d) : '—'.padStart(10)} ${q(s, d)} ${hasPeer ? q(s, p) : '—'.padStart(10)}\n`),
+    );
   for (const cs of r.cases) {
     for (const st of cs.steps) {
-      const { direct: d, switchyard: s, portkey: p } = st.byPath;
-      row(cs.case, `p50 ms @${st.rateRps}/s`, d?.p50Ms, s?.p50Ms, p?.p50Ms, 3);
-      row(cs.case, `p99 ms @${st.rateRps}/s`, d?.p99Ms, s?.p99Ms, p?.p99Ms, 3);
+      const { direct: d, floor: f, switchyard: s, portkey: p } = st.byPath;
+      row(cs.case, `p50 ms @${st.rateRps}/s`, d?.p50Ms, f?.p50Ms, s?.p50Ms, p?.p50Ms, 3);
+      row(cs.case, `p99 ms @${st.rateRps}/s`, d?.p99Ms, f?.p99Ms, s?.p99Ms, p?.p99Ms, 3);
     }
-    write(
-      `${cs.case.padEnd(11)} ${'max req/s'.padEnd(16)} ${v(cs.max.direct?.rps, 0)} ${v(cs.max.switchyard?.rps, 0)} ${hasPeer ? v(cs.max.portkey?.rps, 0) : '—'.padStart(10)} ` +
-        `${cs.maxRatio.direct.toFixed(2).padStart(10)} ${cs.maxRatio.portkey !== null ? cs.maxRatio.portkey.toFixed(2).padStart(10) : '—'.padStart(10)}\n`,
-    );
+    // Ratios of max req/s are medians of per-round ratios (see GatewayOverheadOptions.maxRounds).
+    row(cs.case, 'max req/s', cs.max.direct?.rps, cs.max.floor?.rps, cs.max.switchyard?.rps, cs.max.portkey?.rps, 0, [cs.maxRatio.floorToDirect, cs.maxRatio.direct, cs.maxRatio.portkey]);
   }
-  row('process', 'RSS MB now', undefined, r.rssMb.switchyard?.nowMb, r.rssMb.portkey?.nowMb, 0);
-  row('process', 'RSS MB peak', undefined, r.rssMb.switchyard?.peakMb, r.rssMb.portkey?.peakMb, 0);
+  row('process', 'RSS MB now', undefined, undefined, r.rssMb.switchyard?.nowMb, r.rssMb.portkey?.nowMb, 0);
+  row('process', 'RSS MB peak', undefined, undefined, r.rssMb.switchyard?.peakMb, r.rssMb.portkey?.peakMb, 0);
 }
 
 if (process.argv[1] !== undefined && resolve(process.argv[1]) === import.meta.filename) {
@@ -410,6 +435,7 @@ if (process.argv[1] !== undefined && resolve(process.argv[1]) === import.meta.fi
       'no-pin': { type: 'boolean', default: false },
       'no-log': { type: 'boolean', default: false },
       'no-peer': { type: 'boolean', default: false },
+      'no-floor': { type: 'boolean', default: false },
     },
   });
   await runGatewayOverhead({
@@ -420,5 +446,6 @@ if (process.argv[1] !== undefined && resolve(process.argv[1]) === import.meta.fi
     pin: !values['no-pin'],
     requestLog: !values['no-log'],
     peer: !values['no-peer'],
+    floor: !values['no-floor'],
   });
 }
