@@ -74,7 +74,7 @@ export interface GatewayOverheadOptions {
   /** Connections of the max-throughput run. */
   maxConnections: number;
   /**
-   * Max-throughput rounds (default 1): each round runs every path once, in turn, so a ratio is
+   * Max-throughput rounds, a positive odd number (default 1): each round runs every path once, in turn, so a ratio is
    * taken within one round; a path's reported run is its median round and each ratio the median
    * of the per-round ratios (on a noisy shared machine one round's ratio moves by ±20 %).
    */
@@ -282,6 +282,9 @@ function rssOf(pid: number): { nowMb: number; peakMb: number } {
  */
 export async function runGatewayOverhead(opts: GatewayOverheadOptions): Promise<GatewayOverheadResult> {
   const write = opts.write ?? ((t: string) => void process.stdout.write(t));
+  const rounds = opts.maxRounds ?? 1;
+  // An odd count has a median round, so each path's reported run and its ratios agree.
+  if (!Number.isInteger(rounds) || rounds < 1 || rounds % 2 === 0) throw new Error(`maxRounds (--rounds) must be a positive odd integer, got ${opts.maxRounds}`);
   const pin = opts.pin && cpus().length >= 2 && hasTaskset();
   let savedMask: string | null = null;
   if (pin) {
@@ -351,7 +354,7 @@ export async function runGatewayOverhead(opts: GatewayOverheadOptions): Promise<
             '\n',
         );
       }
-      const roundsN = Math.max(1, opts.maxRounds ?? 1);
+      const roundsN = opts.maxRounds ?? 1;
       const rounds: Array<Partial<Record<PathName, PathRun>>> = [];
       for (let r = 0; r < roundsN; r++) {
         const one: Partial<Record<PathName, PathRun>> = {};
@@ -361,7 +364,7 @@ export async function runGatewayOverhead(opts: GatewayOverheadOptions): Promise<
       const max: Partial<Record<PathName, PathRun>> = {};
       for (const [name] of targets) {
         const runs = rounds.map((x) => x[name]!).sort((a, b) => a.rps - b.rps);
-        max[name] = runs[(runs.length - 1) >> 1]!;
+        max[name] = runs[runs.length >> 1]!;
         line(c, 'max', name, max[name]!, roundsN > 1 ? `  (median of ${roundsN} rounds: ${rounds.map((x) => x[name]!.rps.toFixed(0)).join(', ')} req/s)` : '');
       }
       const medianRatio = (other: PathName): number => median(rounds.map((x) => x.switchyard!.rps / x[other]!.rps));
@@ -438,11 +441,16 @@ if (process.argv[1] !== undefined && resolve(process.argv[1]) === import.meta.fi
       'no-floor': { type: 'boolean', default: false },
     },
   });
+  const rounds = Number(values.rounds);
+  if (!Number.isInteger(rounds) || rounds < 1 || rounds % 2 === 0) {
+    process.stderr.write(`gateway-overhead: --rounds must be a positive odd integer (the median round is reported), got '${values.rounds}'\n`);
+    process.exit(2);
+  }
   await runGatewayOverhead({
     seconds: Number(values.seconds),
     rpsSteps: values.rps === '' ? [] : values.rps.split(',').map(Number),
     maxConnections: Number(values.connections),
-    maxRounds: Number(values.rounds),
+    maxRounds: rounds,
     pin: !values['no-pin'],
     requestLog: !values['no-log'],
     peer: !values['no-peer'],

@@ -168,7 +168,7 @@ export class GatewayMetrics {
       help: 'Request-log rows waiting to be written',
       registers,
       collect() {
-        this.set(src.requestLog()?.bufferedRows ?? 0);
+        this.set(src.requestLog()?.unwrittenRows ?? 0);
       },
     });
   }

@@ -1,10 +1,12 @@
 /**
  * The gateway's request log, gateway-thread side. `append` only pushes the row into a bounded
  * buffer (no I/O on the hot path); a timer, or a full batch, posts the buffered rows to the
- * writer thread (`log-worker.mjs`), which appends them to DuckDB. When the buffer holds
- * `bufferRows` rows not yet written (buffered here or posted and unacknowledged), further rows are dropped and counted (`droppedRows`,
- * exported as a metric) rather than growing memory without bound. `close()` flushes what is
- * buffered and waits until the writer has closed the file.
+ * writer thread (`log-worker.mjs`), which appends them to DuckDB and commits them in batches.
+ * When `bufferRows` rows are held on this side (buffered here, or posted and not yet taken by the
+ * writer), further rows are dropped and counted (`droppedRows`, exported as a metric) rather than
+ * growing memory without bound. Rows the writer takes are acknowledged at once (`accepted`) and
+ * end either committed or lost to a writer error (`lostRows`, `writerError`). `close()` writes
+ * every row appended before it returns and waits until the writer has closed the file.
  */
 import { Worker } from 'node:worker_threads';
 import { REQUEST_LOG_COLUMNS, REQUEST_LOG_DDL, type RequestLogRow } from './log-row.ts';
@@ -42,8 +44,11 @@ export class RequestLog {
   private buffered = 0;
   private dropped = 0;
   private appended = 0;
-  /** Rows posted to the writer and not yet acknowledged as appended. */
-  private unacked = 0;
+  /** Rows posted to the writer and not yet taken by it. */
+  private inFlight = 0;
+  /** Rows the writer took and has neither committed nor lost. */
+  private uncommitted = 0;
+  private lost = 0;
   private flushSeq = 0;
   private readonly flushWaiters = new Map<number, () => void>();
   private closed = false;
@@ -58,8 +63,16 @@ export class RequestLog {
   ) {
     this.timer = setInterval(() => this.post(), opts.flushIntervalMs);
     this.timer.unref();
-    worker.on('message', (m: { flushed?: number; written?: number; error?: string }) => {
-      if (m.written !== undefined) this.unacked -= m.written;
+    worker.on('message', (m: { flushed?: number; accepted?: number; committed?: number; lostRows?: number; error?: string }) => {
+      if (m.accepted !== undefined) {
+        this.inFlight -= m.accepted;
+        this.uncommitted += m.accepted;
+      }
+      if (m.committed !== undefined) this.uncommitted -= m.committed;
+      if (m.lostRows !== undefined) {
+        this.uncommitted -= m.lostRows;
+        this.lost += m.lostRows;
+      }
       if (m.flushed !== undefined) {
         this.flushWaiters.get(m.flushed)?.();
         this.flushWaiters.delete(m.flushed);
@@ -82,7 +95,7 @@ export class RequestLog {
    */
   static async open(opts: RequestLogOptions): Promise<RequestLog> {
     const worker = new Worker(new URL('./log-worker.mjs', import.meta.url), {
-      workerData: { path: opts.path, memoryLimitMb: opts.memoryLimitMb, ddl: REQUEST_LOG_DDL, types: REQUEST_LOG_COLUMNS.map((c) => c.type) },
+      workerData: { path: opts.path, memoryLimitMb: opts.memoryLimitMb, ddl: REQUEST_LOG_DDL, types: REQUEST_LOG_COLUMNS.map((c) => c.type), notNull: REQUEST_LOG_COLUMNS.map((c) => c.notNull) },
       // The writer allocates little: a small young generation keeps its resident memory down.
       resourceLimits: { maxYoungGenerationSizeMb: WRITER_YOUNG_GEN_MB },
     });
@@ -110,7 +123,12 @@ export class RequestLog {
 
   /** Rows accepted and not yet committed to the database (buffered here or in the writer). */
   get unwrittenRows(): number {
-    return this.buffered + this.unacked;
+    return this.buffered + this.inFlight + this.uncommitted;
+  }
+
+  /** Rows the writer took but could not write (a writer error; see `writerError`). */
+  get lostRows(): number {
+    return this.lost;
   }
 
   /** The writer's last error message, if any (rows of that batch are lost). */
@@ -120,7 +138,7 @@ export class RequestLog {
 
   /** Queues one row; O(1), no I/O. A full buffer (or a closed log) drops it and counts it. */
   append(row: RequestLogRow): void {
-    if (this.closed || this.buffered + this.unacked >= this.opts.bufferRows) {
+    if (this.closed || this.buffered + this.inFlight >= this.opts.bufferRows) {
       this.dropped++;
       return;
     }
@@ -150,6 +168,8 @@ export class RequestLog {
       this.closed = true;
       clearInterval(this.timer);
       if (this.exited) return;
+      // Rows appended while the flush ran: the writer commits them before it closes.
+      this.post();
       await new Promise<void>((resolve) => {
         this.worker.once('exit', () => resolve());
         this.worker.postMessage({ close: true } satisfies LogWorkerMessage);
@@ -162,7 +182,7 @@ export class RequestLog {
     if (this.buffered === 0 || this.exited) return;
     const msg: LogWorkerMessage = { columns: this.columns, rows: this.buffered };
     this.columns = newColumns();
-    this.unacked += this.buffered;
+    this.inFlight += this.buffered;
     this.buffered = 0;
     this.worker.postMessage(msg);
   }

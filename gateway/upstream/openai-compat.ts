@@ -282,11 +282,14 @@ class AttemptHandler implements Dispatcher.DispatchHandler, AttemptHandle {
     if (failure) return this.fail(controller, failure);
     if (!wait || this.ended) return;
     this.waiting = true;
-    controller.pause();
+    // Reading pauses only while the body is still coming. After its end the connection may
+    // already serve another request, whose reading a pause or resume here would touch.
+    const paused = !this.bodyEnded;
+    if (paused) controller.pause();
     const go = (): void => {
       this.waiting = false;
       if (this.ended) return;
-      controller.resume();
+      if (paused) controller.resume();
       this.deliver(controller);
       if (this.bodyEnded && !this.waiting) this.endStream(controller);
     };
