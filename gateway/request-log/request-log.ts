@@ -43,7 +43,6 @@ export class RequestLog {
   private columns = newColumns();
   private buffered = 0;
   private dropped = 0;
-  private appended = 0;
   /** Rows posted to the writer and not yet taken by it. */
   private inFlight = 0;
   /** Rows the writer took and has neither committed nor lost. */
@@ -111,16 +110,6 @@ export class RequestLog {
     return this.dropped;
   }
 
-  /** Rows accepted into the buffer (since start). */
-  get appendedRows(): number {
-    return this.appended;
-  }
-
-  /** Rows waiting in the gateway thread. */
-  get bufferedRows(): number {
-    return this.buffered;
-  }
-
   /** Rows accepted and not yet committed to the database (buffered here or in the writer). */
   get unwrittenRows(): number {
     return this.buffered + this.inFlight + this.uncommitted;
@@ -145,7 +134,6 @@ export class RequestLog {
     const cols = this.columns;
     for (let c = 0; c < cols.length; c++) cols[c]!.push(row[REQUEST_LOG_COLUMNS[c]!.field]);
     this.buffered++;
-    this.appended++;
     if (this.buffered >= this.opts.batchRows) this.post();
   }
 
