@@ -1,6 +1,7 @@
 /**
- * `npm run bench`: prints every benchmark table (micro, routing quality, simulator speed, and a
- * short gateway-overhead run: direct vs Switchyard's gateway vs the Portkey peer, 2 s per run —
+ * `npm run bench`: prints every benchmark table (micro, routing quality, simulator speed, the
+ * request log's per-row costs, and a short gateway-overhead run: direct vs a bare proxy vs
+ * Switchyard's gateway vs the Portkey peer, 2 s per run —
  * `npx tsx bench/gateway-overhead.ts` runs the longer default). The gateway table is printed
  * only; it is not part of `npm run bench:check` (too noisy on a shared machine for a CI gate).
  */
@@ -8,6 +9,7 @@ import { runGatewayOverhead } from './gateway-overhead.ts';
 import { runMicro } from './micro.ts';
 import { peerGatewayInstalled } from './peer-gateway.ts';
 import { runQuality } from './quality.ts';
+import { runRequestLogBench } from './request-log.bench.ts';
 
 const fmt = (n: number) => (n >= 100 ? n.toFixed(0) : n.toPrecision(3));
 console.log('micro (ns per operation; ratio = median / reference median, same run)');
@@ -16,6 +18,8 @@ console.log('routing quality on the Mooncake reference slice (3,000 requests, 4 
 console.table((await runQuality()).map((q) => ({ strategy: q.strategy, 'TTFT p99 ms': fmt(q.ttftP99Ms), goodput: q.goodput.toFixed(3), '$/1k req': q.costUsdPer1k.toFixed(4) })));
 console.log('simulator speed (Mooncake conversation trace)');
 await import('./simulator.bench.ts');
+console.log('\nrequest log (gateway-thread append, writer thread, prefix hashes)');
+await runRequestLogBench(20_000);
 // Last: it pins this process to CPU 1 while it runs (restored afterwards).
 console.log('\ngateway overhead (short run)');
 try {

@@ -47,7 +47,8 @@ function nullInNotNull(columns, rows) {
 
 /**
  * Appends a posted batch: a data chunk per `CHUNK_ROWS` rows (about half the cost of appending
- * value by value, measured: 11 vs 24 µs per row). List columns become DuckDB list values here.
+ * value by value in a one-off comparison: 11 vs 24 µs per row; `bench/request-log.bench.ts`
+ * prints the writer's cost per row now). List columns become DuckDB list values here.
  * @param {import('@duckdb/node-api').DuckDBAppender} a
  * @param {unknown[][]} columns
  * @param {number} rows
