@@ -1,15 +1,17 @@
 /**
  * The gateway's Prometheus metrics (prom-client), one registry per gateway so that several
- * gateways in one process (tests) do not share counters. Counters and histograms are updated
- * once per finished request (`observeRequest`); gauges that mirror core state (breakers,
- * availability, dispatch claims, outbound queue and engine-hold depths) and the request log's
- * counters are read from their owners at scrape time, so the hot path pays nothing for them.
+ * gateways in one process (tests) do not share counters. A finished request (`observeRequest`)
+ * adds to a plain-number series per label tuple (`RequestSeries`: a counter, two bucket arrays);
+ * prom-client reads those series at scrape time, as it reads the gauges that mirror core state
+ * (breakers, availability, dispatch claims, outbound queue and engine-hold depths) and the request
+ * log's counters. prom-client's own `inc`/`observe` hash the label object and validate it on every
+ * call, which cost the gateway several µs per request; a scrape is rare and may pay instead.
  *
  * Names follow Prometheus conventions: `switchyard_` prefix, base units (seconds), `_total` on
  * counters. Latency buckets (seconds) span 5 ms … 120 s: LLM TTFTs run from tens of ms (small
  * prompts, warm caches) to tens of seconds (long prompts behind a queue).
  */
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, type Metric } from 'prom-client';
 import type { RoutingCore } from '../core/index.ts';
 import type { RequestLog } from './request-log/request-log.ts';
 
@@ -59,26 +61,114 @@ export interface MetricsSources {
   upstreams(): Array<{ origin: string; connected: number; running: number; pending: number }>;
 }
 
+/**
+ * The requests of one label tuple (model, endpoint, HTTP status, stream): how many, and their TTFT
+ * and E2E latencies as per-bucket counts (not cumulative) over `LATENCY_BUCKETS_SEC` plus one
+ * overflow slot, with sums in seconds.
+ */
+class RequestSeries {
+  requests = 0;
+  readonly ttftCounts = new Float64Array(LATENCY_BUCKETS_SEC.length + 1);
+  ttftSumSec = 0;
+  readonly e2eCounts = new Float64Array(LATENCY_BUCKETS_SEC.length + 1);
+  e2eSumSec = 0;
+  constructor(
+    readonly model: string,
+    readonly endpoint: string,
+    readonly status: string,
+    readonly stream: boolean,
+  ) {}
+}
+
+/** Index of the first bucket whose upper bound (seconds) holds `v`; the overflow slot past the last. */
+function bucketOf(v: number): number {
+  let i = 0;
+  while (i < LATENCY_BUCKETS_SEC.length && v > LATENCY_BUCKETS_SEC[i]!) i++;
+  return i;
+}
+
+/**
+ * A histogram metric in prom-client's registry whose values come from `RequestSeries` at scrape
+ * time: the series are summed per label set `labelsOf` picks, then written as cumulative
+ * `_bucket{le}` lines, `_sum` and `_count`, the layout of prom-client's own Histogram. The
+ * registry reads a metric through `name`, `help`, `type` and `get()` only, so this plain object
+ * stands in for a `Histogram` instance (hence the cast).
+ */
+function seriesHistogram(
+  name: string,
+  help: string,
+  series: Map<string, RequestSeries>,
+  labelsOf: (s: RequestSeries) => Record<string, string>,
+  pick: (s: RequestSeries) => { counts: Float64Array; sumSec: number },
+) {
+  const metric = {
+    name,
+    help,
+    type: 'histogram' as const,
+    aggregator: 'sum' as const,
+    get() {
+      const sets = new Map<string, { labels: Record<string, string>; counts: Float64Array; sumSec: number }>();
+      for (const s of series.values()) {
+        const { counts, sumSec } = pick(s);
+        const labels = labelsOf(s);
+        const key = Object.values(labels).join('\u0000');
+        let set = sets.get(key);
+        if (set === undefined) sets.set(key, (set = { labels, counts: new Float64Array(counts.length), sumSec: 0 }));
+        for (let i = 0; i < counts.length; i++) set.counts[i]! += counts[i]!;
+        set.sumSec += sumSec;
+      }
+      const values: Array<{ labels: Record<string, string | number>; value: number; metricName: string }> = [];
+      for (const { labels, counts, sumSec } of sets.values()) {
+        if (counts.every((c) => c === 0)) continue; // never observed (e.g. refused requests), as prom-client
+        let total = 0;
+        for (let i = 0; i < counts.length; i++) {
+          total += counts[i]!;
+          const le = i < LATENCY_BUCKETS_SEC.length ? LATENCY_BUCKETS_SEC[i]! : '+Inf';
+          values.push({ labels: { ...labels, le }, value: total, metricName: `${name}_bucket` });
+        }
+        values.push({ labels, value: sumSec, metricName: `${name}_sum` });
+        values.push({ labels, value: total, metricName: `${name}_count` });
+      }
+      return { name, help, type: 'histogram' as const, values, aggregator: 'sum' as const };
+    },
+  };
+  return metric as unknown as Metric;
+}
+
 /** The metrics of one gateway. */
 export class GatewayMetrics {
   /** The prom-client registry (`/metrics` serves `registry.metrics()`). */
   readonly registry = new Registry();
-  private readonly requests: Counter<'model' | 'endpoint' | 'status'>;
-  private readonly ttft: Histogram<'model' | 'endpoint'>;
-  private readonly e2e: Histogram<'model' | 'endpoint' | 'stream'>;
+  /**
+   * Per-request counts by label tuple. Tuples are bounded by the configuration: a model the
+   * gateway does not serve is refused before routing and counted under model `none`.
+   */
+  private readonly series = new Map<string, RequestSeries>();
   private readonly fallbacks: Counter<'model'>;
   private readonly offloads: Counter<'model' | 'reason'>;
   private readonly reloads: Counter<'result'>;
   private readonly probes: Counter<'model' | 'endpoint' | 'result'>;
   private readonly probeTtft: Histogram<'model' | 'endpoint'>;
-  /** Memoised labelled children of the per-request metrics, by label tuple. */
-  private readonly children = new Map<string, { requests: { inc(): void }; ttft: { observe(v: number): void }; e2e: { observe(v: number): void } }>();
 
   constructor(src: MetricsSources) {
     const registers = [this.registry];
-    this.requests = new Counter({ name: 'switchyard_requests_total', help: 'Requests answered, by model, serving endpoint and HTTP status', labelNames: ['model', 'endpoint', 'status'], registers });
-    this.ttft = new Histogram({ name: 'switchyard_ttft_seconds', help: 'Time to first token (streams) or to the whole body (non-streams), seconds', labelNames: ['model', 'endpoint'], buckets: LATENCY_BUCKETS_SEC, registers });
-    this.e2e = new Histogram({ name: 'switchyard_e2e_seconds', help: 'Arrival to last byte, seconds', labelNames: ['model', 'endpoint', 'stream'], buckets: LATENCY_BUCKETS_SEC, registers });
+    const series = this.series;
+    new Counter({
+      name: 'switchyard_requests_total',
+      help: 'Requests answered, by model, serving endpoint and HTTP status',
+      labelNames: ['model', 'endpoint', 'status'],
+      registers,
+      collect() {
+        this.reset();
+        for (const s of series.values()) if (s.requests > 0) this.inc({ model: s.model, endpoint: s.endpoint, status: s.status }, s.requests);
+      },
+    });
+    this.registry.registerMetric(
+      seriesHistogram('switchyard_ttft_seconds', 'Time to first token (streams) or to the whole body (non-streams), seconds', series, (s) => ({ model: s.model, endpoint: s.endpoint }), (s) => ({ counts: s.ttftCounts, sumSec: s.ttftSumSec })),
+    );
+    this.registry.registerMetric(
+      seriesHistogram('switchyard_e2e_seconds', 'Arrival to last byte, seconds', series, (s) => ({ model: s.model, endpoint: s.endpoint, stream: String(s.stream) }), (s) => ({ counts: s.e2eCounts, sumSec: s.e2eSumSec })),
+    );
     this.fallbacks = new Counter({ name: 'switchyard_fallbacks_total', help: 'Requests served by a later attempt after an earlier one failed', labelNames: ['model'], registers });
     this.offloads = new Counter({ name: 'switchyard_offloads_total', help: 'Requests that tried the offload route, by reason', labelNames: ['model', 'reason'], registers });
     this.reloads = new Counter({ name: 'switchyard_config_reloads_total', help: 'SIGHUP reloads, by result (ok | invalid)', labelNames: ['result'], registers });
@@ -175,29 +265,28 @@ export class GatewayMetrics {
 
   /** Records one finished request. */
   observeRequest(o: RequestObservation): void {
-    // Labelled children are memoised per label tuple: prom-client hashes the label object on
-    // every `inc`/`observe` otherwise, which showed in the gateway's per-request profile.
-    const key = `${o.model}\u0000${o.endpoint}\u0000${o.httpStatus}\u0000${o.stream ? 1 : 0}`;
-    let c = this.children.get(key);
-    if (c === undefined) {
-      if (this.children.size >= 10_000) this.children.clear(); // bounded: label sets are few in practice
-      c = {
-        requests: this.requests.labels({ model: o.model, endpoint: o.endpoint, status: String(o.httpStatus) }),
-        ttft: this.ttft.labels({ model: o.model, endpoint: o.endpoint }),
-        e2e: this.e2e.labels({ model: o.model, endpoint: o.endpoint, stream: o.stream ? 'true' : 'false' }),
-      };
-      this.children.set(key, c);
+    const s = this.seriesOf(o.model, o.endpoint, o.httpStatus, o.stream);
+    s.requests++;
+    if (o.ttftSec !== null) {
+      s.ttftCounts[bucketOf(o.ttftSec)]!++;
+      s.ttftSumSec += o.ttftSec;
     }
-    c.requests.inc();
-    if (o.ttftSec !== null) c.ttft.observe(o.ttftSec);
-    c.e2e.observe(o.e2eSec);
+    s.e2eCounts[bucketOf(o.e2eSec)]!++;
+    s.e2eSumSec += o.e2eSec;
     if (o.fallback) this.fallbacks.inc({ model: o.model });
     if (o.offloadReason !== null) this.offloads.inc({ model: o.model, reason: o.offloadReason });
   }
 
   /** Counts a request answered before routing (no model resolved, no endpoint). */
   observeRefused(httpStatus: number): void {
-    this.requests.inc({ model: 'none', endpoint: 'none', status: String(httpStatus) });
+    this.seriesOf('none', 'none', httpStatus, false).requests++;
+  }
+
+  private seriesOf(model: string, endpoint: string, httpStatus: number, stream: boolean): RequestSeries {
+    const key = `${model}\u0000${endpoint}\u0000${httpStatus}\u0000${stream ? 1 : 0}`;
+    let s = this.series.get(key);
+    if (s === undefined) this.series.set(key, (s = new RequestSeries(model, endpoint, String(httpStatus), stream)));
+    return s;
   }
 
   /** Records one finished RouteWise probe (kept apart from client requests). */
