@@ -12,8 +12,11 @@
  *
  * CPUs are pinned with `taskset` when there are at least two: both gateways on CPU 0 (they are
  * loaded one at a time; the idle one only sits there); the emulator and the load generator on
- * CPU 1 (so the direct path gets no extra core either). This process's affinity is restored
- * afterwards.
+ * CPU 1 (so the direct path gets no extra core either). This process's affinity (all its
+ * threads) is restored afterwards. Each pinned server process — emulator, floor, Switchyard,
+ * Portkey alike — runs with `node --single-threaded-gc`, as a process confined to one CPU should
+ * (gateway/single-core-gc.ts; the gateway warns without it); `--parallel-gc` runs them with V8's
+ * default helper threads instead.
  *
  * Runs, for non-stream and stream chat: a probe of each path (200 and the expected "ok" body /
  * SSE ending in [DONE], else it throws); fixed-rate steps (`--rps`, an open-loop paced load
@@ -27,7 +30,7 @@
  * too coarse for a 0.2 ms target. A fixed-rate step a path cannot sustain (its req/s below 90 %
  * of the step) measures queueing, not overhead; the step's row says so.
  *
- *   npx tsx bench/gateway-overhead.ts [--seconds 5] [--rps 100,500,1000,2000] [--connections 64] [--rounds 3] [--no-pin] [--no-log] [--no-peer] [--no-floor]
+ *   npx tsx bench/gateway-overhead.ts [--seconds 5] [--rps 100,500,1000,2000] [--connections 64] [--rounds 3] [--no-pin] [--parallel-gc] [--no-log] [--no-peer] [--no-floor]
  *   (--rps '' skips the fixed-rate steps; --no-log runs the gateway without its request log;
  *   --no-peer leaves Portkey out; --no-floor leaves out the bare-proxy floor, `bench/floor-proxy.mjs`)
  *
@@ -48,6 +51,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
 import { hashKey } from '../gateway/callers.ts';
+import { SINGLE_THREADED_GC_FLAG } from '../gateway/single-core-gc.ts';
 import { peerHeaders, startPeerGateway, type PeerGateway } from './peer-gateway.ts';
 
 interface CannonResult {
@@ -81,6 +85,11 @@ export interface GatewayOverheadOptions {
   maxRounds?: number;
   /** Pin with taskset (ignored with fewer than 2 CPUs or no taskset). */
   pin: boolean;
+  /**
+   * Pinned server processes keep V8's parallel and concurrent GC helper threads (default false:
+   * they run with `--single-threaded-gc`, see gateway/single-core-gc.ts). No effect unpinned.
+   */
+  parallelGc?: boolean;
   /** Switchyard's request log on (DuckDB in a worker thread). */
   requestLog: boolean;
   /** Include the Portkey path. */
@@ -142,13 +151,13 @@ function hasTaskset(): boolean {
 }
 
 /** Starts `switchyard <args>` (pinned to `cpu` when given) and resolves with the URL it prints. */
-function startCli(args: string[], cpu: number | null): Promise<{ child: ChildProcess; url: string }> {
-  return startNode([join(root, 'bin/switchyard.mjs'), ...args], cpu);
+function startCli(args: string[], cpu: number | null, nodeFlags: readonly string[]): Promise<{ child: ChildProcess; url: string }> {
+  return startNode([join(root, 'bin/switchyard.mjs'), ...args], cpu, nodeFlags);
 }
 
-/** Starts `node <args>` (pinned to `cpu` when given) and resolves with the `on http://…` URL it prints. */
-function startNode(args: string[], cpu: number | null): Promise<{ child: ChildProcess; url: string }> {
-  const node = [process.execPath, ...args];
+/** Starts `node <nodeFlags> <args>` (pinned to `cpu` when given) and resolves with the `on http://…` URL it prints. */
+function startNode(args: string[], cpu: number | null, nodeFlags: readonly string[]): Promise<{ child: ChildProcess; url: string }> {
+  const node = [process.execPath, ...nodeFlags, ...args];
   const child = cpu === null ? spawn(node[0]!, node.slice(1), { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] }) : spawn('taskset', ['-c', String(cpu), ...node], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
   return new Promise((resolve, reject) => {
     let out = '';
@@ -289,8 +298,10 @@ export async function runGatewayOverhead(opts: GatewayOverheadOptions): Promise<
   let savedMask: string | null = null;
   if (pin) {
     savedMask = /:\s*([0-9a-f]+)\s*$/i.exec(execFileSync('taskset', ['-p', String(process.pid)], { encoding: 'utf8' }))?.[1] ?? null;
-    execFileSync('taskset', ['-cp', '1', String(process.pid)], { stdio: 'ignore' });
+    // -a: every thread of this process (V8's helpers too), not only the main one.
+    execFileSync('taskset', ['-a', '-cp', '1', String(process.pid)], { stdio: 'ignore' });
   }
+  const nodeFlags = pin && !opts.parallelGc ? [SINGLE_THREADED_GC_FLAG] : [];
   const loadBefore = loadavg()[0]!;
   const dir = mkdtempSync(join(tmpdir(), 'switchyard-bench-'));
   let emu: { child: ChildProcess; url: string } | undefined;
@@ -299,20 +310,20 @@ export async function runGatewayOverhead(opts: GatewayOverheadOptions): Promise<
   let floor: { child: ChildProcess; url: string } | undefined;
   const result: GatewayOverheadResult = { cases: [], rssMb: {}, loadAvg1: { before: loadBefore, after: Number.NaN }, pinned: pin };
   try {
-    emu = await startCli(['emulate', '--port', '0', '--mode', 'echo'], pin ? 1 : null);
+    emu = await startCli(['emulate', '--port', '0', '--mode', 'echo'], pin ? 1 : null, nodeFlags);
     writeFileSync(join(dir, 'models.yaml'), `models:\n  - id: bench\n    route:\n      - base_url: ${emu.url}/v1\n`);
     writeFileSync(
       join(dir, 'gateway.yaml'),
       `server:\n  port: 0\n  admin_port: null\n  log_level: warn\n  seed: 1\nauth:\n  keys:\n    - id: bench\n      sha256: ${hashKey(KEY)}\n${opts.requestLog ? `request_log:\n  path: ${join(dir, 'requests.duckdb')}\n` : ''}`,
     );
-    gw = await startCli(['gateway', '--config', dir], pin ? 0 : null);
-    if (opts.peer) peer = await startPeerGateway({ cpu: pin ? 0 : null });
-    if (opts.floor ?? true) floor = await startNode([join(root, 'bench/floor-proxy.mjs'), emu.url], pin ? 0 : null);
+    gw = await startCli(['gateway', '--config', dir], pin ? 0 : null, nodeFlags);
+    if (opts.peer) peer = await startPeerGateway({ cpu: pin ? 0 : null, nodeFlags });
+    if (opts.floor ?? true) floor = await startNode([join(root, 'bench/floor-proxy.mjs'), emu.url], pin ? 0 : null, nodeFlags);
 
     const f = (x: number) => x.toFixed(3).padStart(8);
     write(
       `gateway overhead — ${opts.seconds} s per run, fixed-rate steps ${opts.rpsSteps.join('/') || 'none'} req/s, max run ${opts.maxConnections} connections; ` +
-        `${cpus().length} CPUs (${cpus()[0]?.model ?? '?'}), load average ${loadBefore.toFixed(2)}, ${pin ? 'pinned: gateways CPU 0, emulator + load generator CPU 1' : 'NOT pinned'}; ` +
+        `${cpus().length} CPUs (${cpus()[0]?.model ?? '?'}), load average ${loadBefore.toFixed(2)}, ${pin ? `pinned: gateways CPU 0, emulator + load generator CPU 1; servers' GC ${nodeFlags.length > 0 ? `on their JS thread (${SINGLE_THREADED_GC_FLAG})` : "with V8's helper threads"}` : 'NOT pinned'}; ` +
         `request log ${opts.requestLog ? 'on' : 'off'}; peer ${peer ? 'Portkey @portkey-ai/gateway' : 'off'}; floor ${floor ? 'bare uWS → undici proxy' : 'off'}\n\n`,
     );
     write('case        load        path         req/s    p50 ms   p90 ms   p99 ms p99.9 ms   bad\n');
@@ -391,7 +402,7 @@ export async function runGatewayOverhead(opts: GatewayOverheadOptions): Promise<
   } finally {
     await Promise.all([peer?.stop(), floor && stopChild(floor.child, 'SIGTERM'), gw && stopChild(gw.child, 'SIGTERM'), emu && stopChild(emu.child, 'SIGINT')]);
     rmSync(dir, { recursive: true, force: true });
-    if (savedMask !== null) execFileSync('taskset', ['-p', savedMask, String(process.pid)], { stdio: 'ignore' });
+    if (savedMask !== null) execFileSync('taskset', ['-a', '-p', savedMask, String(process.pid)], { stdio: 'ignore' });
   }
 }
 
@@ -436,6 +447,7 @@ if (process.argv[1] !== undefined && resolve(process.argv[1]) === import.meta.fi
       connections: { type: 'string', default: '64' },
       rounds: { type: 'string', default: '3' },
       'no-pin': { type: 'boolean', default: false },
+      'parallel-gc': { type: 'boolean', default: false },
       'no-log': { type: 'boolean', default: false },
       'no-peer': { type: 'boolean', default: false },
       'no-floor': { type: 'boolean', default: false },
@@ -452,6 +464,7 @@ if (process.argv[1] !== undefined && resolve(process.argv[1]) === import.meta.fi
     maxConnections: Number(values.connections),
     maxRounds: rounds,
     pin: !values['no-pin'],
+    parallelGc: values['parallel-gc'],
     requestLog: !values['no-log'],
     peer: !values['no-peer'],
     floor: !values['no-floor'],

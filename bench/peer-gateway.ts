@@ -57,13 +57,14 @@ export function peerHeaders(upstreamBaseUrl: string): Record<string, string> {
 
 /**
  * Starts Portkey on 127.0.0.1 and an ephemeral port, pinned to `opts.cpu` with `taskset` when
- * given (null/undefined: not pinned), and resolves once it listens.
+ * given (null/undefined: not pinned), with `opts.nodeFlags` on node's command line (default
+ * none), and resolves once it listens.
  * @throws Error when the package is not installed, or the process exits or does not print its
  *   URL within `opts.startTimeoutMs` (default 15000 ms); the process is killed then.
  */
-export function startPeerGateway(opts: { cpu?: number | null; startTimeoutMs?: number } = {}): Promise<PeerGateway> {
+export function startPeerGateway(opts: { cpu?: number | null; startTimeoutMs?: number; nodeFlags?: readonly string[] } = {}): Promise<PeerGateway> {
   if (!peerGatewayInstalled()) return Promise.reject(new Error(`@portkey-ai/gateway is not installed (no ${PEER_GATEWAY_ENTRY})`));
-  const nodeArgs = ['--import', PRELOAD, PEER_GATEWAY_ENTRY, '--port=0', '--headless'];
+  const nodeArgs = [...(opts.nodeFlags ?? []), '--import', PRELOAD, PEER_GATEWAY_ENTRY, '--port=0', '--headless'];
   const pinned = opts.cpu !== undefined && opts.cpu !== null;
   const env: NodeJS.ProcessEnv = { ...process.env, PORT: '0' };
   for (const k of ['HTTP_PROXY', 'HTTPS_PROXY', 'http_proxy', 'https_proxy', 'ALL_PROXY', 'all_proxy', 'REDIS_CONNECTION_STRING']) delete env[k];

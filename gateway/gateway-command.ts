@@ -3,6 +3,7 @@
  * the emulators a demo configuration lists); `switchyard validate` — checks a configuration and
  * exits non-zero with one line per problem (file, line, field, fix).
  */
+import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import { Worker } from 'node:worker_threads';
 import pino from 'pino';
@@ -11,6 +12,7 @@ import { startEmulator, type RunningEmulator } from '../simulator/emulator/emula
 import { ConfigError, loadGatewayConfig, statefulModels, workerScopeError, type GatewayConfig } from './config/load.ts';
 import { ServerSchema } from './config/gateway-settings.ts';
 import { assertPortFree, restartOnly, startGateway, type RunningGateway } from './gateway.ts';
+import { singleCoreGcAdvice } from './single-core-gc.ts';
 
 const GATEWAY_USAGE = `usage: switchyard gateway --config <dir|models.yaml> [--host ADDR] [--port N] [--admin-port N|off] [--workers N] [--seed N] [--log-level LEVEL]
 
@@ -184,6 +186,8 @@ export const gatewayCommand: CliCommand = {
     process.stdout.write(
       `switchyard gateway on ${url}/v1 (seed ${seed}, ${server.workers} worker(s), auth ${config.settings.auth.mode}${adminUrl ? `, admin ${adminUrl}` : ''}) — Ctrl-C to stop\n`,
     );
+    const gcAdvice = singleCoreGcAdvice(availableParallelism(), process.execArgv);
+    if (gcAdvice) log.warn(gcAdvice);
     const onHup = (): void => {
       let next: GatewayConfig;
       try {
