@@ -29,7 +29,7 @@ import type { TemplatedApp, us_listen_socket } from '@trufflesuite/uws-js-unoffi
 import pino, { type Logger } from 'pino';
 import { deriveRng, endpointId, ProbeGate, RoutingCore, type Rng } from '../core/index.ts';
 import { Callers } from './callers.ts';
-import { bodyLimitBytes } from './config/gateway-settings.ts';
+import { bodyLimitBytes, requestLogMemoryLimitMb } from './config/gateway-settings.ts';
 import { healthOptions, workerScopeError, type GatewayConfig } from './config/load.ts';
 import { GatewayMetrics } from './metrics.ts';
 import { LOG_BLOCK, type RequestLogRow } from './request-log/log-row.ts';
@@ -153,7 +153,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
         bufferRows: rl.buffer_rows,
         batchRows: rl.batch_rows,
         flushIntervalMs: rl.flush_interval_ms,
-        memoryLimitMb: rl.memory_limit_mb,
+        memoryLimitMb: requestLogMemoryLimitMb(rl),
       })
     : null;
 

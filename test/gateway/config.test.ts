@@ -10,6 +10,7 @@ import { validateCommand } from '../../gateway/gateway-command.ts';
 import { buildGatewayConfig, ConfigError, loadGatewayConfig, type ConfigProblem } from '../../gateway/config/load.ts';
 import { interpolateEnv } from '../../gateway/config/interpolate.ts';
 import { hashKey } from '../../gateway/callers.ts';
+import { requestLogMemoryLimitMb } from '../../gateway/config/gateway-settings.ts';
 
 const root = join(import.meta.dirname, '..', '..');
 const dirs: string[] = [];
@@ -188,5 +189,19 @@ describe('switchyard validate', () => {
     expect(bad.code).toBe(1);
     expect(bad.stderr).toContain(`${join(dir, 'models.yaml')}:4: models.0.route.0: unknown field 'wieght' — fix: remove it or fix the spelling; allowed here:`);
     expect(bad.stderr).toContain(`${join(dir, 'gateway.yaml')}:2: auth.mode: the string "nobody" is not allowed — fix: use one of: "keys", "none"`);
+  });
+});
+
+describe('request log memory limit', () => {
+  it('defaults to 32 MB, 128 MB when prompts are logged, and keeps a value that is set', () => {
+    const rl = (more: object) =>
+      buildGatewayConfig({
+        models: { models: [{ id: 'm', route: [{ base_url: 'http://127.0.0.1:1/v1' }] }] },
+        gateway: { auth: { mode: 'none' }, request_log: { path: 'x.duckdb', ...more } },
+      }).settings.request_log!;
+    expect(requestLogMemoryLimitMb(rl({}))).toBe(32);
+    expect(requestLogMemoryLimitMb(rl({ log_prompts: true }))).toBe(128);
+    expect(requestLogMemoryLimitMb(rl({ log_prompts: true, memory_limit_mb: 64 }))).toBe(64);
+    expect(requestLogMemoryLimitMb(rl({ memory_limit_mb: 16 }))).toBe(16);
   });
 });
