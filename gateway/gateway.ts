@@ -154,6 +154,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
         batchRows: rl.batch_rows,
         flushIntervalMs: rl.flush_interval_ms,
         memoryLimitMb: requestLogMemoryLimitMb(rl),
+        onWriterError: (message, lostRows) => log.error({ lostRows, reason: message }, 'request log writer failed; rows lost'),
       })
     : null;
 
@@ -167,7 +168,10 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     inFlight: 0,
   };
   metrics = new GatewayMetrics({ core: () => ctx.gen.core, inFlight: () => ctx.inFlight, nowMs: () => performance.now(), requestLog: () => requestLog, upstreams: () => pools.stats() });
-  const build = (c: GatewayConfig): Generation => buildGeneration(c, { seed, worker, pools, log, metrics, requestLog, logPrompts: c.settings.request_log.log_prompts });
+  // request_log settings take effect at restart only (a reload says so): log_prompts too, since
+  // the writer's memory limit was sized for it at start.
+  const logPrompts = rl.log_prompts;
+  const build = (c: GatewayConfig): Generation => buildGeneration(c, { seed, worker, pools, log, metrics, requestLog, logPrompts });
   ctx.gen = build(config);
   const probeGate = new ProbeGate();
   const probeCounters: ProbeCounters = { sent: 0, inFlight: 0, maxInFlight: 0 };
@@ -337,7 +341,8 @@ function buildGeneration(config: GatewayConfig, d: GenerationDeps): Generation {
     const e2eMs = f.endedAtMs - f.startedAtMs;
     const ttftMs = md?.firstTokenAtMs != null ? md.firstTokenAtMs - f.startedAtMs : null;
     const endpoint = md?.endpointId ?? null;
-    const modelId = md?.modelId ?? core.model(f.req.model)?.id ?? f.req.model;
+    // A name the core does not resolve is the client's to choose: 'none', not a label per name.
+    const modelId = md?.modelId ?? core.model(f.req.model)?.id ?? 'none';
     d.metrics.observeRequest({
       model: modelId,
       endpoint: endpoint ?? 'none',

@@ -20,7 +20,7 @@ const BREAKER_VALUE: Record<string, number> = { closed: 0, half_open: 1, open: 2
 
 /** What one finished request reports. */
 export interface RequestObservation {
-  /** Model id (the canonical id when known, else as the client wrote it). */
+  /** Canonical model id, or `none` when the name the client wrote resolves to no model. */
   model: string;
   /** Serving endpoint id, or `none`. */
   endpoint: string;
@@ -61,78 +61,84 @@ export interface MetricsSources {
   upstreams(): Array<{ origin: string; connected: number; running: number; pending: number }>;
 }
 
+/** Latency observations of one exposed label set: per-bucket counts (not cumulative) over `LATENCY_BUCKETS_SEC` plus an overflow slot, and their sum, seconds. */
+class LatencyCounts {
+  readonly counts = new Float64Array(LATENCY_BUCKETS_SEC.length + 1);
+  sumSec = 0;
+  constructor(readonly labels: Readonly<Record<string, string>>) {}
+
+  observe(sec: number): void {
+    let i = 0;
+    while (i < LATENCY_BUCKETS_SEC.length && sec > LATENCY_BUCKETS_SEC[i]!) i++;
+    this.counts[i]!++;
+    this.sumSec += sec;
+  }
+}
+
 /**
- * The requests of one label tuple (model, endpoint, HTTP status, stream): how many, and their TTFT
- * and E2E latencies as per-bucket counts (not cumulative) over `LATENCY_BUCKETS_SEC` plus one
- * overflow slot, with sums in seconds.
+ * A latency histogram kept as `LatencyCounts` per label set and written at scrape time as
+ * cumulative `_bucket{le}` lines, `_sum` and `_count`, the layout of prom-client's own
+ * Histogram. prom-client's registry reads a metric through `name`, `help`, `type`, `get()` (and
+ * `reset()` from `resetMetrics`), so this class stands in for a `Histogram` (hence `asMetric`).
+ */
+class LatencyHistogram {
+  readonly type = 'histogram';
+  readonly aggregator = 'sum';
+  private readonly sets = new Map<string, LatencyCounts>();
+  constructor(
+    readonly name: string,
+    readonly help: string,
+  ) {}
+
+  /** The counts of one label set (`key`: the label values joined), created on first use. */
+  countsFor(key: string, labels: Record<string, string>): LatencyCounts {
+    let c = this.sets.get(key);
+    if (c === undefined) this.sets.set(key, (c = new LatencyCounts(labels)));
+    return c;
+  }
+
+  get() {
+    const values: Array<{ labels: Record<string, string | number>; value: number; metricName: string }> = [];
+    for (const { labels, counts, sumSec } of this.sets.values()) {
+      if (counts.every((n) => n === 0)) continue; // nothing observed yet (e.g. only refusals): no lines, as prom-client
+      let total = 0;
+      for (let i = 0; i < counts.length; i++) {
+        total += counts[i]!;
+        const le = i < LATENCY_BUCKETS_SEC.length ? LATENCY_BUCKETS_SEC[i]! : '+Inf';
+        values.push({ labels: { ...labels, le }, value: total, metricName: `${this.name}_bucket` });
+      }
+      values.push({ labels, value: sumSec, metricName: `${this.name}_sum` });
+      values.push({ labels, value: total, metricName: `${this.name}_count` });
+    }
+    return { name: this.name, help: this.help, type: 'histogram' as const, values, aggregator: 'sum' as const };
+  }
+
+  reset(): void {
+    for (const c of this.sets.values()) {
+      c.counts.fill(0);
+      c.sumSec = 0;
+    }
+  }
+
+  asMetric(): Metric {
+    return this as unknown as Metric;
+  }
+}
+
+/**
+ * The requests of one label tuple (model, endpoint, HTTP status, stream): how many, and the
+ * latency counts of its TTFT (by model, endpoint) and E2E (by model, endpoint, stream) label
+ * sets, shared with the other tuples of those sets so that each sum adds up in arrival order.
  */
 class RequestSeries {
   requests = 0;
-  readonly ttftCounts = new Float64Array(LATENCY_BUCKETS_SEC.length + 1);
-  ttftSumSec = 0;
-  readonly e2eCounts = new Float64Array(LATENCY_BUCKETS_SEC.length + 1);
-  e2eSumSec = 0;
   constructor(
     readonly model: string,
     readonly endpoint: string,
     readonly status: string,
-    readonly stream: boolean,
+    readonly ttft: LatencyCounts,
+    readonly e2e: LatencyCounts,
   ) {}
-}
-
-/** Index of the first bucket whose upper bound (seconds) holds `v`; the overflow slot past the last. */
-function bucketOf(v: number): number {
-  let i = 0;
-  while (i < LATENCY_BUCKETS_SEC.length && v > LATENCY_BUCKETS_SEC[i]!) i++;
-  return i;
-}
-
-/**
- * A histogram metric in prom-client's registry whose values come from `RequestSeries` at scrape
- * time: the series are summed per label set `labelsOf` picks, then written as cumulative
- * `_bucket{le}` lines, `_sum` and `_count`, the layout of prom-client's own Histogram. The
- * registry reads a metric through `name`, `help`, `type` and `get()` only, so this plain object
- * stands in for a `Histogram` instance (hence the cast).
- */
-function seriesHistogram(
-  name: string,
-  help: string,
-  series: Map<string, RequestSeries>,
-  labelsOf: (s: RequestSeries) => Record<string, string>,
-  pick: (s: RequestSeries) => { counts: Float64Array; sumSec: number },
-) {
-  const metric = {
-    name,
-    help,
-    type: 'histogram' as const,
-    aggregator: 'sum' as const,
-    get() {
-      const sets = new Map<string, { labels: Record<string, string>; counts: Float64Array; sumSec: number }>();
-      for (const s of series.values()) {
-        const { counts, sumSec } = pick(s);
-        const labels = labelsOf(s);
-        const key = Object.values(labels).join('\u0000');
-        let set = sets.get(key);
-        if (set === undefined) sets.set(key, (set = { labels, counts: new Float64Array(counts.length), sumSec: 0 }));
-        for (let i = 0; i < counts.length; i++) set.counts[i]! += counts[i]!;
-        set.sumSec += sumSec;
-      }
-      const values: Array<{ labels: Record<string, string | number>; value: number; metricName: string }> = [];
-      for (const { labels, counts, sumSec } of sets.values()) {
-        if (counts.every((c) => c === 0)) continue; // never observed (e.g. refused requests), as prom-client
-        let total = 0;
-        for (let i = 0; i < counts.length; i++) {
-          total += counts[i]!;
-          const le = i < LATENCY_BUCKETS_SEC.length ? LATENCY_BUCKETS_SEC[i]! : '+Inf';
-          values.push({ labels: { ...labels, le }, value: total, metricName: `${name}_bucket` });
-        }
-        values.push({ labels, value: sumSec, metricName: `${name}_sum` });
-        values.push({ labels, value: total, metricName: `${name}_count` });
-      }
-      return { name, help, type: 'histogram' as const, values, aggregator: 'sum' as const };
-    },
-  };
-  return metric as unknown as Metric;
 }
 
 /** The metrics of one gateway. */
@@ -140,10 +146,12 @@ export class GatewayMetrics {
   /** The prom-client registry (`/metrics` serves `registry.metrics()`). */
   readonly registry = new Registry();
   /**
-   * Per-request counts by label tuple. Tuples are bounded by the configuration: a model the
-   * gateway does not serve is refused before routing and counted under model `none`.
+   * Per-request counts by label tuple. Tuples are bounded by the configuration: a model name
+   * the core does not resolve is counted under model `none` (gateway.ts), never as itself.
    */
   private readonly series = new Map<string, RequestSeries>();
+  private readonly ttft = new LatencyHistogram('switchyard_ttft_seconds', 'Time to first token (streams) or to the whole body (non-streams), seconds');
+  private readonly e2e = new LatencyHistogram('switchyard_e2e_seconds', 'Arrival to last byte, seconds');
   private readonly fallbacks: Counter<'model'>;
   private readonly offloads: Counter<'model' | 'reason'>;
   private readonly reloads: Counter<'result'>;
@@ -163,12 +171,8 @@ export class GatewayMetrics {
         for (const s of series.values()) if (s.requests > 0) this.inc({ model: s.model, endpoint: s.endpoint, status: s.status }, s.requests);
       },
     });
-    this.registry.registerMetric(
-      seriesHistogram('switchyard_ttft_seconds', 'Time to first token (streams) or to the whole body (non-streams), seconds', series, (s) => ({ model: s.model, endpoint: s.endpoint }), (s) => ({ counts: s.ttftCounts, sumSec: s.ttftSumSec })),
-    );
-    this.registry.registerMetric(
-      seriesHistogram('switchyard_e2e_seconds', 'Arrival to last byte, seconds', series, (s) => ({ model: s.model, endpoint: s.endpoint, stream: String(s.stream) }), (s) => ({ counts: s.e2eCounts, sumSec: s.e2eSumSec })),
-    );
+    this.registry.registerMetric(this.ttft.asMetric());
+    this.registry.registerMetric(this.e2e.asMetric());
     this.fallbacks = new Counter({ name: 'switchyard_fallbacks_total', help: 'Requests served by a later attempt after an earlier one failed', labelNames: ['model'], registers });
     this.offloads = new Counter({ name: 'switchyard_offloads_total', help: 'Requests that tried the offload route, by reason', labelNames: ['model', 'reason'], registers });
     this.reloads = new Counter({ name: 'switchyard_config_reloads_total', help: 'SIGHUP reloads, by result (ok | invalid)', labelNames: ['result'], registers });
@@ -253,6 +257,17 @@ export class GatewayMetrics {
         droppedSeen = d;
       },
     });
+    let lostSeen = 0;
+    new Counter({
+      name: 'switchyard_request_log_lost_rows_total',
+      help: 'Request-log rows the writer took but could not write (a DuckDB error; the gateway logs each one)',
+      registers,
+      collect() {
+        const n = src.requestLog()?.lostRows ?? 0;
+        if (n > lostSeen) this.inc(n - lostSeen);
+        lostSeen = n;
+      },
+    });
     new Gauge({
       name: 'switchyard_request_log_buffered_rows',
       help: 'Request-log rows waiting to be written',
@@ -263,16 +278,12 @@ export class GatewayMetrics {
     });
   }
 
-  /** Records one finished request. */
+  /** Records one finished request. A latency that is not a finite number is left out (a bug upstream of here must not poison a sum). */
   observeRequest(o: RequestObservation): void {
     const s = this.seriesOf(o.model, o.endpoint, o.httpStatus, o.stream);
     s.requests++;
-    if (o.ttftSec !== null) {
-      s.ttftCounts[bucketOf(o.ttftSec)]!++;
-      s.ttftSumSec += o.ttftSec;
-    }
-    s.e2eCounts[bucketOf(o.e2eSec)]!++;
-    s.e2eSumSec += o.e2eSec;
+    if (o.ttftSec !== null && Number.isFinite(o.ttftSec)) s.ttft.observe(o.ttftSec);
+    if (Number.isFinite(o.e2eSec)) s.e2e.observe(o.e2eSec);
     if (o.fallback) this.fallbacks.inc({ model: o.model });
     if (o.offloadReason !== null) this.offloads.inc({ model: o.model, reason: o.offloadReason });
   }
@@ -285,7 +296,11 @@ export class GatewayMetrics {
   private seriesOf(model: string, endpoint: string, httpStatus: number, stream: boolean): RequestSeries {
     const key = `${model}\u0000${endpoint}\u0000${httpStatus}\u0000${stream ? 1 : 0}`;
     let s = this.series.get(key);
-    if (s === undefined) this.series.set(key, (s = new RequestSeries(model, endpoint, String(httpStatus), stream)));
+    if (s === undefined) {
+      const ttft = this.ttft.countsFor(`${model}\u0000${endpoint}`, { model, endpoint });
+      const e2e = this.e2e.countsFor(`${model}\u0000${endpoint}\u0000${stream}`, { model, endpoint, stream: String(stream) });
+      this.series.set(key, (s = new RequestSeries(model, endpoint, String(httpStatus), ttft, e2e)));
+    }
     return s;
   }
 

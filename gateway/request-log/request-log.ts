@@ -32,6 +32,8 @@ export interface RequestLogOptions {
   flushIntervalMs: number;
   /** DuckDB `memory_limit`, MB. */
   memoryLimitMb: number;
+  /** Called with the writer's message each time it reports an error, and the rows that cost (0 when none). */
+  onWriterError?: (message: string, lostRows: number) => void;
 }
 
 /** Young-generation cap of the writer thread, MB (V8's default lets it grow to tens of MB). */
@@ -76,7 +78,10 @@ export class RequestLog {
         this.flushWaiters.get(m.flushed)?.();
         this.flushWaiters.delete(m.flushed);
       }
-      if (m.error !== undefined) this.lastError = m.error;
+      if (m.error !== undefined) {
+        this.lastError = m.error;
+        opts.onWriterError?.(m.error, m.lostRows ?? 0);
+      }
     });
     // A writer that dies must not hang a flush or a drain: release the waiters, drop from now on.
     worker.on('exit', () => {
@@ -85,7 +90,10 @@ export class RequestLog {
       for (const w of this.flushWaiters.values()) w();
       this.flushWaiters.clear();
     });
-    worker.on('error', (e) => (this.lastError = e.message));
+    worker.on('error', (e) => {
+      this.lastError = e.message;
+      opts.onWriterError?.(e.message, 0);
+    });
   }
 
   /**

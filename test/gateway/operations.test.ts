@@ -109,7 +109,11 @@ describe('admin surface', () => {
     ]);
 
     expect((await stack.post('/v1/chat/completions', { model: 'demo' }, { authorization: 'Bearer nope' })).status).toBe(401);
+    // A model name nobody configured is the client's to invent: counted as `none`, not as itself.
+    expect((await stack.post('/v1/chat/completions', { model: 'invented-by-a-client', messages: [{ role: 'user', content: 'hi' }] })).status).toBe(404);
     const text = await (await get(`${gw.adminUrl}/metrics`)).text();
+    expect(text).not.toContain('invented-by-a-client');
+    expect(text).toMatch(/switchyard_requests_total\{model="none",endpoint="none",status="404"\} 1/);
     expect(text).toMatch(/switchyard_requests_total\{model="none",endpoint="none",status="401"\} 1/);
     expect(text).toMatch(/switchyard_requests_total\{model="demo",endpoint="[^"]+",status="200"\} 1/);
     expect(text).toMatch(/switchyard_ttft_seconds_count\{model="demo",endpoint="[^"]+"\} 1/);
@@ -117,6 +121,7 @@ describe('admin surface', () => {
     expect(text).toMatch(/switchyard_breaker_state\{endpoint="[^"]+"\} 0/);
     expect(text).toMatch(/switchyard_in_flight_requests 0/);
     expect(text).toMatch(/switchyard_request_log_dropped_rows_total 0/);
+    expect(text).toMatch(/switchyard_request_log_lost_rows_total 0/);
     for (const name of ['switchyard_fallbacks_total', 'switchyard_offloads_total', 'switchyard_outbound_queue_depth', 'switchyard_engine_hold_depth', 'switchyard_dispatch_claims']) {
       expect(text).toContain(`# TYPE ${name}`);
     }
@@ -195,6 +200,17 @@ describe('request log = trace', () => {
     expect(rows).toHaveLength(2);
     expect(JSON.parse(`${rows[0]!.prompt as string}]`)).toEqual(hello);
   });
+
+  it('a reload that turns log_prompts on changes nothing until a restart (the writer was sized without prompts)', async () => {
+    const logPath = join(dir, 'log-3.duckdb');
+    stack = await startStack([{}], { request_log: { path: logPath } });
+    const restart = stack.gw.reload(stackConfig([{}], stack.emus, { request_log: { path: logPath, log_prompts: true } }));
+    expect(restart).toContain('request_log');
+    await stack.client().chat.completions.create({ model: 'demo', messages: hello, max_tokens: 1 });
+    await stack.close();
+    stack = null;
+    expect(await query(logPath, 'select prompt from requests')).toEqual([{ prompt: null }]);
+  });
 });
 
 describe('request log writer', () => {
@@ -244,11 +260,13 @@ describe('request log writer', () => {
 
   it('a null in a NOT NULL column costs only its own batch, not the rows waiting for the same commit', async () => {
     const path = join(dir, 'writer-not-null.duckdb');
-    const log = await RequestLog.open({ path, bufferRows: 10_000, batchRows: 100, flushIntervalMs: 60_000, memoryLimitMb: 64 });
+    const reported: Array<[string, number]> = [];
+    const log = await RequestLog.open({ path, bufferRows: 10_000, batchRows: 100, flushIntervalMs: 60_000, memoryLimitMb: 64, onWriterError: (m, n) => reported.push([m, n]) });
     for (let i = 0; i < 1_100; i++) log.append(i === 550 ? { ...row(i), requestId: null as unknown as string } : row(i));
     await log.close();
     expect(log.lostRows).toBe(100);
     expect(log.writerError).toMatch(/NOT NULL/);
+    expect(reported).toEqual([[expect.stringMatching(/NOT NULL/), 100]]);
     expect(log.unwrittenRows).toBe(0);
     const [agg] = await query(path, 'select count(*)::INT n from requests');
     expect(agg).toEqual({ n: 1_000 });

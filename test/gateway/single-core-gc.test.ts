@@ -9,6 +9,8 @@ describe('singleCoreGcAdvice', () => {
     expect(singleCoreGcAdvice(1, [])).toContain(SINGLE_THREADED_GC_FLAG);
     expect(singleCoreGcAdvice(1, ['--max-old-space-size=512'])).toContain('node --single-threaded-gc bin/switchyard.mjs gateway');
     expect(singleCoreGcAdvice(1, [SINGLE_THREADED_GC_FLAG])).toBeNull();
+    expect(singleCoreGcAdvice(1, ['--single_threaded_gc'])).toBeNull();
+    expect(singleCoreGcAdvice(1, ['--single-threaded'])).toBeNull();
     expect(singleCoreGcAdvice(2, [])).toBeNull();
     expect(singleCoreGcAdvice(16, [])).toBeNull();
   });
