@@ -13,10 +13,12 @@
  * CPUs are pinned with `taskset` when there are at least two: both gateways on CPU 0 (they are
  * loaded one at a time; the idle one only sits there); the emulator and the load generator on
  * CPU 1 (so the direct path gets no extra core either). This process's affinity (all its
- * threads) is restored afterwards. Each pinned server process — emulator, floor, Switchyard,
- * Portkey alike — runs with `node --single-threaded-gc`, as a process confined to one CPU should
+ * threads) is restored afterwards. Each gateway on CPU 0 — floor, Switchyard, Portkey alike —
+ * runs with `node --single-threaded-gc`, as a process confined to one CPU should
  * (gateway/single-core-gc.ts; the gateway warns without it); `--parallel-gc` runs them with V8's
- * default helper threads instead.
+ * default helper threads instead. The emulator (the upstream every path shares) keeps V8's
+ * default: with the flag it served the direct path slower in these runs, which would flatter
+ * every ratio to direct.
  *
  * Runs, for non-stream and stream chat: a probe of each path (200 and the expected "ok" body /
  * SSE ending in [DONE], else it throws); fixed-rate steps (`--rps`, an open-loop paced load
@@ -86,8 +88,9 @@ export interface GatewayOverheadOptions {
   /** Pin with taskset (ignored with fewer than 2 CPUs or no taskset). */
   pin: boolean;
   /**
-   * Pinned server processes keep V8's parallel and concurrent GC helper threads (default false:
-   * they run with `--single-threaded-gc`, see gateway/single-core-gc.ts). No effect unpinned.
+   * Pinned gateways keep V8's parallel and concurrent GC helper threads (default false: they run
+   * with `--single-threaded-gc`, see gateway/single-core-gc.ts; the emulator never does). No
+   * effect unpinned.
    */
   parallelGc?: boolean;
   /** Switchyard's request log on (DuckDB in a worker thread). */
@@ -310,7 +313,7 @@ export async function runGatewayOverhead(opts: GatewayOverheadOptions): Promise<
   let floor: { child: ChildProcess; url: string } | undefined;
   const result: GatewayOverheadResult = { cases: [], rssMb: {}, loadAvg1: { before: loadBefore, after: Number.NaN }, pinned: pin };
   try {
-    emu = await startCli(['emulate', '--port', '0', '--mode', 'echo'], pin ? 1 : null, nodeFlags);
+    emu = await startCli(['emulate', '--port', '0', '--mode', 'echo'], pin ? 1 : null, []);
     writeFileSync(join(dir, 'models.yaml'), `models:\n  - id: bench\n    route:\n      - base_url: ${emu.url}/v1\n`);
     writeFileSync(
       join(dir, 'gateway.yaml'),
@@ -323,7 +326,7 @@ export async function runGatewayOverhead(opts: GatewayOverheadOptions): Promise<
     const f = (x: number) => x.toFixed(3).padStart(8);
     write(
       `gateway overhead — ${opts.seconds} s per run, fixed-rate steps ${opts.rpsSteps.join('/') || 'none'} req/s, max run ${opts.maxConnections} connections; ` +
-        `${cpus().length} CPUs (${cpus()[0]?.model ?? '?'}), load average ${loadBefore.toFixed(2)}, ${pin ? `pinned: gateways CPU 0, emulator + load generator CPU 1; servers' GC ${nodeFlags.length > 0 ? `on their JS thread (${SINGLE_THREADED_GC_FLAG})` : "with V8's helper threads"}` : 'NOT pinned'}; ` +
+        `${cpus().length} CPUs (${cpus()[0]?.model ?? '?'}), load average ${loadBefore.toFixed(2)}, ${pin ? `pinned: gateways CPU 0, emulator + load generator CPU 1; gateways' GC ${nodeFlags.length > 0 ? `on their JS thread (${SINGLE_THREADED_GC_FLAG})` : "with V8's helper threads"}` : 'NOT pinned'}; ` +
         `request log ${opts.requestLog ? 'on' : 'off'}; peer ${peer ? 'Portkey @portkey-ai/gateway' : 'off'}; floor ${floor ? 'bare uWS → undici proxy' : 'off'}\n\n`,
     );
     write('case        load        path         req/s    p50 ms   p90 ms   p99 ms p99.9 ms   bad\n');

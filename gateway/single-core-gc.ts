@@ -6,9 +6,10 @@
  * the same work on the JS thread. The flag has to be on node's command line: V8 aborts when it
  * is set at run time, and NODE_OPTIONS does not accept it.
  *
- * Measured with `bench/gateway-overhead.ts` and per-thread CPU from /proc (echo upstream, request
- * log on, 64 connections, gateway pinned to one core, runs interleaved): 173–207 µs of CPU per
- * request with the flag vs 231–265 µs without, 4,400–5,300 vs 3,600–4,000 req/s.
+ * Measured with per-thread CPU from /proc (echo upstream, request log on, 64 connections, two
+ * gateways pinned to the same core and loaded in turn): in one series 173–207 µs of CPU per
+ * request with the flag vs 231–265 µs without, in a second 178–227 vs 193–236 µs (5–25 % less).
+ * The overhead benchmark's max req/s moves by more than that from run to run on a shared VM.
  */
 
 /** The flag that keeps V8's garbage collection on the JS thread. */
@@ -28,6 +29,6 @@ export function singleCoreGcAdvice(availableCpus: number, execArgv: readonly str
   return (
     `this process may use 1 CPU, and V8's garbage-collector helper threads share it with the gateway; ` +
     `start node with ${SINGLE_THREADED_GC_FLAG} (node ${SINGLE_THREADED_GC_FLAG} bin/switchyard.mjs gateway …) ` +
-    `for about 20 % less CPU per request`
+    `(5–25 % less CPU per request in our measurements)`
   );
 }
