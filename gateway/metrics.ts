@@ -246,28 +246,23 @@ export class GatewayMetrics {
         for (const u of src.upstreams()) this.set({ origin: u.origin }, u.connected);
       },
     });
-    let droppedSeen = 0;
-    new Counter({
-      name: 'switchyard_request_log_dropped_rows_total',
-      help: 'Request-log rows dropped because the log buffer was full',
-      registers,
-      collect() {
-        const d = src.requestLog()?.droppedRows ?? 0;
-        if (d > droppedSeen) this.inc(d - droppedSeen);
-        droppedSeen = d;
-      },
-    });
-    let lostSeen = 0;
-    new Counter({
-      name: 'switchyard_request_log_lost_rows_total',
-      help: 'Request-log rows the writer took but could not write (a DuckDB error; the gateway logs each one)',
-      registers,
-      collect() {
-        const n = src.requestLog()?.lostRows ?? 0;
-        if (n > lostSeen) this.inc(n - lostSeen);
-        lostSeen = n;
-      },
-    });
+    // The request log keeps running totals; each counter adds what grew since the last scrape.
+    const logRowsCounter = (name: string, help: string, total: (log: RequestLog) => number): void => {
+      let seen = 0;
+      new Counter({
+        name,
+        help,
+        registers,
+        collect() {
+          const log = src.requestLog();
+          const n = log ? total(log) : 0;
+          if (n > seen) this.inc(n - seen);
+          seen = n;
+        },
+      });
+    };
+    logRowsCounter('switchyard_request_log_dropped_rows_total', 'Request-log rows dropped because the log buffer was full', (log) => log.droppedRows);
+    logRowsCounter('switchyard_request_log_lost_rows_total', 'Request-log rows the writer took but could not write (a DuckDB error; the gateway logs each one)', (log) => log.lostRows);
     new Gauge({
       name: 'switchyard_request_log_buffered_rows',
       help: 'Request-log rows waiting to be written',
