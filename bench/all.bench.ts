@@ -9,6 +9,7 @@ import { runGatewayOverhead } from './gateway-overhead.ts';
 import { runMicro } from './micro.ts';
 import { peerGatewayInstalled } from './peer-gateway.ts';
 import { runQuality } from './quality.ts';
+import { runMetricsBench } from './metrics.bench.ts';
 import { runRequestLogBench } from './request-log.bench.ts';
 
 const fmt = (n: number) => (n >= 100 ? n.toFixed(0) : n.toPrecision(3));
@@ -20,6 +21,8 @@ console.log('simulator speed (Mooncake conversation trace)');
 await import('./simulator.bench.ts');
 console.log('\nrequest log (gateway-thread append, writer thread, prefix hashes)');
 await runRequestLogBench(20_000);
+console.log('\ngateway metrics (per-request observe, scrape)');
+await runMetricsBench(100_000);
 // Last: it pins this process to CPU 1 while it runs (restored afterwards).
 console.log('\ngateway overhead (short run)');
 try {

@@ -5,7 +5,8 @@
  * prom-client reads those series at scrape time, as it reads the gauges that mirror core state
  * (breakers, availability, dispatch claims, outbound queue and engine-hold depths) and the request
  * log's counters. prom-client's own `inc`/`observe` hash the label object and validate it on every
- * call, which cost the gateway several µs per request; a scrape is rare and may pay instead.
+ * call, even on memoised children: about 4–5 µs per request against 0.5–0.7 µs for the series
+ * (`bench/metrics.bench.ts`); a scrape is rare and may pay instead.
  *
  * Names follow Prometheus conventions: `switchyard_` prefix, base units (seconds), `_total` on
  * counters. Latency buckets (seconds) span 5 ms … 120 s: LLM TTFTs run from tens of ms (small
