@@ -62,6 +62,10 @@ export interface MetricsSources {
   upstreams(): Array<{ origin: string; connected: number; running: number; pending: number }>;
 }
 
+/** The `le` label of each bucket line, `+Inf` last (shared by every histogram line). */
+const LE_LABELS: ReadonlyArray<Readonly<Record<string, string | number>>> = [...LATENCY_BUCKETS_SEC.map((le) => ({ le })), { le: '+Inf' }];
+const NO_LABELS: Readonly<Record<string, string>> = {};
+
 /** Latency observations of one exposed label set: per-bucket counts (not cumulative) over `LATENCY_BUCKETS_SEC` plus an overflow slot, and their sum, seconds. */
 class LatencyCounts {
   readonly counts = new Float64Array(LATENCY_BUCKETS_SEC.length + 1);
@@ -79,8 +83,9 @@ class LatencyCounts {
 /**
  * A latency histogram kept as `LatencyCounts` per label set and written at scrape time as
  * cumulative `_bucket{le}` lines, `_sum` and `_count`, the layout of prom-client's own
- * Histogram. prom-client's registry reads a metric through `name`, `help`, `type`, `get()` (and
- * `reset()` from `resetMetrics`), so this class stands in for a `Histogram` (hence `asMetric`).
+ * Histogram. prom-client's registry reads a metric through `name`, `help`, `type`,
+ * `getForPromString()` or `get()` (and `reset()` from `resetMetrics`), so this class stands in
+ * for a `Histogram` (hence `asMetric`).
  */
 class LatencyHistogram {
   readonly type = 'histogram';
@@ -98,20 +103,31 @@ class LatencyHistogram {
     return c;
   }
 
-  get() {
-    const values: Array<{ labels: Record<string, string | number>; value: number; metricName: string }> = [];
+  /**
+   * The samples in prom-client's histogram layout: `le` (or nothing) as `labels`, the label set
+   * as `sharedLabels`, the same object on each of the set's lines, so the registry formats and
+   * escapes it once per set (it caches by object) rather than once per line.
+   */
+  getForPromString() {
+    const values: Array<{ labels: Record<string, string | number>; sharedLabels: Readonly<Record<string, string>>; value: number; metricName: string }> = [];
+    const bucket = `${this.name}_bucket`;
     for (const { labels, counts, sumSec } of this.sets.values()) {
       if (counts.every((n) => n === 0)) continue; // nothing observed yet (e.g. only refusals): no lines, as prom-client
       let total = 0;
       for (let i = 0; i < counts.length; i++) {
         total += counts[i]!;
-        const le = i < LATENCY_BUCKETS_SEC.length ? LATENCY_BUCKETS_SEC[i]! : '+Inf';
-        values.push({ labels: { ...labels, le }, value: total, metricName: `${this.name}_bucket` });
+        values.push({ labels: LE_LABELS[i]!, sharedLabels: labels, value: total, metricName: bucket });
       }
-      values.push({ labels, value: sumSec, metricName: `${this.name}_sum` });
-      values.push({ labels, value: total, metricName: `${this.name}_count` });
+      values.push({ labels: NO_LABELS, sharedLabels: labels, value: sumSec, metricName: `${this.name}_sum` });
+      values.push({ labels: NO_LABELS, sharedLabels: labels, value: total, metricName: `${this.name}_count` });
     }
     return { name: this.name, help: this.help, type: 'histogram' as const, values, aggregator: 'sum' as const };
+  }
+
+  /** The samples with each line's labels whole (prom-client's `get()`, used by `getMetricsAsJSON`). */
+  get() {
+    const m = this.getForPromString();
+    return { ...m, values: m.values.map(({ labels, sharedLabels, value, metricName }) => ({ labels: { ...labels, ...sharedLabels }, value, metricName })) };
   }
 
   reset(): void {
