@@ -57,7 +57,7 @@ import { SINGLE_THREADED_GC_FLAG } from '../gateway/single-core-gc.ts';
 import { peerHeaders, startPeerGateway, type PeerGateway } from './peer-gateway.ts';
 
 interface CannonResult {
-  requests: { average: number };
+  requests: { average: number; total: number };
   non2xx: number;
   errors: number;
   timeouts: number;
@@ -118,6 +118,12 @@ export interface PathRun {
   bad: number;
   /** 200 responses timed. */
   n: number;
+  /**
+   * CPU time (user + system, all threads, from /proc) of the path's gateway process per request
+   * served in the run, µs; null for `direct` and in the fixed-rate steps. Ticks are 10 ms, so
+   * a 5 s run of a few thousand req/s resolves it to about 1 µs.
+   */
+  cpuUsPerRequest: number | null;
 }
 
 /** Paths measured: straight to the emulator, through Switchyard, through Portkey. */
@@ -247,15 +253,26 @@ async function measurePaced(url: string, headers: Record<string, string>, body: 
     await Promise.all(pending);
     times.sort((a, b) => a - b);
     const elapsedS = Math.max(opts.seconds, (lastDoneMs - t0) / 1000);
-    return { rps: times.length / elapsedS, p50Ms: pct(times, 50), p90Ms: pct(times, 90), p99Ms: pct(times, 99), p999Ms: pct(times, 99.9), bad, n: times.length };
+    return { rps: times.length / elapsedS, p50Ms: pct(times, 50), p90Ms: pct(times, 90), p99Ms: pct(times, 99), p999Ms: pct(times, 99.9), bad, n: times.length, cpuUsPerRequest: null };
   } finally {
     await pool.close();
   }
 }
 
-/** Closed-loop load with autocannon: `connections` connections, each sending its next request when the last one ends. */
-async function measure(url: string, headers: Record<string, string>, body: string, opts: { connections: number; seconds: number }): Promise<PathRun> {
+/** CPU seconds (user + system, all threads) of process `pid` so far, from /proc (Linux clock ticks of 10 ms). */
+function cpuSecOf(pid: number): number {
+  // The fields after the command name, which is in parentheses and may hold spaces.
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(f[11]) + Number(f[12])) / 100;
+}
+
+/**
+ * Closed-loop load with autocannon: `connections` connections, each sending its next request when
+ * the last one ends. With `pid` (the path's gateway process), its CPU per request is measured too.
+ */
+async function measure(url: string, headers: Record<string, string>, body: string, opts: { connections: number; seconds: number; pid?: number | null }): Promise<PathRun> {
   const times: number[] = [];
+  const cpu0 = opts.pid ? cpuSecOf(opts.pid) : 0;
   const inst = autocannon({
     url,
     method: 'POST',
@@ -269,8 +286,9 @@ async function measure(url: string, headers: Record<string, string>, body: strin
     if (status === 200) times.push(ms);
   });
   const r = await inst;
+  const cpuUsPerRequest = opts.pid && r.requests.total > 0 ? ((cpuSecOf(opts.pid) - cpu0) * 1e6) / r.requests.total : null;
   times.sort((a, b) => a - b);
-  return { rps: r.requests.average, p50Ms: pct(times, 50), p90Ms: pct(times, 90), p99Ms: pct(times, 99), p999Ms: pct(times, 99.9), bad: r.errors + r.non2xx + r.timeouts, n: times.length };
+  return { rps: r.requests.average, p50Ms: pct(times, 50), p90Ms: pct(times, 90), p99Ms: pct(times, 99), p999Ms: pct(times, 99.9), bad: r.errors + r.non2xx + r.timeouts, n: times.length, cpuUsPerRequest };
 }
 
 /** One request by hand: 200 and the echo body ("ok"; a stream ends with [DONE]). @throws Error otherwise. */
@@ -345,6 +363,8 @@ export async function runGatewayOverhead(opts: GatewayOverheadOptions): Promise<
       ];
       if (peer) targets.push(['portkey', `${peer.url}/v1/chat/completions`, { ...base, ...peerHeaders(`${emu.url}/v1`) }]);
       for (const [name, url, headers] of targets) await probe(name, url, headers, body, stream);
+      // The gateway process of each path (taskset execs node, so the child's pid is node's).
+      const pidOf: Partial<Record<PathName, number | null>> = { direct: null, floor: floor?.child.pid ?? null, switchyard: gw.child.pid ?? null, portkey: peer?.child.pid ?? null };
       // Warm up (JIT, pools) every path.
       for (const [, url, headers] of targets) await measure(url, headers, body, { connections: 16, seconds: 1 });
       const steps: GatewayOverheadResult['cases'][number]['steps'] = [];
@@ -372,14 +392,15 @@ export async function runGatewayOverhead(opts: GatewayOverheadOptions): Promise<
       const rounds: Array<Partial<Record<PathName, PathRun>>> = [];
       for (let r = 0; r < roundsN; r++) {
         const one: Partial<Record<PathName, PathRun>> = {};
-        for (const [name, url, headers] of targets) one[name] = await measure(url, headers, body, { connections: opts.maxConnections, seconds: opts.seconds });
+        for (const [name, url, headers] of targets) one[name] = await measure(url, headers, body, { connections: opts.maxConnections, seconds: opts.seconds, pid: pidOf[name] });
         rounds.push(one);
       }
       const max: Partial<Record<PathName, PathRun>> = {};
       for (const [name] of targets) {
         const runs = rounds.map((x) => x[name]!).sort((a, b) => a.rps - b.rps);
         max[name] = runs[runs.length >> 1]!;
-        line(c, 'max', name, max[name]!, roundsN > 1 ? `  (median of ${roundsN} rounds: ${rounds.map((x) => x[name]!.rps.toFixed(0)).join(', ')} req/s)` : '');
+        const cpu = max[name]!.cpuUsPerRequest;
+        line(c, 'max', name, max[name]!, (roundsN > 1 ? `  (median of ${roundsN} rounds: ${rounds.map((x) => x[name]!.rps.toFixed(0)).join(', ')} req/s)` : '') + (cpu !== null ? `  gateway CPU ${cpu.toFixed(0)} µs/request` : ''));
       }
       const medianRatio = (other: PathName): number => median(rounds.map((x) => x.switchyard!.rps / x[other]!.rps));
       const maxRatio = {
@@ -437,6 +458,8 @@ function writeSummary(r: GatewayOverheadResult, write: (t: string) => void): voi
     }
     // Ratios of max req/s are medians of per-round ratios (see GatewayOverheadOptions.maxRounds).
     row(cs.case, 'max req/s', cs.max.direct?.rps, cs.max.floor?.rps, cs.max.switchyard?.rps, cs.max.portkey?.rps, 0, [cs.maxRatio.floorToDirect, cs.maxRatio.direct, cs.maxRatio.portkey]);
+    const cpu = (x: PathRun | undefined) => x?.cpuUsPerRequest ?? undefined;
+    row(cs.case, 'CPU µs/req, max', undefined, cpu(cs.max.floor), cpu(cs.max.switchyard), cpu(cs.max.portkey), 0, [null, Number.NaN, cs.max.portkey ? (cpu(cs.max.switchyard) ?? Number.NaN) / (cpu(cs.max.portkey) ?? Number.NaN) : null]);
   }
   row('process', 'RSS MB now', undefined, undefined, r.rssMb.switchyard?.nowMb, r.rssMb.portkey?.nowMb, 0);
   row('process', 'RSS MB peak', undefined, undefined, r.rssMb.switchyard?.peakMb, r.rssMb.portkey?.peakMb, 0);

@@ -6,10 +6,11 @@
  * the same work on the JS thread. The flag has to be on node's command line: V8 aborts when it
  * is set at run time, and NODE_OPTIONS does not accept it.
  *
- * Measured with per-thread CPU from /proc (echo upstream, request log on, 64 connections, two
- * gateways pinned to the same core and loaded in turn): in one series 173–207 µs of CPU per
- * request with the flag vs 231–265 µs without, in a second 178–227 vs 193–236 µs (5–25 % less).
- * The overhead benchmark's max req/s moves by more than that from run to run on a shared VM.
+ * Measured (echo upstream, request log on, 64 connections, gateway pinned to one core): the
+ * gateway's CPU per request in `bench/gateway-overhead.ts` max runs, interleaved with
+ * `--parallel-gc`, was 178–238 µs with the flag vs 235–264 µs without; two series of /proc
+ * per-thread counts gave 173–207 vs 231–265 µs and 178–227 vs 193–236 µs (5–25 % less). The
+ * benchmark's max req/s moves by more than that from run to run on a shared VM.
  */
 
 /** The flag that keeps V8's garbage collection on the JS thread. */
