@@ -19,6 +19,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { requestLogMemoryLimitMb } from '../gateway/config/gateway-settings.ts';
 import type { RequestLogRow } from '../gateway/request-log/log-row.ts';
 import { prefixBlockHashes, PREFIX_BLOCK_BYTES, serializedPrompt } from '../gateway/request-log/prefix-hashes.ts';
 import { RequestLog } from '../gateway/request-log/request-log.ts';
@@ -83,7 +84,7 @@ export async function runRequestLogBench(rows = 50_000, print = true): Promise<R
       costUsd: 0,
       prompt: null,
     };
-    const log = await RequestLog.open({ path: join(dir, 'log.duckdb'), bufferRows: rows + 1, batchRows: 256, flushIntervalMs: 100, memoryLimitMb: 128 });
+    const log = await RequestLog.open({ path: join(dir, 'log.duckdb'), bufferRows: rows + 1, batchRows: 256, flushIntervalMs: 100, memoryLimitMb: requestLogMemoryLimitMb({ log_prompts: false }) });
     const t0 = process.hrtime.bigint();
     let appendNs = 0n;
     for (let i = 0; i < rows; i += 1_000) {
