@@ -68,7 +68,10 @@ export const RequestLogSchema = z
      * progress; more only keeps written blocks cached, and the process grows with the table up
      * to the limit (measured standalone over 400,000 rows: at 128 MB written blocks took 10 MB
      * per 100,000 rows and kept growing; at 24 MB they stayed at 1–2 MB). Rows that carry
-     * prompts are larger: a commit of 1,000 rows of 12 KB failed to pin a block at 32 MB.
+     * prompts are larger: a commit of 1,000 rows of 12 KB failed to pin a block at 32 MB, and
+     * even at 128 MB prompts of about 50 KB fail after a few thousand rows (DuckDB keeps the row
+     * group being filled in memory); such losses are logged and counted
+     * (`switchyard_request_log_lost_rows_total`).
      */
     memory_limit_mb: z.number().int().min(16).optional(),
   })
