@@ -123,6 +123,14 @@ export class RequestLog {
     return this.buffered + this.inFlight + this.uncommitted;
   }
 
+  /**
+   * Rows held on the gateway side: buffered here, or posted and not yet taken by the writer. The
+   * `bufferRows` bound applies to these alone; rows the writer took no longer count against it.
+   */
+  get heldRows(): number {
+    return this.buffered + this.inFlight;
+  }
+
   /** Rows the writer took but could not write (a writer error; see `writerError`). */
   get lostRows(): number {
     return this.lost;
@@ -135,7 +143,7 @@ export class RequestLog {
 
   /** Queues one row; O(1), no I/O. A full buffer (or a closed log) drops it and counts it. */
   append(row: RequestLogRow): void {
-    if (this.closed || this.buffered + this.inFlight >= this.opts.bufferRows) {
+    if (this.closed || this.heldRows >= this.opts.bufferRows) {
       this.dropped++;
       return;
     }
