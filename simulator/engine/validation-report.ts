@@ -77,12 +77,15 @@ export interface ReportInputs {
   groups: readonly GroupSummary[];
   crossCheck: readonly CrossCheckRow[];
   calibration: CalibrationFile;
-  /** Wall-clock seconds of the whole validation run, and simulated steps. */
-  wallS: number;
+  /** Simulated engine steps of the whole run (deterministic). */
   steps: number;
 }
 
-/** The markdown text of `simulator/VALIDATION.md`. */
+/**
+ * The markdown text of `simulator/VALIDATION.md`. It holds only what the same inputs reproduce on
+ * any machine (no wall time or steps/s: `validate-sim` prints those), so a rerun leaves the
+ * tracked file unchanged.
+ */
 export function renderValidationMarkdown(inp: ReportInputs): string {
   const { points, groups, crossCheck, calibration: cal } = inp;
   const L: string[] = [];
@@ -184,8 +187,9 @@ export function renderValidationMarkdown(inp: ReportInputs): string {
   p();
   p('## Simulator speed');
   p();
-  p(`The ${points.length} points simulate ${inp.steps.toLocaleString('en-US')} engine steps in ${inp.wallS.toFixed(1)} s of wall time`);
-  p(`(${Math.round(inp.steps / Math.max(inp.wallS, 1e-9)).toLocaleString('en-US')} steps/s, one core, per-step simulation). Trace-replay speed is measured by \`bench/engine.bench.ts\`.`);
+  p(`The ${points.length} points simulate ${inp.steps.toLocaleString('en-US')} engine steps (one core, per-step simulation). \`validate-sim\``);
+  p('prints the wall time and steps/s of its run (they depend on the machine, so they are not kept here); trace-replay speed is');
+  p('measured by `bench/engine.bench.ts`.');
   p();
   p('## Every point');
   p();
