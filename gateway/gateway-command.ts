@@ -171,14 +171,14 @@ export const gatewayCommand: CliCommand = {
       const workers = await startWorkers(config, server.workers, seed);
       url = `http://${server.host}:${server.port}`;
       drain = () => stopWorkers(workers, grace);
-      let current = config;
+      // Restart-only settings stay as started: compare every reload with the running process.
+      const running = config;
       reload = (c) => {
         // Workers swallow a rejected reload (worker.ts); refuse here what they would refuse.
         const scope = workerScopeError(c.models, c.settings.server.workers);
         if (scope) throw new Error(scope);
         for (const w of workers) w.postMessage({ reload: c });
-        const restart = restartOnly(current, c);
-        current = c;
+        const restart = restartOnly(running, c);
         log.info({ needsRestart: restart }, 'configuration sent to the workers');
         if (restart.length > 0) log.warn({ settings: restart }, 'reload: these settings changed but take effect only after a restart');
       };

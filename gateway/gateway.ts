@@ -114,7 +114,7 @@ export interface RunningGateway {
   upstreamStats(): ReturnType<UpstreamPools['stats']>;
   /**
    * Swaps in a new configuration (and restarts the RouteWise prober on it). Returns the settings
-   * that changed but need a restart.
+   * that differ from what this process runs with (its start configuration) and need a restart.
    * @throws Error (the core's message, or the worker-scope refusal) when it is rejected; the old
    *   one stays, prober included.
    */
@@ -210,7 +210,9 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     { host, port, admin: admin?.url ?? null, seed, probing: prober ? prober.models.map((m) => m.id) : [], models: ctx.gen.core.allModels().map((m) => m.id), endpoints: [...ctx.gen.routes.keys()], auth: s.auth.mode, requestLog: rl.path },
     'gateway listening',
   );
-  let current = config;
+  // What this process runs with for the restart-only settings: the start configuration (a
+  // reload never applies them, so every reload is compared with it, not with the last file).
+  const running = config;
   let closing: Promise<void> | null = null;
   const close = (): Promise<void> => {
     closing ??= (async () => {
@@ -252,8 +254,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       prober?.stop(false);
       prober = ctx.draining ? null : startProber(gen);
       metrics.observeReload(true);
-      const restart = restartOnly(current, next);
-      current = next;
+      const restart = restartOnly(running, next);
       log.info({ models: gen.core.allModels().map((m) => m.id), endpoints: [...gen.routes.keys()], needsRestart: restart }, 'configuration reloaded');
       return restart;
     },

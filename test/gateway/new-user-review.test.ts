@@ -157,7 +157,10 @@ describe('reload: what needs a restart', () => {
     expect(restartOnly(base, moved).sort()).toEqual(['server.admin_port', 'server.host', 'server.port', 'server.workers']);
     // In-process reload returns the same list.
     expect(stack.gw.reload(stackConfig([{}], stack.emus, { server: { port: 9999 } }))).toEqual(['server.port']);
-    expect(stack.gw.reload(stackConfig([{}], stack.emus, { server: { port: 9999 } }))).toEqual([]);
+    // The process still listens where it started: the same file again still needs a restart,
+    // and the start configuration again needs none.
+    expect(stack.gw.reload(stackConfig([{}], stack.emus, { server: { port: 9999 } }))).toEqual(['server.port']);
+    expect(stack.gw.reload(stackConfig([{}], stack.emus))).toEqual([]);
   });
 
   it('SIGHUP: an unchanged file needs no restart (no seed configured); a changed server.port is reported', async () => {
@@ -197,6 +200,12 @@ describe('reload: what needs a restart', () => {
     await waitFor(/take effect only after a restart[^\n]*/, mark);
     expect(out.slice(mark)).toMatch(/"needsRestart":\["server\.port"\]/);
     expect(out.slice(mark)).toMatch(/"settings":\["server\.port"\][^\n]*take effect only after a restart/);
+
+    // The same changed file again: the process still runs on its start port, so still reported.
+    mark = out.length;
+    child.kill('SIGHUP');
+    await waitFor(/take effect only after a restart[^\n]*/, mark);
+    expect(out.slice(mark)).toMatch(/"needsRestart":\["server\.port"\]/);
 
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
