@@ -36,7 +36,8 @@ import { LOG_BLOCK, type RequestLogRow } from './request-log/log-row.ts';
 import { prefixBlockHashes, serializedPrompt } from './request-log/prefix-hashes.ts';
 import { RequestLog } from './request-log/request-log.ts';
 import type { FinishedExchange, RouteTarget } from './server/exchange.ts';
-import { createAdminApp, createApp, type Generation, type ServerContext } from './server/uws.ts';
+import { createAdminApp, createApp, deepHealthView, type Generation, type ServerContext } from './server/uws.ts';
+import { aggregateMetricsText, mergeDeepHealth, type PeerAnswer, type WorkerSnapshot } from './server/worker-aggregate.ts';
 import { UpstreamPools } from './upstream/pools.ts';
 import { RouteWiseProber, type ProbeCounters } from './routewise/prober.ts';
 
@@ -76,6 +77,12 @@ export interface GatewayOptions {
   probeTickMs?: number;
   /** Bound on one RouteWise probe, ms (> 0); default 60 s. */
   probeTimeoutMs?: number;
+  /**
+   * A worker of a multi-worker gateway: asks the other workers for their `snapshot()` (one
+   * answer per worker, a missing one as `{worker, error}`), so that `/metrics` and `/health/deep`
+   * cover every worker (gateway/server/worker-aggregate.ts). Absent: this gateway's own only.
+   */
+  peers?: () => Promise<PeerAnswer[]>;
 }
 
 /** The RouteWise prober of a gateway, as `RunningGateway.probes()` reports it. */
@@ -126,6 +133,8 @@ export interface RunningGateway {
   drain(graceMs: number): Promise<{ cut: number }>;
   /** Stops listening, drops open connections and upstream pools, closes the request log. */
   close(): Promise<void>;
+  /** This gateway's own metrics (prom-client JSON) and `/health/deep`, for another worker to merge. */
+  snapshot(): Promise<WorkerSnapshot>;
 }
 
 /**
@@ -163,10 +172,14 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     gen: null as unknown as Generation, // set right below
     draining: false,
     countRefused: (status) => metrics.observeRefused(status),
-    metricsText: () => metrics.registry.metrics(),
+    metricsText: opts.peers
+      ? async () => aggregateMetricsText([await snapshot(), ...(await opts.peers!())])
+      : () => metrics.registry.metrics(),
+    deepHealth: opts.peers ? async () => mergeDeepHealth([await snapshot(), ...(await opts.peers!())]) : async () => deepHealthView(ctx),
     startedAtSec: Math.floor(Date.now() / 1000),
     inFlight: 0,
   };
+  const snapshot = async (): Promise<WorkerSnapshot> => ({ worker, metrics: await metrics.registry.getMetricsAsJSON(), deep: deepHealthView(ctx) });
   metrics = new GatewayMetrics({ core: () => ctx.gen.core, inFlight: () => ctx.inFlight, nowMs: () => performance.now(), requestLog: () => requestLog, upstreams: () => pools.stats() });
   // request_log settings take effect at restart only (a reload says so): log_prompts too, since
   // the writer's memory limit was sized for it at start.
@@ -271,6 +284,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       return { cut };
     },
     close,
+    snapshot,
   };
 }
 
