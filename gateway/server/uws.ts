@@ -51,7 +51,7 @@ export interface ServerContext {
   readonly countRefused: (status: number) => void;
   /** Serves `/metrics` (Prometheus text), or null when metrics are off. */
   readonly metricsText: (() => Promise<string>) | null;
-  /** Serves `/health/deep`: this gateway's `deepHealthView`, or (worker 0 of several) all workers' merged. */
+  /** Serves `/health/deep`: this gateway's `deepHealthView`, or (a worker of several) all workers' merged. */
   readonly deepHealth: () => Promise<DeepHealth>;
   /** Unix seconds of start (the `created` of /v1/models). */
   readonly startedAtSec: number;
