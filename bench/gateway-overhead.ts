@@ -33,6 +33,7 @@
  * of the step) measures queueing, not overhead; the step's row says so.
  *
  *   npx tsx bench/gateway-overhead.ts [--seconds 5] [--rps 100,500,1000,2000] [--connections 64] [--rounds 3] [--no-pin] [--parallel-gc] [--no-log] [--no-peer] [--no-floor]
+ *   (defaults: about 5 min — 288 s of load, `expectedLoadSeconds`, printed first)
  *   (--rps '' skips the fixed-rate steps; --no-log runs the gateway without its request log;
  *   --no-peer leaves Portkey out; --no-floor leaves out the bare-proxy floor, `bench/floor-proxy.mjs`)
  *
@@ -299,6 +300,17 @@ async function probe(name: string, url: string, headers: Record<string, string>,
   if (!ok) throw new Error(`${name} probe (${stream ? 'stream' : 'non-stream'}) failed: ${res.status} ${text.slice(0, 500)}`);
 }
 
+/**
+ * Seconds of load the run generates, from its options: for each of the two cases (non-stream,
+ * stream) and each path (direct, switchyard, and floor and peer when on) a 1 s warm-up, one run
+ * per fixed-rate step and one per max-throughput round, `seconds` each. Server start-up and
+ * probes add a few seconds more. Defaults (5 s, 4 steps, 3 rounds, 4 paths): 288 s.
+ */
+export function expectedLoadSeconds(opts: Pick<GatewayOverheadOptions, 'seconds' | 'rpsSteps' | 'maxRounds' | 'peer' | 'floor'>): number {
+  const paths = 2 + (opts.peer ? 1 : 0) + ((opts.floor ?? true) ? 1 : 0);
+  return 2 * paths * (1 + (opts.rpsSteps.length + (opts.maxRounds ?? 1)) * opts.seconds);
+}
+
 function rssOf(pid: number): { nowMb: number; peakMb: number } {
   const s = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kb = (k: string) => Number(new RegExp(`${k}:\\s+(\\d+)`).exec(s)?.[1] ?? NaN);
@@ -324,6 +336,8 @@ export async function runGatewayOverhead(opts: GatewayOverheadOptions): Promise<
   }
   const nodeFlags = pin && !opts.parallelGc ? [SINGLE_THREADED_GC_FLAG] : [];
   const loadBefore = loadavg()[0]!;
+  const expectedS = expectedLoadSeconds(opts);
+  write(`gateway overhead: expect about ${expectedS >= 120 ? `${Math.round(expectedS / 60)} min` : `${expectedS} s`} (${expectedS} s of load plus start-up; --seconds, --rps and --rounds set it)\n`);
   const dir = mkdtempSync(join(tmpdir(), 'switchyard-bench-'));
   let emu: { child: ChildProcess; url: string } | undefined;
   let gw: { child: ChildProcess; url: string } | undefined;

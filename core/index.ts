@@ -13,6 +13,7 @@ export {
   type RouteConfig,
 } from './config/models-config.ts';
 export { endpointId, endpointLocation } from './config/endpoint-id.ts';
+export { allowedKeys, closestName } from './config/field-names.ts';
 export type {
   RouteRequest,
   RequestLife,

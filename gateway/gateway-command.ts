@@ -5,7 +5,7 @@
  */
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
-import { Worker } from 'node:worker_threads';
+import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import pino from 'pino';
 import { UsageError, type CliCommand } from '../bin/command.ts';
 import { startEmulator, type RunningEmulator } from '../simulator/emulator/emulator.ts';
@@ -168,17 +168,19 @@ export const gatewayCommand: CliCommand = {
     } else {
       // The threads share the port (SO_REUSEPORT); make sure no other process holds it first.
       await assertPortFree(server.host, server.port);
-      const workers = await startWorkers(config, server.workers, seed);
+      const started = await startWorkers(config, server.workers, seed);
+      const workers = started.workers;
+      adminUrl = started.adminUrl;
       url = `http://${server.host}:${server.port}`;
       drain = () => stopWorkers(workers, grace);
-      let current = config;
+      // Restart-only settings stay as started: compare every reload with the running process.
+      const running = config;
       reload = (c) => {
         // Workers swallow a rejected reload (worker.ts); refuse here what they would refuse.
         const scope = workerScopeError(c.models, c.settings.server.workers);
         if (scope) throw new Error(scope);
         for (const w of workers) w.postMessage({ reload: c });
-        const restart = restartOnly(current, c);
-        current = c;
+        const restart = restartOnly(running, c);
         log.info({ needsRestart: restart }, 'configuration sent to the workers');
         if (restart.length > 0) log.warn({ settings: restart }, 'reload: these settings changed but take effect only after a restart');
       };
@@ -219,21 +221,39 @@ export const gatewayCommand: CliCommand = {
   },
 };
 
-/** Starts `n` worker threads, each a whole gateway on the same port (SO_REUSEPORT). */
-async function startWorkers(config: GatewayConfig, n: number, seed: number): Promise<Worker[]> {
+/**
+ * Starts `n` worker threads, each a whole gateway on the same port (SO_REUSEPORT), with a
+ * MessageChannel between every two workers (so whichever worker serves `/metrics` or
+ * `/health/deep` merges all workers' numbers). Returns the threads and worker 0's admin URL (null without one).
+ */
+async function startWorkers(config: GatewayConfig, n: number, seed: number): Promise<{ workers: Worker[]; adminUrl: string | null }> {
   const entry = new URL('./server/worker-entry.mjs', import.meta.url);
+  // One channel per pair of workers; each end goes to one of the two.
+  const peers: Array<Array<{ worker: number; port: MessagePort }>> = Array.from({ length: n }, () => []);
+  for (let a = 0; a < n; a++) {
+    for (let b = a + 1; b < n; b++) {
+      const c = new MessageChannel();
+      peers[a]!.push({ worker: b, port: c.port1 });
+      peers[b]!.push({ worker: a, port: c.port2 });
+    }
+  }
   const workers: Worker[] = [];
+  let adminUrl: string | null = null;
   await Promise.all(
     Array.from({ length: n }, (_, i) => {
-      const w = new Worker(entry, { workerData: { config, seed, worker: i } });
+      const w = new Worker(entry, { workerData: { config, seed, worker: i, peers: peers[i] }, transferList: peers[i]!.map((p) => p.port) });
       workers.push(w);
       return new Promise<void>((resolve, reject) => {
-        w.once('message', (m: { ready?: boolean; error?: string }) => (m.ready ? resolve() : reject(new Error(m.error ?? 'worker failed'))));
+        w.once('message', (m: { ready?: boolean; adminUrl?: string | null; error?: string }) => {
+          if (!m.ready) return reject(new Error(m.error ?? 'worker failed'));
+          if (i === 0) adminUrl = m.adminUrl ?? null;
+          resolve();
+        });
         w.once('error', reject);
       });
     }),
   );
-  return workers;
+  return { workers, adminUrl };
 }
 
 /** Drains every worker (each waits up to `graceMs` for its requests) and waits for their exit. */

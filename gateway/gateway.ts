@@ -36,7 +36,8 @@ import { LOG_BLOCK, type RequestLogRow } from './request-log/log-row.ts';
 import { prefixBlockHashes, serializedPrompt } from './request-log/prefix-hashes.ts';
 import { RequestLog } from './request-log/request-log.ts';
 import type { FinishedExchange, RouteTarget } from './server/exchange.ts';
-import { createAdminApp, createApp, type Generation, type ServerContext } from './server/uws.ts';
+import { createAdminApp, createApp, deepHealthView, type Generation, type ServerContext } from './server/uws.ts';
+import { aggregateMetricsText, mergeDeepHealth, type PeerAnswer, type WorkerSnapshot } from './server/worker-aggregate.ts';
 import { UpstreamPools } from './upstream/pools.ts';
 import { RouteWiseProber, type ProbeCounters } from './routewise/prober.ts';
 
@@ -76,6 +77,12 @@ export interface GatewayOptions {
   probeTickMs?: number;
   /** Bound on one RouteWise probe, ms (> 0); default 60 s. */
   probeTimeoutMs?: number;
+  /**
+   * A worker of a multi-worker gateway: asks the other workers for their `snapshot()` (one
+   * answer per worker, a missing one as `{worker, error}`), so that `/metrics` and `/health/deep`
+   * cover every worker (gateway/server/worker-aggregate.ts). Absent: this gateway's own only.
+   */
+  peers?: () => Promise<PeerAnswer[]>;
 }
 
 /** The RouteWise prober of a gateway, as `RunningGateway.probes()` reports it. */
@@ -114,7 +121,7 @@ export interface RunningGateway {
   upstreamStats(): ReturnType<UpstreamPools['stats']>;
   /**
    * Swaps in a new configuration (and restarts the RouteWise prober on it). Returns the settings
-   * that changed but need a restart.
+   * that differ from what this process runs with (its start configuration) and need a restart.
    * @throws Error (the core's message, or the worker-scope refusal) when it is rejected; the old
    *   one stays, prober included.
    */
@@ -126,6 +133,8 @@ export interface RunningGateway {
   drain(graceMs: number): Promise<{ cut: number }>;
   /** Stops listening, drops open connections and upstream pools, closes the request log. */
   close(): Promise<void>;
+  /** This gateway's own metrics (prom-client JSON) and `/health/deep`, for another worker to merge. */
+  snapshot(): Promise<WorkerSnapshot>;
 }
 
 /**
@@ -163,10 +172,14 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     gen: null as unknown as Generation, // set right below
     draining: false,
     countRefused: (status) => metrics.observeRefused(status),
-    metricsText: () => metrics.registry.metrics(),
+    metricsText: opts.peers
+      ? async () => aggregateMetricsText([await snapshot(), ...(await opts.peers!())])
+      : () => metrics.registry.metrics(),
+    deepHealth: opts.peers ? async () => mergeDeepHealth([await snapshot(), ...(await opts.peers!())]) : async () => deepHealthView(ctx),
     startedAtSec: Math.floor(Date.now() / 1000),
     inFlight: 0,
   };
+  const snapshot = async (): Promise<WorkerSnapshot> => ({ worker, metrics: await metrics.registry.getMetricsAsJSON(), deep: deepHealthView(ctx) });
   metrics = new GatewayMetrics({ core: () => ctx.gen.core, inFlight: () => ctx.inFlight, nowMs: () => performance.now(), requestLog: () => requestLog, upstreams: () => pools.stats() });
   // request_log settings take effect at restart only (a reload says so): log_prompts too, since
   // the writer's memory limit was sized for it at start.
@@ -210,7 +223,9 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     { host, port, admin: admin?.url ?? null, seed, probing: prober ? prober.models.map((m) => m.id) : [], models: ctx.gen.core.allModels().map((m) => m.id), endpoints: [...ctx.gen.routes.keys()], auth: s.auth.mode, requestLog: rl.path },
     'gateway listening',
   );
-  let current = config;
+  // What this process runs with for the restart-only settings: the start configuration (a
+  // reload never applies them, so every reload is compared with it, not with the last file).
+  const running = config;
   let closing: Promise<void> | null = null;
   const close = (): Promise<void> => {
     closing ??= (async () => {
@@ -252,8 +267,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       prober?.stop(false);
       prober = ctx.draining ? null : startProber(gen);
       metrics.observeReload(true);
-      const restart = restartOnly(current, next);
-      current = next;
+      const restart = restartOnly(running, next);
       log.info({ models: gen.core.allModels().map((m) => m.id), endpoints: [...gen.routes.keys()], needsRestart: restart }, 'configuration reloaded');
       return restart;
     },
@@ -270,6 +284,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       return { cut };
     },
     close,
+    snapshot,
   };
 }
 

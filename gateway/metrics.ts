@@ -209,9 +209,10 @@ export class GatewayMetrics {
     });
     new Gauge({
       name: 'switchyard_breaker_state',
-      help: 'Circuit breaker per endpoint: 0 closed, 1 half-open, 2 open',
+      help: 'Circuit breaker per endpoint: 0 closed, 1 half-open, 2 open (several workers: the worst)',
       labelNames: ['endpoint'],
       registers,
+      aggregator: 'max',
       collect() {
         this.reset();
         for (const h of src.core().health.snapshot(src.nowMs())) this.set({ endpoint: h.endpointId }, BREAKER_VALUE[h.state] ?? -1);
@@ -219,9 +220,10 @@ export class GatewayMetrics {
     });
     new Gauge({
       name: 'switchyard_endpoint_availability',
-      help: 'EWMA availability per endpoint (0..1)',
+      help: 'EWMA availability per endpoint (0..1; several workers: the lowest)',
       labelNames: ['endpoint'],
       registers,
+      aggregator: 'min',
       collect() {
         this.reset();
         for (const h of src.core().health.snapshot(src.nowMs())) this.set({ endpoint: h.endpointId }, h.availability);

@@ -1,13 +1,14 @@
 /**
  * `switchyard compare <db> --baseline <run>`: paired comparison of every run label against a
  * baseline over the seeds of a sweep (see compare/paired-comparison.ts). Prints per-metric
- * differences with bootstrap intervals, marks the significant ones, and stores the rows in the
- * database's `comparisons` table for the dashboard.
+ * differences with bootstrap intervals, marks the significant ones, and merges the rows into the
+ * database's `comparisons` table for the dashboard: the compared metrics' rows of that baseline
+ * are replaced, any other rows (an experiment's own `compare:` metrics) are kept.
  */
 import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { UsageError, type CliCommand } from '../bin/command.ts';
-import { METRIC_NAMES, type MetricName } from './compare/metrics.ts';
+import { DEFAULT_METRICS, METRIC_NAMES, type MetricName } from './compare/metrics.ts';
 import { compareInStore, formatComparisons } from './compare/paired-comparison.ts';
 import { ResultsStore } from './results/results-store.ts';
 
@@ -33,7 +34,10 @@ export async function runCompare(db: string, opts: CompareCommandOptions): Promi
     const rows = await compareInStore(store, opts);
     print(formatComparisons(rows));
     print('');
-    print(`stored in ${db}: table comparisons (${rows.length} rows)`);
+    const metrics = opts.metrics ?? DEFAULT_METRICS;
+    const [all] = await store.query<{ n: number }>('SELECT count(*)::INTEGER AS n FROM comparisons');
+    const kept = (all?.n ?? rows.length) - rows.length;
+    print(`stored in ${db}: table comparisons (${rows.length} row${rows.length === 1 ? '' : 's'} for ${metrics.join(', ')}${kept > 0 ? `; ${kept} other row${kept === 1 ? '' : 's'} kept` : ''})`);
   } finally {
     await store.close();
   }

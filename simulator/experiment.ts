@@ -6,9 +6,9 @@
  */
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { parse as parseYaml } from 'yaml';
+import { LineCounter, parseDocument } from 'yaml';
 import { z } from 'zod';
-import { formatConfigError } from '../core/config/models-config.ts';
+import { allowedKeys, closestName, StrategyRegistry } from '../core/index.ts';
 import type { HealthOptions } from '../core/health/health-options.ts';
 import { ClientSchema } from './client-behaviour.ts';
 import { METRIC_NAMES } from './compare/metrics.ts';
@@ -118,7 +118,7 @@ export const ExperimentSchema = z
     runs: z.array(RunSchema).min(1),
     sweep: SweepSchema.optional(),
     compare: CompareConfigSchema.optional(),
-    /** DuckDB output path, relative to the working directory. */
+    /** DuckDB output path, relative to the experiment file (as `trace:` is). */
     output: z.string().min(1),
   })
   .strict()
@@ -210,32 +210,118 @@ export function resolveProviders(exp: Pick<Experiment, 'providers'>): ResolvedPr
   return exp.providers.map((p, i) => resolveProvider(p, `providers[${i}] (${p.name})`));
 }
 
+/** The experiment's `output:` resolved against the folder of its file, as `trace:` is. */
+export function experimentOutputPath(exp: Pick<Experiment, 'output' | 'file'>): string {
+  return resolve(dirname(exp.file), exp.output);
+}
+
+/** 1-based line of the YAML node at a path of the experiment file, or null when unknown. */
+export type LineOf = (path: readonly PropertyKey[]) => number | null;
+
+/** One problem of an experiment: where (`path`; `field` when it is named otherwise than the dotted path) and what. */
+interface Problem {
+  path: PropertyKey[];
+  field?: string;
+  message: string;
+}
+
+const STRATEGIES = new StrategyRegistry();
+
 /**
- * Validates a parsed experiment object (YAML already parsed) and resolves its providers.
- * @param file label for errors and the base for the trace path.
- * @throws Error naming the file and every bad field (path and allowed values).
+ * Router problems of the `runs:` entries as written (before the schema passes, so they come in
+ * the same report as the schema's): an unknown `strategy` or bad `params` of a per-model run.
  */
-export function parseExperiment(raw: unknown, file: string): Experiment {
+function runRouterProblems(raw: unknown): Problem[] {
+  const runs = (raw as { runs?: unknown } | null)?.runs;
+  if (!Array.isArray(runs)) return [];
+  const out: Problem[] = [];
+  runs.forEach((r: unknown, i) => {
+    const run = r as { strategy?: unknown; params?: unknown; style?: unknown; label?: unknown } | null;
+    if (typeof run?.strategy !== 'string' || (run.style !== undefined && run.style !== 'per_model')) return;
+    const problem = STRATEGIES.paramsProblem(run.strategy, run.params ?? {});
+    if (problem === null) return;
+    const label = typeof run.label === 'string' ? run.label : run.strategy;
+    const key = problem.startsWith('unknown router') ? 'strategy' : 'params';
+    // Named as the routing preflight names a run (`runs[i] (label …).field`).
+    out.push({ path: ['runs', i, key], field: `runs[${i}] (label ${label}).${key}`, message: problem });
+  });
+  return out;
+}
+
+/**
+ * Validates a parsed experiment object (YAML already parsed) and resolves its providers. Every
+ * problem found is reported in one error: the schema's issues, the runs' unknown routers and bad
+ * `params`, and (once the schema passes) the providers'.
+ * @param file label for errors and the base for the trace path.
+ * @param lineOf line of a field in the file, for `file:line:` in the report (`loadExperiment`
+ *   passes it; without it the lines are left out).
+ * @throws Error `<file> is invalid (N problems):` then one `<file>:<line>: <field>: <message>`
+ *   line per problem (field as a dotted path; allowed values named).
+ */
+export function parseExperiment(raw: unknown, file: string, lineOf: LineOf = () => null): Experiment {
+  const problems: Problem[] = [];
   const r = ExperimentSchema.safeParse(raw);
-  if (!r.success) throw new Error(formatConfigError(file, r.error));
-  try {
-    resolveProviders(r.data);
-  } catch (err) {
-    throw new Error(`${file} is invalid:\n  ${(err as Error).message}`);
+  if (!r.success) {
+    for (const i of r.error.issues) {
+      if (i.code !== 'unrecognized_keys') {
+        problems.push({ path: i.path, message: i.message });
+        continue;
+      }
+      // One problem per unknown key, at the key itself, with what is allowed there.
+      const allowed = allowedKeys(ExperimentSchema, i.path as (string | number)[]) ?? [];
+      for (const key of i.keys) {
+        const near = closestName(key, allowed);
+        problems.push({ path: [...i.path, key], message: `unknown field${near ? ` (did you mean '${near}'?)` : ''}; allowed here: ${allowed.join(', ')}` });
+      }
+    }
+  }
+  for (const p of runRouterProblems(raw)) {
+    // The schema may already report this field; say it once.
+    if (!problems.some((q) => q.path.join('.') === p.path.join('.'))) problems.push(p);
+  }
+  if (r.success) {
+    r.data.providers.forEach((p, i) => {
+      try {
+        resolveProvider(p, `providers[${i}] (${p.name})`);
+      } catch (err) {
+        problems.push({ path: ['providers', i], message: (err as Error).message });
+      }
+    });
+  }
+  if (problems.length > 0 || !r.success) {
+    // In file order (a problem without a line last).
+    const located = problems.map((p) => ({ ...p, line: lineOf(p.path) })).sort((a, b) => (a.line ?? Infinity) - (b.line ?? Infinity));
+    const lines = located.map((p) => `  ${file}${p.line === null ? '' : `:${p.line}`}: ${p.field ?? (p.path.length > 0 ? p.path.join('.') : '(root)')}: ${p.message}`);
+    throw new Error(`${file} is invalid (${problems.length} problem${problems.length === 1 ? '' : 's'}):\n${lines.join('\n')}`);
   }
   return { ...r.data, tracePath: resolve(dirname(file), r.data.trace), file };
 }
 
 /**
- * Reads and validates an experiment file.
- * @throws Error naming the file and every bad field (path and allowed values).
+ * Reads and validates an experiment file; problems carry the line of the field in the file.
+ * @throws Error naming the file (and line) of a YAML syntax error, or `parseExperiment`'s report.
  */
 export function loadExperiment(file: string): Experiment {
-  let raw: unknown;
+  let text: string;
   try {
-    raw = parseYaml(readFileSync(file, 'utf8'));
+    text = readFileSync(file, 'utf8');
   } catch (err) {
     throw new Error(`${file}: cannot read experiment: ${(err as Error).message}`);
   }
-  return parseExperiment(raw, file);
+  const lines = new LineCounter();
+  const doc = parseDocument(text, { lineCounter: lines });
+  if (doc.errors.length > 0) {
+    const e = doc.errors[0]!;
+    throw new Error(`${file}${e.linePos ? `:${e.linePos[0].line}` : ''}: cannot read experiment: ${e.message.split('\n')[0]}`);
+  }
+  const lineOf: LineOf = (path) => {
+    // The deepest node of the path that exists (a missing field: its parent mapping).
+    for (let n = path.length; n >= 0; n--) {
+      const node = n === 0 ? doc.contents : doc.getIn(path.slice(0, n) as unknown[], true);
+      const range = (node as { range?: [number, number, number] } | null | undefined)?.range;
+      if (range) return lines.linePos(range[0]).line;
+    }
+    return null;
+  };
+  return parseExperiment(doc.toJS(), file, lineOf);
 }

@@ -31,11 +31,12 @@ function runFieldMessage(message: string): string {
  * Builds every cell's routing exactly as its run will (experiment-level `routing:` settings,
  * the simulated models config, a `RoutingCore`, the endpoint ids) without reading the trace.
  * Each distinct (swept combination, run) is checked once; seeds do not change the routing.
- * @throws Error naming the experiment file and the run entry (`runs[i] (label …)`), or the
+ * @throws Error listing every run that cannot be built (one line each), naming the experiment file and the run entry (`runs[i] (label …)`), or the
  *   `routing:` block, and the bad field, e.g.
  *   `x.yaml: runs[1] (label round_robbin).strategy: unknown router 'round_robbin'; known routers: …`.
  */
 export function validateCellRouting(exp: Experiment, cells: readonly Cell[]): void {
+  const problems: string[] = [];
   const seen = new Set<string>();
   const settingsSeen = new Set<Experiment>();
   for (const cell of cells) {
@@ -56,9 +57,12 @@ export function validateCellRouting(exp: Experiment, cells: readonly Cell[]): vo
     } catch (err) {
       const message = (err as Error).message;
       // Errors of the models config already name the file and run.
-      throw new Error(message.startsWith(exp.file) ? message : `${where}${runFieldMessage(message)}`);
+      problems.push(message.startsWith(exp.file) ? message : `${where}${runFieldMessage(message)}`);
     }
   }
+  // Every run's problem in one report, not one per attempt.
+  if (problems.length === 1) throw new Error(problems[0]);
+  if (problems.length > 1) throw new Error(`${exp.file}: ${problems.length} runs cannot be built:\n${problems.map((p) => `  ${p}`).join('\n')}`);
 }
 
 /** The error for a trace path that does not exist. */

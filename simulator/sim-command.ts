@@ -8,13 +8,14 @@
  */
 import { execFileSync } from 'node:child_process';
 import { availableParallelism } from 'node:os';
+import { isAbsolute, relative } from 'node:path';
 import { parseArgs } from 'node:util';
 import { randomUUID } from 'node:crypto';
 import cliProgress from 'cli-progress';
 import { UsageError, type CliCommand } from '../bin/command.ts';
 import { readTrace } from '../traces/arrow-trace.ts';
 import { describeReplicas } from './engine/replica-config.ts';
-import { loadExperiment, resolveProviders, type Experiment } from './experiment.ts';
+import { experimentOutputPath, loadExperiment, resolveProviders, type Experiment } from './experiment.ts';
 import { ResultsStore } from './results/results-store.ts';
 import type { ComparisonRow, SummaryRow } from './results/result-rows.ts';
 import { expandGrid } from './sweep/grid.ts';
@@ -29,7 +30,7 @@ export { selectRows } from './sweep/cell-runner.ts';
 export interface SimOptions {
   /** Overrides the experiment's seed (the first seed of a sweep). */
   seed?: number;
-  /** Overrides the output DuckDB path. */
+  /** Overrides the output DuckDB path (relative to the working directory, as on the command line). */
   output?: string;
   /** Show a progress bar (default: when stderr is a TTY). */
   progress?: boolean;
@@ -48,6 +49,12 @@ export interface SimReport {
   summaries: SummaryRow[];
   /** Rows of the paired comparison (empty without a `compare:` block). */
   comparisons: ComparisonRow[];
+}
+
+/** `path` relative to the working directory when it lies below it (shorter to read and to paste), else as given. */
+function shownPath(path: string): string {
+  const rel = relative(process.cwd(), path);
+  return rel === '' || rel.startsWith('..') || isAbsolute(rel) ? path : rel;
 }
 
 function gitRevision(): string {
@@ -78,7 +85,7 @@ export async function runExperiment(file: string, opts: SimOptions = {}): Promis
   const print = opts.print ?? ((s: string) => process.stdout.write(`${s}\n`));
   const exp = loadExperiment(file);
   const seed = opts.seed ?? exp.seed;
-  const output = opts.output ?? exp.output;
+  const output = opts.output ?? experimentOutputPath(exp);
   const jobs = opts.jobs ?? availableParallelism();
   print(`seed ${seed}  (reproduce with --seed ${seed})`);
   print(`experiment ${exp.name}: ${describeEndpoints(exp)}, rate_scale ${exp.rate_scale}`);
@@ -187,7 +194,8 @@ export async function runExperiment(file: string, opts: SimOptions = {}): Promis
     print(formatComparisons(comparisons));
   }
   print('');
-  print(`results: ${output}  (browse: npx switchyard dashboard ${output}; or any DuckDB client: select * from summary)`);
+  const shown = shownPath(output);
+  print(`results: ${shown}  (browse: npx switchyard dashboard ${shown}; or any DuckDB client: select * from summary)`);
   return { experimentId, output, seed, summaries, comparisons };
 }
 

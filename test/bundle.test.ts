@@ -2,7 +2,9 @@
 // to the sources resolve as under tsx, and a gateway started by the CLI runs from it without
 // loading tsx (so its resident memory is well below the same gateway under tsx).
 import { spawn } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -42,19 +44,47 @@ describe('gateway bundle', () => {
   }, 90_000);
 
   it('--workers 2 starts from the bundle too: its worker threads run the bundled worker, not tsx', async () => {
-    const port = () => ['--workers', '2', '--port', String(19_200 + Math.floor(Math.random() * 500))];
-    const bundled = await idleRssKb({}, port());
-    const tsx = await idleRssKb({ SWITCHYARD_BUNDLE: '0' }, port());
+    const port = async () => ['--workers', '2', '--port', String(await freePort())];
+    const bundled = await idleRssKb({}, await port());
+    const tsx = await idleRssKb({ SWITCHYARD_BUNDLE: '0' }, await port());
     // Measured 161 vs 240 MB: under tsx each worker thread registers its own loader.
     expect(bundled).toBeLessThan(tsx - 40_000);
   }, 90_000);
 });
 
-/** Starts the example gateway, waits until it listens, and returns its VmRSS (kB). */
+/** A port that was free a moment ago (127.0.0.1). */
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * A copy of the example configuration in a temporary directory, its three emulators (8101-8103
+ * in the example, where a running demo listens) moved to free ports and its request log under
+ * the same directory, so a test never collides with `npm run gateway` nor writes into results/.
+ */
+async function exampleCopy(): Promise<{ dir: string; requestLog: string }> {
+  const dir = mkdtempSync(join(tmpdir(), 'switchyard-bundle-'));
+  cpSync(join(repoRoot, 'gateway', 'example'), dir, { recursive: true });
+  const moved = new Map<string, string>();
+  for (const p of ['8101', '8102', '8103']) moved.set(p, String(await freePort()));
+  for (const f of ['models.yaml', 'gateway.yaml']) {
+    const text = readFileSync(join(dir, f), 'utf8').replace(/\b810[123]\b/g, (p) => moved.get(p)!);
+    writeFileSync(join(dir, f), text);
+  }
+  return { dir, requestLog: join(dir, 'gateway-requests.duckdb') };
+}
+
+/** Starts (a copy of) the example gateway, waits until it listens, and returns its VmRSS (kB). */
 async function idleRssKb(env: Record<string, string>, extra: string[]): Promise<number> {
-  const child = spawn(process.execPath, [join(repoRoot, 'bin', 'switchyard.mjs'), 'gateway', '--config', join(repoRoot, 'gateway', 'example', 'models.yaml'), '--port', '0', '--admin-port', 'off', ...extra], {
-    cwd: repoRoot,
-    env: { ...process.env, ...env },
+  const example = await exampleCopy();
+  const child = spawn(process.execPath, [join(repoRoot, 'bin', 'switchyard.mjs'), 'gateway', '--config', join(example.dir, 'models.yaml'), '--port', '0', '--admin-port', 'off', ...extra], {
+    cwd: example.dir,
+    env: { ...process.env, SWITCHYARD_REQUEST_LOG: example.requestLog, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -82,5 +112,6 @@ async function idleRssKb(env: Record<string, string>, extra: string[]): Promise<
       child.kill('SIGTERM');
       await new Promise((r) => child.once('exit', r));
     }
+    rmSync(example.dir, { recursive: true, force: true });
   }
 }

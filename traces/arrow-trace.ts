@@ -127,12 +127,23 @@ export async function readTrace(path: string): Promise<{ meta: TraceMeta; rows: 
 
 type OpenFile = Awaited<ReturnType<typeof open>>;
 
+/**
+ * Opens the Arrow reader on `fh`.
+ * @throws Error naming `path` when the file is empty, or is not an Arrow IPC file (the Arrow
+ *   reader's reason, or no schema in it).
+ */
 async function openReader(path: string, fh: OpenFile) {
+  if ((await fh.stat()).size === 0) {
+    throw new Error(`${path}: the file is empty (0 bytes), not an Arrow trace; write one with 'switchyard trace import' or 'switchyard trace export'`);
+  }
+  let reader;
   try {
-    const reader = await RecordBatchReader.from(fh);
+    reader = await RecordBatchReader.from(fh);
     await reader.open();
-    return reader;
   } catch (err) {
     throw new Error(`${path}: not a readable Arrow IPC trace file (${(err as Error).message})`);
   }
+  // The reader accepts some non-Arrow bytes without a schema rather than throwing.
+  if (!reader.schema) throw new Error(`${path}: not a readable Arrow IPC trace file (no Arrow schema in it)`);
+  return reader;
 }

@@ -2,6 +2,7 @@
  * Strategy registry: name → definition. Unknown names and unknown `router_params` keys fail at
  * start with a message naming what is wrong and what is allowed (seed 000, "choosing a router").
  */
+import { allowedKeys, closestName } from '../config/field-names.ts';
 import type { Planner, PlannerContext, PlannerRoute, StrategyDefinition } from './planner.ts';
 import { fixedStrategy } from './fixed.ts';
 import { roundRobinStrategy } from './round-robin.ts';
@@ -49,6 +50,33 @@ export class StrategyRegistry {
   }
 
   /**
+   * What is wrong with a router name and its `router_params`, without building a planner (no
+   * routes needed), or null when both are valid.
+   * @returns `unknown router 'x'; known routers: …`, or `router_params for 'x' are invalid: …`
+   *   naming each bad key, with the allowed keys, the nearest one and the fix for an unknown key.
+   */
+  paramsProblem(name: string, params: unknown): string | null {
+    const def = this.byName.get(name);
+    if (!def) return `unknown router '${name}'; known routers: ${this.names().join(', ')}`;
+    const parsed = def.paramsSchema.safeParse(params ?? {});
+    if (parsed.success) return null;
+    const detail = parsed.error.issues
+      .map((i) => {
+        const keys = (i as { keys?: string[] }).keys;
+        if (i.code === 'unrecognized_keys' && keys) {
+          const allowed = allowedKeys(def.paramsSchema, i.path as (string | number)[]) ?? [];
+          const near = keys.map((k) => closestName(k, allowed)).filter((n): n is string => n !== null);
+          const hint = near.length > 0 ? ` (did you mean ${near.map((n) => `'${n}'`).join(', ')}?)` : '';
+          const list = allowed.length > 0 ? `; allowed keys: ${allowed.join(', ')}` : `; '${name}' takes no router_params`;
+          return `unknown key(s) ${keys.map((k) => `'${k}'`).join(', ')}${hint}${list} — remove it or fix the spelling`;
+        }
+        return `${i.path.join('.') || '(params)'}: ${i.message}`;
+      })
+      .join('; ');
+    return `router_params for '${name}' are invalid: ${detail}`;
+  }
+
+  /**
    * Validates `params` against the strategy's schema and creates a planner.
    * @param where label for errors, e.g. `models[0] (id 'kimi')`.
    * @param context settings and prefill view handed to the strategy's factory (see `PlannerContext`).
@@ -58,20 +86,8 @@ export class StrategyRegistry {
    */
   create(name: string, params: unknown, routes: readonly PlannerRoute[], where: string, context?: PlannerContext): Planner {
     const def = this.byName.get(name);
-    if (!def) {
-      throw new Error(`${where}: unknown router '${name}'; known routers: ${this.names().join(', ')}`);
-    }
-    const parsed = def.paramsSchema.safeParse(params ?? {});
-    if (!parsed.success) {
-      const detail = parsed.error.issues
-        .map((i) => {
-          const keys = (i as { keys?: string[] }).keys;
-          if (i.code === 'unrecognized_keys' && keys) return `unknown key(s) ${keys.map((k) => `'${k}'`).join(', ')}`;
-          return `${i.path.join('.') || '(params)'}: ${i.message}`;
-        })
-        .join('; ');
-      throw new Error(`${where}: router_params for '${name}' are invalid: ${detail}`);
-    }
+    const parsed = def?.paramsSchema.safeParse(params ?? {});
+    if (!def || !parsed?.success) throw new Error(`${where}: ${this.paramsProblem(name, params)}`);
     try {
       return def.create(parsed.data, routes, context);
     } catch (err) {

@@ -15,7 +15,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { LineCounter, parseDocument, type Document } from 'yaml';
 import type { z } from 'zod';
-import { endpointId, ModelsConfigSchema, RoutingCore, ROUTING_ENV_NAMES, routingSettingsFromEnv, type HealthOptions, type ModelsConfig, type RoutingSettings } from '../../core/index.ts';
+import { allowedKeys, closestName, endpointId, ModelsConfigSchema, RoutingCore, ROUTING_ENV_NAMES, routingSettingsFromEnv, type HealthOptions, type ModelsConfig, type RoutingSettings } from '../../core/index.ts';
 import { GatewaySettingsSchema, type GatewaySettings } from './gateway-settings.ts';
 import { interpolateEnv } from './interpolate.ts';
 
@@ -152,9 +152,11 @@ function checkConfig(
 ): GatewayConfig {
   const problems: ConfigProblem[] = [];
   const warnings: string[] = [];
-  const at = (f: SourceFile, path: readonly (string | number)[], message: string, fix: string | null): void => {
-    problems.push({ file: f.name, line: lineOf(f, path), field: path.length > 0 ? path.join('.') : '(root)', message, fix });
+  /** Records a problem at `path`; `key`: an unknown key inside that mapping, whose own line is reported. */
+  const at = (f: SourceFile, path: readonly (string | number)[], message: string, fix: string | null, key?: string): void => {
+    problems.push({ file: f.name, line: (key !== undefined ? keyLine(f, path, key) : null) ?? lineOf(f, path), field: path.length > 0 ? path.join('.') : '(root)', message, fix });
   };
+  const unknownKey = (issue: z.core.$ZodIssue): string | undefined => (issue.code === 'unrecognized_keys' ? issue.keys[0] : undefined);
 
   // 1. Environment.
   const resolve = (f: SourceFile | null): unknown => {
@@ -194,14 +196,14 @@ function checkConfig(
       const file = inRouting ? src.routing! : src.models;
       const path = inRouting ? rest : (issue.path as (string | number)[]);
       const { message, fix } = describeIssue(issue, ModelsConfigSchema);
-      at(file, path, message, fix);
+      at(file, path, message, fix, unknownKey(issue));
     }
   }
   const settingsParsed = GatewaySettingsSchema.safeParse(gatewayDoc ?? {}, { reportInput: true });
   if (!settingsParsed.success) {
     for (const issue of settingsParsed.error.issues) {
       const { message, fix } = describeIssue(issue, GatewaySettingsSchema);
-      at(src.gateway ?? { name: 'gateway.yaml', doc: null, lines: new LineCounter(), value: null }, issue.path as (string | number)[], message, fix);
+      at(src.gateway ?? { name: 'gateway.yaml', doc: null, lines: new LineCounter(), value: null }, issue.path as (string | number)[], message, fix, unknownKey(issue));
     }
   }
   if (problems.length > 0 || !modelsParsed.success || !settingsParsed.success) throw new ConfigError(problems);
@@ -261,7 +263,9 @@ function checkConfig(
         if (m[2] !== undefined) path.push('route', Number(m[2]));
         else if (/router_params/.test(m[3]!)) path.push('router_params');
         else if (/unknown router/.test(m[3]!)) path.push('router');
-        at(src.models, path, m[3]!, null);
+        // An unknown router_params key is reported on its own line.
+        const key = path.at(-1) === 'router_params' ? /unknown key\(s\) '([^']+)'/.exec(m[3]!)?.[1] : undefined;
+        at(src.models, path, m[3]!, null, key);
       } else {
         at(src.gateway ?? src.models, [], msg, null);
       }
@@ -380,6 +384,15 @@ function isLoopback(host: string): boolean {
 }
 
 /** Line of `path` in the file, or of its deepest ancestor present there. */
+/** 1-based line of the key `key` in the mapping at `path`, or null when it is not there. */
+function keyLine(f: SourceFile, path: readonly (string | number)[], key: string): number | null {
+  if (!f.doc) return null;
+  const map = path.length === 0 ? f.doc.contents : f.doc.getIn(path, true);
+  const items = (map as { items?: Array<{ key?: { value?: unknown; range?: [number, number, number] } }> } | null)?.items ?? [];
+  const range = items.find((p) => p.key?.value === key)?.key?.range;
+  return range ? f.lines.linePos(range[0]).line : null;
+}
+
 function lineOf(f: SourceFile, path: readonly (string | number)[]): number | null {
   if (!f.doc) return null;
   for (let n = path.length; n >= 0; n--) {
@@ -423,61 +436,3 @@ function describeValue(v: unknown): string {
   return `${typeof v} ${String(v)}`;
 }
 
-/** Keys an object schema accepts at `path` (best effort through arrays, defaults, optionals). */
-function allowedKeys(root: z.ZodType, path: readonly (string | number)[]): string[] | null {
-  let s: unknown = root;
-  const unwrap = (x: unknown): unknown => {
-    let cur = x as { def?: { type?: string; innerType?: unknown; in?: unknown } };
-    for (let guard = 0; guard < 10 && cur?.def; guard++) {
-      const t = cur.def.type;
-      if (t === 'default' || t === 'optional' || t === 'nullable' || t === 'prefault' || t === 'readonly' || t === 'catch') cur = cur.def.innerType as typeof cur;
-      else if (t === 'pipe') cur = cur.def.in as typeof cur;
-      else break;
-    }
-    return cur;
-  };
-  for (const seg of path) {
-    s = unwrap(s);
-    const d = (s as { def?: { type?: string; element?: unknown; shape?: Record<string, unknown> } }).def;
-    if (!d) return null;
-    if (d.type === 'array' && typeof seg === 'number') s = d.element;
-    else if (d.type === 'object' && typeof seg === 'string') s = d.shape?.[seg];
-    else if (d.type === 'record') s = (d as { valueType?: unknown }).valueType;
-    else return null;
-  }
-  s = unwrap(s);
-  const d = (s as { def?: { type?: string; shape?: Record<string, unknown> } }).def;
-  return d?.type === 'object' && d.shape ? Object.keys(d.shape) : null;
-}
-
-/** The name in `names` nearest to `name` (Levenshtein distance ≤ 3), or null. */
-function closestName(name: string, names: readonly string[]): string | null {
-  let best: string | null = null;
-  let bestD = 4;
-  for (const n of names) {
-    const d = editDistance(name, n, bestD);
-    if (d < bestD) {
-      bestD = d;
-      best = n;
-    }
-  }
-  return best;
-}
-
-/** Levenshtein distance of `a` and `b`, or `limit` once it reaches it. */
-function editDistance(a: string, b: string, limit: number): number {
-  if (Math.abs(a.length - b.length) >= limit) return limit;
-  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const cur = [i];
-    let rowMin = i;
-    for (let j = 1; j <= b.length; j++) {
-      const v = Math.min(prev[j]! + 1, cur[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-      cur.push(v);
-      rowMin = Math.min(rowMin, v);
-    }
-    if (rowMin >= limit) return limit;
-    prev = cur;
-  }
-  return Math.min(prev[b.length]!, limit);
-}

@@ -12,8 +12,8 @@ const USAGE = `usage: switchyard trace export --from <request-log.duckdb> [--fro
 Writes the gateway's request log as an Arrow trace (traces/README.md) that 'switchyard sim'
 replays unchanged. Arrival times start at 0 at the first exported request.
   --from    a request log; repeat it to merge several by arrival time. A gateway run with
-            --workers N writes <name>.worker-<i>.duckdb per worker: give the configured path
-            (<name>.duckdb) to merge them all, or one worker file
+            --workers N writes <name>.worker-<i>.duckdb per worker: the configured path
+            (<name>.duckdb) merges it (if it exists) and all of them; or give one worker file
   --to      output file (default: the (first) log's name with .arrow)
   --since   only requests that arrived at or after T; --until: before T
             T: ISO date-time (2026-11-30T10:00:00Z), Unix ms, or an age (30s, 15m, 2h, 1d)`;
@@ -36,8 +36,9 @@ export function parseTimeArg(name: string, v: string, nowMs: number): number {
 
 /**
  * `switchyard trace export --from <db> [--from <db> …] [--to file] [--since t] [--until t]`:
- * request log(s) → Arrow trace. A `--from` path that does not exist but has
- * `.worker-<i>.duckdb` siblings exports those merged; one with neither exits 1 saying so.
+ * request log(s) → Arrow trace. A `--from` path is read with its `.worker-<i>.duckdb` siblings
+ * (whether or not the path itself exists); one with neither exits 1 saying so. Every file merged
+ * is named on stderr, and one named twice is read once, saying so.
  */
 export const traceExportCommand: CliCommand = {
   name: 'trace export',
@@ -59,9 +60,16 @@ export const traceExportCommand: CliCommand = {
         process.stderr.write(`switchyard: ${(e as Error).message}\n`);
         return 1;
       }
-      if (found.fromWorkers) process.stderr.write(`switchyard: ${f} does not exist; merging the per-worker logs of a --workers gateway: ${found.files.join(', ')}\n`);
-      for (const x of found.files) if (!files.includes(x)) files.push(x);
+      if (found.workers.length > 0) {
+        const base = found.files.length > found.workers.length ? `${f} and ` : `${f} does not exist; merging `;
+        process.stderr.write(`switchyard: ${base}the per-worker logs of a --workers gateway: ${found.workers.join(', ')}\n`);
+      }
+      for (const x of found.files) {
+        if (files.includes(x)) process.stderr.write(`switchyard: ${x} is named twice (by --from ${f}); it is read once\n`);
+        else files.push(x);
+      }
     }
+    if (files.length > 1) process.stderr.write(`switchyard: merging ${files.length} request logs by arrival time: ${files.join(', ')}\n`);
     const now = Date.now();
     const to = values.to ?? values.from[0]!.replace(/\.duckdb$/, '') + '.arrow';
     const r = await exportRequestLog({

@@ -51,15 +51,17 @@ export function workerLogSiblings(path: string): string[] {
 }
 
 /**
- * The log files to read for a `--from` path: the path itself when it exists, else its
- * `.worker-<i>.duckdb` siblings (a multi-worker gateway's logs for that configured path).
+ * The log files to read for a `--from` path: the path itself when it exists, and its
+ * `.worker-<i>.duckdb` siblings (a multi-worker gateway's logs for that configured path) —
+ * both when both exist (a gateway run once with one worker and once with several), so no file
+ * of that path is left out. `workers` lists the sibling files taken.
  * @throws Error `<path>: no such request log` when neither exists.
  */
-export function resolveRequestLogs(path: string): { files: string[]; fromWorkers: boolean } {
-  if (existsSync(path)) return { files: [path], fromWorkers: false };
+export function resolveRequestLogs(path: string): { files: string[]; workers: string[] } {
   const siblings = workerLogSiblings(path);
-  if (siblings.length > 0) return { files: siblings, fromWorkers: true };
-  throw new Error(`${path}: no such request log (the file does not exist)`);
+  const base = existsSync(path) ? [path] : [];
+  if (base.length + siblings.length === 0) throw new Error(`${path}: no such request log (the file does not exist)`);
+  return { files: [...base, ...siblings], workers: siblings };
 }
 
 /**

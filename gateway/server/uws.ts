@@ -23,6 +23,7 @@ import { isBodyProblem, readClientRequest, type ClientRequest, type Endpoint } f
 import { ClientResponse, statusLine, type HeaderPairs } from './client-response.ts';
 import { Exchange, type ExchangeContext } from './exchange.ts';
 import { BUDGET_ALPHA_HEADER, parseBudgetAlphaHeader } from '../routewise/budget-alpha.ts';
+import type { DeepHealth } from './worker-aggregate.ts';
 
 /**
  * One configuration generation: everything a request reads from the configuration. A SIGHUP
@@ -50,6 +51,8 @@ export interface ServerContext {
   readonly countRefused: (status: number) => void;
   /** Serves `/metrics` (Prometheus text), or null when metrics are off. */
   readonly metricsText: (() => Promise<string>) | null;
+  /** Serves `/health/deep`: this gateway's `deepHealthView`, or (a worker of several) all workers' merged. */
+  readonly deepHealth: () => Promise<DeepHealth>;
   /** Unix seconds of start (the `created` of /v1/models). */
   readonly startedAtSec: number;
   /** Requests admitted and not yet over. */
@@ -145,38 +148,44 @@ export function routingView(ctx: ServerContext): Record<string, unknown> {
 }
 
 function serveAdmin(ctx: ServerContext, path: AdminPath, res: HttpResponse, requestId: string): void {
-  const g = ctx.gen;
-  if (path === '/health/deep') {
-    // Every configured endpoint, including those no request has reached yet (they read fresh).
-    const now = g.now();
-    const endpoints = [...g.routes.keys()].sort().map((id) => g.core.health.snapshotOf(id, now));
-    // `unavailable`: some published model has no route a request could be admitted to now;
-    // `degraded`: some breaker is open or half-open. Liveness (`/health`) stays as it is.
-    const modelsUnavailable = g.core
-      .allModels()
-      .filter((m) => m.published && !m.multiTarget && m.routes.length > 0 && m.routes.every((r) => r.effectiveWeight <= 0 || !g.core.health.allowRequest(r.endpointId, now)))
-      .map((m) => m.id);
-    const status = ctx.draining ? 'draining' : modelsUnavailable.length > 0 ? 'unavailable' : endpoints.some((e) => e.state !== 'closed') ? 'degraded' : 'ok';
-    const body = { status, in_flight: ctx.inFlight, models_unavailable: modelsUnavailable, endpoints, route_exclusions: g.core.routeExclusions() };
-    return sendNow(res, 200, requestId, JSON.stringify(body));
-  }
   if (path === '/routing') return sendNow(res, 200, requestId, JSON.stringify(routingView(ctx)));
   const metrics = ctx.metricsText;
-  if (!metrics) return sendNow(res, 404, requestId, errorJson('not_found', 'Metrics are off.'));
+  if (path === '/metrics' && !metrics) return sendNow(res, 404, requestId, errorJson('not_found', 'Metrics are off.'));
+  // Both may wait for the other workers of a multi-worker gateway.
   let aborted = false;
   res.onAborted(() => (aborted = true));
-  metrics().then(
+  const [body, type] = path === '/health/deep' ? [ctx.deepHealth().then((b) => JSON.stringify(b)), JSON_TYPE[1]] : [metrics!(), 'text/plain; version=0.0.4; charset=utf-8'];
+  body.then(
     (text) => {
       if (aborted) return;
       res.cork(() => {
-        res.writeStatus('200 OK').writeHeader('x-request-id', requestId).writeHeader('content-type', 'text/plain; version=0.0.4; charset=utf-8').end(text);
+        res.writeStatus('200 OK').writeHeader('x-request-id', requestId).writeHeader('content-type', type).end(text);
       });
     },
     (e: unknown) => {
       if (aborted) return;
-      sendNow(res, 500, requestId, errorJson('internal_error', `metrics failed: ${(e as Error).message}`));
+      sendNow(res, 500, requestId, errorJson('internal_error', `${path.slice(1)} failed: ${(e as Error).message}`));
     },
   );
+}
+
+/**
+ * `GET /health/deep` of this gateway: every configured endpoint's breaker snapshot (including
+ * those no request has reached yet: they read fresh), the published models no request could be
+ * admitted to now, route exclusions, in-flight count and a status — `unavailable` when some
+ * model has no admissible route, `degraded` when some breaker is open or half-open, `draining`
+ * during a drain. Liveness (`/health`) is separate.
+ */
+export function deepHealthView(ctx: ServerContext): DeepHealth {
+  const g = ctx.gen;
+  const now = g.now();
+  const endpoints = [...g.routes.keys()].sort().map((id) => g.core.health.snapshotOf(id, now));
+  const modelsUnavailable = g.core
+    .allModels()
+    .filter((m) => m.published && !m.multiTarget && m.routes.length > 0 && m.routes.every((r) => r.effectiveWeight <= 0 || !g.core.health.allowRequest(r.endpointId, now)))
+    .map((m) => m.id);
+  const status = ctx.draining ? 'draining' : modelsUnavailable.length > 0 ? 'unavailable' : endpoints.some((e) => e.state !== 'closed') ? 'degraded' : 'ok';
+  return { status, in_flight: ctx.inFlight, models_unavailable: modelsUnavailable, endpoints, route_exclusions: g.core.routeExclusions() };
 }
 
 /** Answers synchronously inside a handler (no onAborted needed). */

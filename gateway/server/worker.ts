@@ -1,19 +1,85 @@
 /**
  * One worker thread of a multi-worker gateway: a whole gateway (own core, breakers, pools,
  * request-log file) on the shared port; worker 0 also runs the admin listener. Posts
- * `{ready: true}` once listening; `{reload: config}` swaps the configuration (an invalid one is
- * logged and ignored); `{drain: graceMs}` drains and ends the thread; `stop` closes at once.
+ * `{ready: true, adminUrl}` once listening; `{reload: config}` swaps the configuration (an
+ * invalid one is logged and ignored); `{drain: graceMs}` drains and ends the thread; `stop`
+ * closes at once.
+ *
+ * Every worker holds one MessagePort to each other worker (`peers`): on `/metrics` and
+ * `/health/deep` (the admin listener of worker 0, or an admin key on the shared public port,
+ * whichever worker takes the connection) it sends `{ask: id}` on every port and merges the
+ * answers `{answer: id, snapshot}` with its own (server/worker-aggregate.ts). A worker that has
+ * not answered within `PEER_TIMEOUT_MS` is reported as missing, never dropped silently.
  */
-import { parentPort, workerData } from 'node:worker_threads';
+import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import type { GatewayConfig } from '../config/load.ts';
-import { startGateway } from '../gateway.ts';
+import { startGateway, type RunningGateway } from '../gateway.ts';
+import type { PeerAnswer, WorkerSnapshot } from './worker-aggregate.ts';
 
-const { config, seed, worker } = workerData as { config: GatewayConfig; seed: number; worker: number };
+/** How long worker 0 waits for another worker's snapshot, ms. */
+const PEER_TIMEOUT_MS = 2000;
+
+const { config, seed, worker, peers } = workerData as {
+  config: GatewayConfig;
+  seed: number;
+  worker: number;
+  /** A port to every other worker, with its index. */
+  peers: Array<{ worker: number; port: MessagePort }>;
+};
+
+/** Asks every peer for its snapshot; one answer per peer, in the order given. */
+function askPeers(list: ReadonlyArray<{ worker: number; port: MessagePort }>): () => Promise<PeerAnswer[]> {
+  let nextId = 0;
+  return () =>
+    Promise.all(
+      list.map(
+        ({ worker: peer, port }) =>
+          new Promise<PeerAnswer>((resolve) => {
+            const id = nextId++;
+            const timer = setTimeout(() => {
+              port.off('message', onAnswer);
+              resolve({ worker: peer, error: `worker ${peer} did not answer within ${PEER_TIMEOUT_MS} ms` });
+            }, PEER_TIMEOUT_MS);
+            const onAnswer = (m: { answer?: number; snapshot?: WorkerSnapshot; error?: string }): void => {
+              if (m.answer !== id) return;
+              clearTimeout(timer);
+              port.off('message', onAnswer);
+              resolve(m.snapshot ?? { worker: peer, error: m.error ?? 'no snapshot' });
+            };
+            port.on('message', onAnswer);
+            port.postMessage({ ask: id });
+          }),
+      ),
+    );
+}
+
+/** Answers a peer's snapshot requests on `port`. */
+function answerPeer(port: MessagePort, gw: RunningGateway): void {
+  port.on('message', (m: { ask?: number }) => {
+    if (m.ask === undefined) return;
+    gw.snapshot().then(
+      (snapshot) => port.postMessage({ answer: m.ask, snapshot }),
+      (e: unknown) => port.postMessage({ answer: m.ask, error: (e as Error).message }),
+    );
+  });
+}
+
 try {
-  const gw = await startGateway({ config, seed, worker, sharedPort: true, adminPort: worker === 0 ? config.settings.server.admin_port : null });
+  const gw = await startGateway({
+    config,
+    seed,
+    worker,
+    sharedPort: true,
+    adminPort: worker === 0 ? config.settings.server.admin_port : null,
+    ...(peers.length > 0 && { peers: askPeers(peers) }),
+  });
+  for (const p of peers) answerPeer(p.port, gw);
+  const closePorts = (): void => {
+    for (const p of peers) p.port.close();
+  };
   parentPort!.on('message', (m: 'stop' | { reload: GatewayConfig } | { drain: number }) => {
-    if (m === 'stop') void gw.close().then(() => parentPort!.close());
-    else if ('drain' in m) void gw.drain(m.drain).then(() => parentPort!.close());
+    if (m === 'stop') void gw.close().then(() => (closePorts(), parentPort!.close()));
+    else if ('drain' in m) void gw.drain(m.drain).then(() => (closePorts(), parentPort!.close()));
     else {
       try {
         gw.reload(m.reload);
@@ -23,7 +89,7 @@ try {
       }
     }
   });
-  parentPort!.postMessage({ ready: true });
+  parentPort!.postMessage({ ready: true, adminUrl: gw.adminUrl });
 } catch (e) {
   parentPort!.postMessage({ error: (e as Error).message });
 }

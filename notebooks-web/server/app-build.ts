@@ -1,11 +1,13 @@
 /**
  * Builds the browser app with Vite's JavaScript API when the build is missing or older than its
  * sources, so `switchyard dashboard` works straight after `npm ci` with no separate build step.
- * The build goes to a private temporary folder and is then swapped into `notebooks-web/dist`,
- * so a server (or a second build running at the same time) never sees a half-written folder.
+ * The build goes to a private temporary folder and is then swapped into `DIST_DIR`
+ * (`node_modules/.cache/switchyard-dashboard/dist`, beside the gateway's bundle cache, so that
+ * running the dashboard or the tests adds nothing to the working tree), so a server (or a second
+ * build running at the same time) never sees a half-written folder.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync, readdirSync, rmSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { InlineConfig } from 'vite';
@@ -16,8 +18,10 @@ const HERE = fileURLToPath(new URL('.', import.meta.url));
 export const WEB_DIR = resolve(HERE, '..');
 /** Vite root: `notebooks-web/app` (index.html, main.ts, …). */
 export const APP_ROOT = join(WEB_DIR, 'app');
-/** Where the built app goes (gitignored). */
-export const DIST_DIR = join(WEB_DIR, 'dist');
+/** The dashboard's build cache (under node_modules, which git ignores). */
+const CACHE_DIR = resolve(WEB_DIR, '..', 'node_modules', '.cache', 'switchyard-dashboard');
+/** Where the built app goes. */
+export const DIST_DIR = join(CACHE_DIR, 'dist');
 /** Marker written last by a build; its mtime is the build's time. */
 const STAMP = '.build-stamp';
 
@@ -82,7 +86,8 @@ export interface EnsureBuiltOptions {
 export async function ensureAppBuilt(opts: EnsureBuiltOptions = {}): Promise<string> {
   if (!opts.force && isAppBuildFresh()) return DIST_DIR;
   const print = opts.print ?? (() => {});
-  const tmp = join(WEB_DIR, `.dist-tmp-${process.pid}-${randomBytes(4).toString('hex')}`);
+  mkdirSync(CACHE_DIR, { recursive: true });
+  const tmp = join(CACHE_DIR, `.dist-tmp-${process.pid}-${randomBytes(4).toString('hex')}`);
   const t0 = performance.now();
   print('building the dashboard app (vite)…');
   const { build } = await import('vite'); // loaded only when a build is due: it is large
@@ -94,7 +99,7 @@ export async function ensureAppBuilt(opts: EnsureBuiltOptions = {}): Promise<str
   } finally {
     rmSync(tmp, { recursive: true, force: true });
   }
-  print(`built notebooks-web/dist in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  print(`built the dashboard app in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
   return DIST_DIR;
 }
 

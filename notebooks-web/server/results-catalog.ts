@@ -6,8 +6,8 @@
  * and never joined to a path, and a folder's entry must resolve (symlinks followed) to a file
  * directly inside that folder — so no request can reach a file outside the results folder.
  */
-import { readdirSync, realpathSync, statSync } from 'node:fs';
-import { basename, dirname, resolve } from 'node:path';
+import { readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
+import { basename, dirname, join, relative, resolve } from 'node:path';
 import { notFound, unavailable } from './http-errors.ts';
 import { ReadOnlyDb } from './read-only-db.ts';
 
@@ -39,6 +39,33 @@ function safeName(file: string): string {
   return cleaned === '' ? 'results' : cleaned;
 }
 
+/**
+ * What to do about a results path that does not exist: the `switchyard sim` command of the
+ * experiment under `<cwd>/experiments/` whose `output:` (relative to its file) is that path, else
+ * the results files that do exist in its folder, else how results files are made.
+ */
+export function missingResultsHint(abs: string, cwd: string): string {
+  const experiments = join(cwd, 'experiments');
+  let names: string[] = [];
+  try {
+    names = readdirSync(experiments).filter((n) => /\.ya?ml$/.test(n)).sort();
+  } catch {
+    // no experiments folder here
+  }
+  for (const n of names) {
+    const output = /^output:\s*(\S+)\s*$/m.exec(readFileSync(join(experiments, n), 'utf8'))?.[1];
+    if (output !== undefined && resolve(experiments, output) === abs) return `run \`npx switchyard sim ${relative(cwd, join(experiments, n))}\` to produce it`;
+  }
+  let near: string[] = [];
+  try {
+    near = readdirSync(dirname(abs)).filter((n) => n.toLowerCase().endsWith('.duckdb')).sort();
+  } catch {
+    // its folder does not exist either
+  }
+  if (near.length > 0) return `results files in ${relative(cwd, dirname(abs)) || '.'}: ${near.slice(0, 8).join(', ')}${near.length > 8 ? ', …' : ''}`;
+  return 'give a results file that `switchyard sim` wrote (the experiment\'s output:, or --output) or a folder of them';
+}
+
 /** Results files given on the command line, opened read-only on first use. */
 export class ResultsCatalog {
   private readonly open = new Map<string, OpenDb>();
@@ -63,7 +90,7 @@ export class ResultsCatalog {
       try {
         st = statSync(abs);
       } catch {
-        throw new Error(`${p}: no such file or folder (run \`npm start\` to produce results/default.duckdb)`);
+        throw new Error(`${p}: no such file or folder (${missingResultsHint(abs, cwd)})`);
       }
       if (st.isDirectory()) folders.push(realpathSync(abs));
       else if (st.isFile()) files.push(realpathSync(abs));

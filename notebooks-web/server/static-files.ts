@@ -1,5 +1,5 @@
 /**
- * Serves the built app (`notebooks-web/dist`) read-only. A path is decoded segment by segment
+ * Serves the built app (`DIST_DIR` of app-build.ts) read-only. A path is decoded segment by segment
  * (no `.`/`..`, no separators inside a segment) and the resolved file, symlinks followed, must
  * lie inside the app folder; anything else is a 400 or a 404, never a file from elsewhere.
  */

@@ -167,8 +167,9 @@ export interface StoreCompareOptions {
 }
 
 /**
- * Compares every label against `baseline` over the runs of a results database, replaces the
- * `comparisons` rows of that baseline and returns them. The bootstrap seed is the
+ * Compares every label against `baseline` over the runs of a results database, merges the rows
+ * into `comparisons` (this baseline's rows of the compared metrics are replaced, other metrics'
+ * rows kept: `ResultsStore.mergeComparisons`) and returns them. The bootstrap seed is the
  * experiment's seed (1 when the database has no experiment row).
  * @throws Error when the database has no runs or the baseline matches no label or run id.
  */
@@ -179,14 +180,15 @@ export async function compareInStore(store: ResultsStore, opts: StoreCompareOpti
   const baseline = labels.has(opts.baseline) ? opts.baseline : records.find((r) => r.runId === opts.baseline)?.label;
   if (baseline === undefined) throw new Error(`--baseline '${opts.baseline}' is neither a run label (${[...labels].join(', ')}) nor a run id`);
   const [exp] = await store.query<{ seed: number }>('SELECT seed FROM experiments ORDER BY started_at LIMIT 1');
+  const metrics = opts.metrics ?? DEFAULT_METRICS;
   const rows = pairedComparisons(records, {
     baseline,
-    metrics: opts.metrics ?? DEFAULT_METRICS,
+    metrics,
     resamples: opts.resamples ?? 10_000,
     confidence: opts.confidence ?? 0.95,
     seed: exp?.seed ?? 1,
   });
   const experimentId = records[0]!.experimentId;
-  await store.replaceComparisons(experimentId, baseline, rows);
+  await store.mergeComparisons(experimentId, baseline, metrics, rows);
   return rows;
 }

@@ -68,12 +68,12 @@ export async function runValidateSim(opts: ValidateSimOptions = {}) {
   const groups = summarize(points);
   const cross = crossCheckRows(loadCrossCheck(), calibration);
   const steps = points.reduce((s, p) => s + p.steps, 0);
-  const md = renderValidationMarkdown({ points, groups, crossCheck: cross, calibration, wallS, steps });
+  const md = renderValidationMarkdown({ points, groups, crossCheck: cross, calibration, steps });
   const out = opts.out ?? VALIDATION_MD_PATH;
   writeFileSync(out, `${md}\n`);
   const db = opts.db ?? join('results', 'validation.duckdb');
   await writeValidationDuckDb(db, points, groups, cross);
-  print(`${points.length} points in ${wallS.toFixed(1)} s (${steps.toLocaleString('en-US')} simulated steps)`);
+  print(`${points.length} points in ${wallS.toFixed(1)} s (${steps.toLocaleString('en-US')} simulated steps, ${Math.round(steps / Math.max(wallS, 1e-9)).toLocaleString('en-US')} steps/s on this machine)`);
   print('group                                   pts  TTFT med  p90   bias | TPOT med  p90   bias');
   for (const g of groups) {
     print(`${`${g.label} TP ${g.tp}`.padEnd(38)} ${String(g.points).padStart(4)}  ${g.ttftMedianAbsPct.toFixed(1).padStart(7)} ${g.ttftP90AbsPct.toFixed(1).padStart(5)} ${g.ttftBiasPct.toFixed(1).padStart(6)} | ${g.tpotMedianAbsPct.toFixed(1).padStart(7)} ${g.tpotP90AbsPct.toFixed(1).padStart(5)} ${g.tpotBiasPct.toFixed(1).padStart(6)}  ${g.meetsTarget ? 'met' : 'MISSED'}`);

@@ -1,6 +1,6 @@
 /**
  * Regenerates the committed provider profiles (`profiles/*.json`) from RouteWise's published
- * latency summaries in `../shared/traces/routewise/` (MIT; see profiles/SOURCE.txt), keeping
+ * latency summaries, copied byte for byte into `profiles/source/` (MIT; see profiles/SOURCE.txt), keeping
  * only what the simulator uses: per-provider TTFT n/p50/p90/p99/mean/max, prices per 1M tokens,
  * context length and the plan limits a source states. Run: `npx tsx simulator/providers/derive-profiles.ts`.
  * The numbers are copied, rounded (ms to 0.001, USD to 1e-6 — the sources carry float noise
@@ -11,8 +11,8 @@ import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { ProfileFileSchema, PROFILES_DIR, type ProfileFile, type ProviderProfile } from './provider-profile.ts';
 
-/** `shared/traces/routewise/` beside the repository. */
-export const ROUTEWISE_DIR = fileURLToPath(new URL('../../../shared/traces/routewise/', import.meta.url));
+/** `profiles/source/`: the three RouteWise summary files the profiles are derived from, unchanged. */
+export const ROUTEWISE_DIR = fileURLToPath(new URL('./profiles/source/', import.meta.url));
 
 /** Provenance line of each source file (repository path @ commit, from the folder's SOURCE.txt). */
 const SOURCES = {

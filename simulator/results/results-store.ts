@@ -394,17 +394,23 @@ export class ResultsStore {
   }
 
   /**
-   * Replaces the comparison rows of (`experimentId`, `baseline`) with `rows` in one transaction,
-   * so re-running `compare` with the same baseline leaves one set.
+   * Merges a comparison into the table in one transaction: the rows of (`experimentId`,
+   * `baseline`) for the `metrics` compared are replaced with `rows`; rows of other metrics (an
+   * experiment's own `compare:` block, an earlier `switchyard compare --metrics …`) are kept. So
+   * re-running `compare` with the same baseline and metrics leaves one set, and never drops what
+   * another comparison stored.
    * @throws TypeError / RangeError naming `comparisons[i].field` for a bad value (nothing changed).
    */
-  async replaceComparisons(experimentId: string, baseline: string, rows: readonly ComparisonRow[]): Promise<void> {
+  async mergeComparisons(experimentId: string, baseline: string, metrics: readonly string[], rows: readonly ComparisonRow[]): Promise<void> {
     checkRows(TABLES.comparisons, rows);
+    const replaced = [...new Set([...metrics, ...rows.map((r) => r.metric)])];
     await this.exclusive(async () => {
       const conn = this.connection;
       await conn.run('BEGIN TRANSACTION');
       try {
-        await conn.run('DELETE FROM comparisons WHERE experiment_id = $1 AND baseline = $2', [experimentId, baseline], [VARCHAR, VARCHAR]);
+        for (const metric of replaced) {
+          await conn.run('DELETE FROM comparisons WHERE experiment_id = $1 AND baseline = $2 AND metric = $3', [experimentId, baseline, metric], [VARCHAR, VARCHAR, VARCHAR]);
+        }
         if (rows.length > 0) {
           const appender = await conn.createAppender('comparisons');
           appendChecked(appender, TABLES.comparisons, rows);

@@ -324,7 +324,17 @@ describe('dashboard command line', () => {
     expect(() => parseDashboardArgs(['--bogus'])).toThrow(UsageError);
   });
 
-  it('a missing results file is a clear error that says how to make one', () => {
-    expect(() => ResultsCatalog.create([join(root, 'nope.duckdb')])).toThrow(/nope\.duckdb: no such file.*npm start/);
+  it('a missing results file is a clear error whose hint fits what was named', () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'switchyard-dash-missing-'));
+    mkdirSync(join(cwd, 'experiments'));
+    writeFileSync(join(cwd, 'experiments', 'mine.yaml'), 'name: mine\noutput: ../results/mine.duckdb\n');
+    // An experiment's output: its sim command.
+    expect(() => ResultsCatalog.create(['results/mine.duckdb'], cwd)).toThrow('results/mine.duckdb: no such file or folder (run `npx switchyard sim experiments/mine.yaml` to produce it)');
+    // A name beside other results files: those files.
+    mkdirSync(join(cwd, 'results'));
+    writeFileSync(join(cwd, 'results', 'other.duckdb'), '');
+    expect(() => ResultsCatalog.create(['results/typo.duckdb'], cwd)).toThrow('results/typo.duckdb: no such file or folder (results files in results: other.duckdb)');
+    // Anything else: how results files are made (no `npm start` whatever was named).
+    expect(() => ResultsCatalog.create(['missing.duckdb'], cwd)).toThrow("missing.duckdb: no such file or folder (give a results file that `switchyard sim` wrote (the experiment's output:, or --output) or a folder of them)");
   });
 });

@@ -1,6 +1,7 @@
 // The dashboard in a real browser: Debian's Chromium driven by playwright-core (never a
 // downloaded browser) against `switchyard dashboard` serving two hand-made results files.
-// Every page must load without console errors; screenshots go to test-artifacts/dashboard/.
+// Every page must load without console errors; screenshots go to $SWITCHYARD_TEST_ARTIFACTS/dashboard/
+// when that is set (e.g. for CI to keep), else to a temporary folder (never into the working tree).
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,7 +13,7 @@ import { LEGACY_EXP, SWEEP, SWEEP_EXP, writeLegacyFixture, writeSweepFixture } f
 
 const CHROMIUM = process.env.SWITCHYARD_CHROMIUM ?? '/usr/bin/chromium';
 const HAVE_CHROMIUM = existsSync(CHROMIUM);
-const ARTIFACTS = join(import.meta.dirname, '..', '..', 'test-artifacts', 'dashboard');
+const ARTIFACTS = join(process.env.SWITCHYARD_TEST_ARTIFACTS ?? mkdtempSync(join(tmpdir(), 'switchyard-artifacts-')), 'dashboard');
 const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
 
 describe.skipIf(!HAVE_CHROMIUM)(`dashboard in Chromium${HAVE_CHROMIUM ? '' : ` (skipped: no browser at ${CHROMIUM}; .ci/run installs Debian's chromium)`}`, () => {

@@ -76,8 +76,21 @@ describe('problems name file, line, field and fix', () => {
     const dir = configDir({ 'models.yaml': MODELS + '        wieght: 2\n', 'gateway.yaml': OPEN });
     const [p] = problems(() => loadGatewayConfig(dir, {}));
     expect(p).toMatchObject({ file: join(dir, 'models.yaml'), field: 'models.0.route.0', message: "unknown field 'wieght'" });
-    expect(p!.line).toBe(4);
+    expect(p!.line).toBe(5); // the misspelt key's own line, not the line of the mapping around it
     expect(p!.fix).toMatch(/allowed here: .*weight/);
+  });
+
+  it('an unknown key in gateway.yaml is reported on its own line', () => {
+    const dir = configDir({ 'models.yaml': MODELS, 'gateway.yaml': 'server:\n  port: 8080\n  wrokers: 2\nauth:\n  mode: none\n' });
+    const [p] = problems(() => loadGatewayConfig(dir, {}));
+    expect(p).toMatchObject({ file: join(dir, 'gateway.yaml'), line: 3, field: 'server', message: "unknown field 'wrokers'" });
+  });
+
+  it('an unknown router_params key: its own line, the allowed keys, the nearest one and the fix', () => {
+    const models = 'models:\n  - id: demo\n    router: fixed\n    router_params:\n      affinity: true\n      prefill_awar: true\n    route:\n      - base_url: http://127.0.0.1:9001/v1\n';
+    const [p] = problems(() => loadGatewayConfig(configDir({ 'models.yaml': models, 'gateway.yaml': OPEN }), {}));
+    expect(p).toMatchObject({ line: 6, field: 'models.0.router_params' });
+    expect(p!.message).toContain("unknown key(s) 'prefill_awar' (did you mean 'prefill_aware'?); allowed keys: hybrid_composition, prefill_aware, affinity — remove it or fix the spelling");
   });
 
   it('wrong types, ranges and enums; several problems at once; routing.yaml is its own file', () => {
@@ -187,7 +200,7 @@ describe('switchyard validate', () => {
     const dir = configDir({ 'models.yaml': MODELS + '        wieght: 2\n', 'gateway.yaml': 'auth:\n  mode: nobody\n' });
     const bad = await run([dir]);
     expect(bad.code).toBe(1);
-    expect(bad.stderr).toContain(`${join(dir, 'models.yaml')}:4: models.0.route.0: unknown field 'wieght' — fix: remove it or fix the spelling; allowed here:`);
+    expect(bad.stderr).toContain(`${join(dir, 'models.yaml')}:5: models.0.route.0: unknown field 'wieght' — fix: remove it or fix the spelling; allowed here:`);
     expect(bad.stderr).toContain(`${join(dir, 'gateway.yaml')}:2: auth.mode: the string "nobody" is not allowed — fix: use one of: "keys", "none"`);
   });
 });

@@ -157,7 +157,10 @@ describe('reload: what needs a restart', () => {
     expect(restartOnly(base, moved).sort()).toEqual(['server.admin_port', 'server.host', 'server.port', 'server.workers']);
     // In-process reload returns the same list.
     expect(stack.gw.reload(stackConfig([{}], stack.emus, { server: { port: 9999 } }))).toEqual(['server.port']);
-    expect(stack.gw.reload(stackConfig([{}], stack.emus, { server: { port: 9999 } }))).toEqual([]);
+    // The process still listens where it started: the same file again still needs a restart,
+    // and the start configuration again needs none.
+    expect(stack.gw.reload(stackConfig([{}], stack.emus, { server: { port: 9999 } }))).toEqual(['server.port']);
+    expect(stack.gw.reload(stackConfig([{}], stack.emus))).toEqual([]);
   });
 
   it('SIGHUP: an unchanged file needs no restart (no seed configured); a changed server.port is reported', async () => {
@@ -198,6 +201,12 @@ describe('reload: what needs a restart', () => {
     expect(out.slice(mark)).toMatch(/"needsRestart":\["server\.port"\]/);
     expect(out.slice(mark)).toMatch(/"settings":\["server\.port"\][^\n]*take effect only after a restart/);
 
+    // The same changed file again: the process still runs on its start port, so still reported.
+    mark = out.length;
+    child.kill('SIGHUP');
+    await waitFor(/take effect only after a restart[^\n]*/, mark);
+    expect(out.slice(mark)).toMatch(/"needsRestart":\["server\.port"\]/);
+
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
   }, 40_000);
@@ -226,7 +235,7 @@ describe('trace export of a --workers gateway', () => {
     const w1 = join(dir, 'split.worker-1.duckdb');
     expect(existsSync(logPath)).toBe(false);
     expect(workerLogSiblings(logPath)).toEqual([w0, w1]);
-    expect(resolveRequestLogs(logPath)).toEqual({ files: [w0, w1], fromWorkers: true });
+    expect(resolveRequestLogs(logPath)).toEqual({ files: [w0, w1], workers: [w0, w1] });
     expect(() => resolveRequestLogs(join(dir, 'nothing.duckdb'))).toThrow('nothing.duckdb: no such request log');
 
     // The library names the worker files instead of DuckDB's "database does not exist".
@@ -246,6 +255,28 @@ describe('trace export of a --workers gateway', () => {
 
     // Several --from.
     expect((await runCli(['trace', 'export', '--from', w0, '--from', w1, '--to', join(dir, 'w01.arrow')])).out).toMatch(/wrote 3 request\(s\)/);
+
+    // The configured path exists too (the same config once run with one worker): all three are
+    // merged, and the note names every file.
+    const single = await startGateway({ config: stackConfig([{}], [emu], { request_log: { path: logPath, flush_interval_ms: 50 } }), host: '127.0.0.1', port: 0, logger: silent });
+    for (let k = 0; k < 2; k++) {
+      const res = await fetch(`${single.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${KEYS.user}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'demo', messages: hello, max_tokens: 2 }),
+      });
+      expect(res.status).toBe(200);
+    }
+    await single.close();
+    expect(resolveRequestLogs(logPath)).toEqual({ files: [logPath, w0, w1], workers: [w0, w1] });
+    const all = await runCli(['trace', 'export', '--from', logPath, '--to', join(dir, 'all.arrow')]);
+    expect(all.out).toContain(`${logPath} and the per-worker logs of a --workers gateway: ${w0}, ${w1}`);
+    expect(all.out).toContain(`merging 3 request logs by arrival time: ${logPath}, ${w0}, ${w1}`);
+    expect(all.out).toMatch(/wrote 5 request\(s\)/);
+    // A file named twice is read once, and that is said.
+    const twice = await runCli(['trace', 'export', '--from', logPath, '--from', w0, '--to', join(dir, 'twice.arrow')]);
+    expect(twice.out).toContain(`${w0} is named twice (by --from ${w0}); it is read once`);
+    expect(twice.out).toMatch(/wrote 5 request\(s\)/);
 
     // Nothing there: a clear message, exit 1.
     const none = await runCli(['trace', 'export', '--from', join(dir, 'nothing.duckdb')]);

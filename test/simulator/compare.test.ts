@@ -112,7 +112,7 @@ describe('switchyard compare', () => {
     const text = out.join('\n');
     expect(text).toMatch(/round_robin vs fixed, 3 seeds/);
     expect(text).toMatch(/ttft_p50_ms\s+503\s+403\s+-100\s+-19\.9%\s+\[-100, -100\]\s+\* better/);
-    expect(text).toMatch(/stored in .*c\.duckdb: table comparisons \(2 rows\)/);
+    expect(text).toMatch(/stored in .*c\.duckdb: table comparisons \(2 rows for ttft_p50_ms, goodput\)/);
     const again = await ResultsStore.open(db);
     const rows = await again.query<{ metric: string; significant: boolean; seeds: number }>('select metric, significant, seeds from comparisons order by metric');
     await again.close();
@@ -120,6 +120,13 @@ describe('switchyard compare', () => {
       { metric: 'goodput', significant: false, seeds: 3 },
       { metric: 'ttft_p50_ms', significant: true, seeds: 3 },
     ]);
+    // A later compare of other metrics keeps these rows (merge); the message counts what is stored.
+    const more: string[] = [];
+    await runCompare(db, { baseline: 'fixed', metrics: ['ttft_p99_ms'], resamples: 500, print: (l) => more.push(l) });
+    expect(more.join('\n')).toMatch(/stored in .*c\.duckdb: table comparisons \(1 row for ttft_p99_ms; 2 other rows kept\)/);
+    const merged = await ResultsStore.open(db);
+    expect((await merged.query<{ metric: string }>('select metric from comparisons order by metric')).map((r) => r.metric)).toEqual(['goodput', 'ttft_p50_ms', 'ttft_p99_ms']);
+    await merged.close();
     await expect(compareCommand.run([db])).rejects.toThrow(UsageError);
     await expect(compareCommand.run([db, '--baseline', 'fixed', '--metrics', 'bogus'])).rejects.toThrow(/unknown bogus/);
     await expect(runCompare(join(dir, 'missing.duckdb'), { baseline: 'fixed' })).rejects.toThrow(/no such results database/);

@@ -1,5 +1,5 @@
 // `switchyard sim` end to end: a YAML experiment on the real trace → a real DuckDB file.
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -77,5 +77,47 @@ describe('switchyard sim', () => {
     expect(() => loadExperiment(file)).toThrow(/rate_scale_typo/);
     writeFileSync(join(dir, 'bad2.yaml'), `name: x\ntrace: t\nreplicas: { count: 0, profile: p }\nruns: []\noutput: o\n`);
     expect(() => loadExperiment(join(dir, 'bad2.yaml'))).toThrow(/replicas\.count[\s\S]*runs/);
+  });
+
+  it('output: is relative to the experiment file, as trace: is (not to the working directory)', async () => {
+    const sub = join(dir, 'nested');
+    mkdirSync(sub, { recursive: true });
+    const file = join(sub, 'rel.yaml');
+    writeFileSync(file, `name: rel\ntrace: ${mooncakeConversation}\nseed: 1\nlimit: 20\nmodel: kimi\nreplicas: { count: 1, profile: llama2-70b-h100-tp4 }\nruns:\n  - strategy: fixed\noutput: out/rel.duckdb\n`);
+    mkdirSync(join(sub, 'out'));
+    const lines: string[] = [];
+    const report = await runExperiment(file, { jobs: 1, progress: false, print: (l) => lines.push(l) });
+    expect(report.output).toBe(join(sub, 'out', 'rel.duckdb'));
+    expect(existsSync(join(sub, 'out', 'rel.duckdb'))).toBe(true);
+    expect(lines.at(-1)).toContain(join(sub, 'out', 'rel.duckdb'));
+  });
+
+  it('an empty trace file is named with the problem (not a TypeError)', async () => {
+    const empty = join(dir, 'empty.arrow');
+    writeFileSync(empty, '');
+    const file = join(dir, 'empty.yaml');
+    writeFileSync(file, `name: empty\ntrace: empty.arrow\nmodel: kimi\nreplicas: { count: 1, profile: llama2-70b-h100-tp4 }\nruns:\n  - strategy: fixed\noutput: empty.duckdb\n`);
+    await expect(runExperiment(file, { jobs: 1, progress: false, print: () => {} })).rejects.toThrow(`${empty}: the file is empty (0 bytes), not an Arrow trace`);
+  });
+
+  it('every problem of an experiment comes in one report, each with its line', () => {
+    const file = join(dir, 'many.yaml');
+    writeFileSync(
+      file,
+      'name: x\ntrace: t.arrow\nrate_scal: 1\nmodel: m\nreplicas: { count: 0, profile: llama2-70b-h100-tp4 }\nruns:\n  - strategy: fixed\n    params:\n      prefill_awar: true\n  - strategy: round_robbin\noutput: o.duckdb\n',
+    );
+    let message = '';
+    try {
+      loadExperiment(file);
+    } catch (e) {
+      message = (e as Error).message;
+    }
+    expect(message.split('\n')).toEqual([
+      `${file} is invalid (4 problems):`,
+      expect.stringMatching(new RegExp(`^  ${file}:3: rate_scal: unknown field \\(did you mean 'rate_scale'\\?\\); allowed here: name, `)),
+      expect.stringMatching(new RegExp(`^  ${file}:5: replicas\\.count: `)),
+      expect.stringMatching(new RegExp(`^  ${file}:9: runs\\[0\\] \\(label fixed\\)\\.params: router_params for 'fixed' are invalid: unknown key\\(s\\) 'prefill_awar' \\(did you mean 'prefill_aware'\\?\\); allowed keys: `)),
+      expect.stringMatching(new RegExp(`^  ${file}:10: runs\\[1\\] \\(label round_robbin\\)\\.strategy: unknown router 'round_robbin'`)),
+    ]);
   });
 });

@@ -83,14 +83,14 @@ describe('switchyard sim: config checked before the output and trace', () => {
     const before = readFileSync(out);
     const bad = writeExperiment('typo', { runs: '  - strategy: fixed\n  - strategy: round_robbin\n' });
     const err = await runExperiment(bad, quiet).then(() => null, (e: Error) => e);
-    expect(err?.message).toMatch(/typo\.yaml: runs\[1\] \(label round_robbin\)\.strategy: unknown router 'round_robbin'; known routers: .*round_robin/);
+    expect(err?.message).toMatch(/typo\.yaml:\d+: runs\[1\] \(label round_robbin\)\.strategy: unknown router 'round_robbin'; known routers: .*round_robin/);
     expect(readFileSync(out).equals(before)).toBe(true);
     expect(existsSync(`${out}.wal`)).toBe(false);
   });
 
   it('a typo in a run\'s params names runs[i].params', async () => {
     const bad = writeExperiment('params', { runs: '  - strategy: fixed\n  - strategy: routewise\n    params: { budget_alfa: 1 }\n' });
-    await expect(runExperiment(bad, quiet)).rejects.toThrow(/params\.yaml: runs\[1\] \(label routewise\)\.params: .*unknown key\(s\) 'budget_alfa'/);
+    await expect(runExperiment(bad, quiet)).rejects.toThrow(/params\.yaml:\d+: runs\[1\] \(label routewise\)\.params: .*unknown key\(s\) 'budget_alfa'/);
     expect(existsSync(join(dir, 'params.duckdb'))).toBe(false);
   });
 

@@ -6,8 +6,8 @@ import { buildSource, SOURCES } from '../../../simulator/engine/build-operator-t
 import { loadOperatorTables, OPERATOR_TABLES_DIR } from '../../../simulator/engine/operator-tables.ts';
 import { statSync, readdirSync } from 'node:fs';
 
-const shared = join(import.meta.dirname, '..', '..', '..', '..', 'shared');
-const haveShared = existsSync(join(shared, 'traces', 'aiconfigurator-ops'));
+/** The raw A100 operator data and Vidur rows, committed beside the tables (operator-tables/source/SOURCE.txt). */
+const source = join(OPERATOR_TABLES_DIR, 'source');
 
 describe('committed operator tables', () => {
   it('stay small and carry their provenance', () => {
@@ -19,10 +19,10 @@ describe('committed operator tables', () => {
     expect(t.device).toBe('NVIDIA H100 80GB HBM3');
   });
 
-  it.skipIf(!haveShared)('are what build-operator-tables produces from ../shared (skipped without ../shared)', async () => {
+  it('a100_sxm-vllm-0.14.0 is what build-operator-tables produces from the committed raw data', async () => {
     const con = await (await DuckDBInstance.create(':memory:')).connect();
     const src = SOURCES.find((s) => s.gpu === 'a100_sxm')!;
-    const built = await buildSource(con, shared, src);
+    const built = await buildSource(con, source, src);
     con.closeSync();
     expect(JSON.parse(JSON.stringify(built))).toEqual(loadOperatorTables(src.gpu, src.engine, src.engineVersion));
   });

@@ -297,11 +297,17 @@ describe('ResultsStore', () => {
       candidateBetter: true,
       ...over,
     });
-    await store.replaceComparisons('exp-1', 'fixed', [row({}), row({ metric: 'goodput', better: 'higher', ciLow: null, ciHigh: null, diffRel: null, significant: false, candidateBetter: false })]);
-    await store.replaceComparisons('exp-1', 'round_robin', [row({ baseline: 'round_robin', candidate: 'fixed' })]);
-    await store.replaceComparisons('exp-1', 'fixed', [row({ diffMean: -11 })]);
+    const goodput = row({ metric: 'goodput', better: 'higher', ciLow: null, ciHigh: null, diffRel: null, significant: false, candidateBetter: false });
+    const m = row({}).metric;
+    await store.mergeComparisons('exp-1', 'fixed', [m, 'goodput'], [row({}), goodput]);
+    await store.mergeComparisons('exp-1', 'round_robin', [m], [row({ baseline: 'round_robin', candidate: 'fixed' })]);
+    // A second comparison of one metric replaces that metric's rows and keeps the others.
+    await store.mergeComparisons('exp-1', 'fixed', [m], [row({ diffMean: -11 })]);
     const back = await readBack<ComparisonRow>(store, 'comparisons', 'baseline, metric');
-    expect(back).toEqual([row({ diffMean: -11 }), row({ baseline: 'round_robin', candidate: 'fixed' })]);
+    expect(back).toEqual([goodput, row({ diffMean: -11 }), row({ baseline: 'round_robin', candidate: 'fixed' })].sort((a, b) => a.baseline.localeCompare(b.baseline) || a.metric.localeCompare(b.metric)));
+    // A metric compared again with no rows left (e.g. no candidate) is emptied, not kept stale.
+    await store.mergeComparisons('exp-1', 'round_robin', [m], []);
+    expect((await readBack<ComparisonRow>(store, 'comparisons', 'baseline, metric')).filter((r) => r.baseline === 'round_robin')).toEqual([]);
     await store.close();
   });
 

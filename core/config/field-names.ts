@@ -1,0 +1,66 @@
+/**
+ * Field names for error messages: the keys a zod object schema allows at a path (to list them
+ * after an unknown key) and the allowed name nearest to a misspelt one (to suggest it).
+ * Levenshtein distance as in Levenshtein (1966), "Binary codes capable of correcting deletions,
+ * insertions, and reversals", computed row by row with an early cut-off.
+ */
+import type { z } from 'zod';
+
+/** Keys an object schema accepts at `path` (best effort through arrays, defaults, optionals). */
+export function allowedKeys(root: z.ZodType, path: readonly (string | number)[]): string[] | null {
+  let s: unknown = root;
+  const unwrap = (x: unknown): unknown => {
+    let cur = x as { def?: { type?: string; innerType?: unknown; in?: unknown } };
+    for (let guard = 0; guard < 10 && cur?.def; guard++) {
+      const t = cur.def.type;
+      if (t === 'default' || t === 'optional' || t === 'nullable' || t === 'prefault' || t === 'readonly' || t === 'catch') cur = cur.def.innerType as typeof cur;
+      else if (t === 'pipe') cur = cur.def.in as typeof cur;
+      else break;
+    }
+    return cur;
+  };
+  for (const seg of path) {
+    s = unwrap(s);
+    const d = (s as { def?: { type?: string; element?: unknown; shape?: Record<string, unknown> } }).def;
+    if (!d) return null;
+    if (d.type === 'array' && typeof seg === 'number') s = d.element;
+    else if (d.type === 'object' && typeof seg === 'string') s = d.shape?.[seg];
+    else if (d.type === 'record') s = (d as { valueType?: unknown }).valueType;
+    else return null;
+  }
+  s = unwrap(s);
+  const d = (s as { def?: { type?: string; shape?: Record<string, unknown> } }).def;
+  return d?.type === 'object' && d.shape ? Object.keys(d.shape) : null;
+}
+
+/** The name in `names` nearest to `name` (Levenshtein distance ≤ 3), or null. */
+export function closestName(name: string, names: readonly string[]): string | null {
+  let best: string | null = null;
+  let bestD = 4;
+  for (const n of names) {
+    const d = editDistance(name, n, bestD);
+    if (d < bestD) {
+      bestD = d;
+      best = n;
+    }
+  }
+  return best;
+}
+
+/** Levenshtein distance of `a` and `b`, or `limit` once it reaches it. */
+function editDistance(a: string, b: string, limit: number): number {
+  if (Math.abs(a.length - b.length) >= limit) return limit;
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const cur = [i];
+    let rowMin = i;
+    for (let j = 1; j <= b.length; j++) {
+      const v = Math.min(prev[j]! + 1, cur[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+      cur.push(v);
+      rowMin = Math.min(rowMin, v);
+    }
+    if (rowMin >= limit) return limit;
+    prev = cur;
+  }
+  return Math.min(prev[b.length]!, limit);
+}

@@ -1,0 +1,95 @@
+/**
+ * One operational view of a `--workers N` gateway. Each worker thread is a whole gateway with its
+ * own metrics, breakers and in-flight count; the worker serving `/metrics` or `/health/deep`
+ * (worker 0's admin listener, or any worker for an admin key on the public port) asks the other
+ * workers for a `WorkerSnapshot` and merges them with its own:
+ *
+ * - `/metrics`: prom-client's `AggregatorRegistry.aggregate` over every worker's
+ *   `getMetricsAsJSON()` — counters, histograms and most gauges are summed per label set; a
+ *   gauge may name another aggregator (`switchyard_breaker_state`: `max`, the worst worker's;
+ *   `switchyard_endpoint_availability`: `min`).
+ * - `/health/deep`: the worst status, the summed in-flight count, the union of unavailable
+ *   models, per endpoint the snapshot of the worker whose breaker is furthest from closed (ties:
+ *   the lower availability), and one line per worker.
+ *
+ * A worker that does not answer is never left out silently: `/health/deep` lists it under
+ * `workers_missing` (status at least `degraded`) and `/metrics` says so in a comment line and in
+ * `switchyard_workers_missing`.
+ */
+import { AggregatorRegistry, type MetricObjectWithValues, type MetricValue } from 'prom-client';
+import type { EndpointHealthSnapshot, RouteExclusion } from '../../core/index.ts';
+
+/** Body of `GET /health/deep` for one worker (and, merged, for all). */
+export interface DeepHealth {
+  /** `ok`, `degraded` (some breaker not closed, or a worker missing), `unavailable` (a published model has no admissible route), `draining`. */
+  status: 'ok' | 'degraded' | 'unavailable' | 'draining';
+  in_flight: number;
+  models_unavailable: string[];
+  endpoints: EndpointHealthSnapshot[];
+  route_exclusions: RouteExclusion[];
+  /** Multi-worker only: each worker's own status and in-flight count, by worker index. */
+  workers?: Array<{ worker: number; status: DeepHealth['status']; in_flight: number }>;
+  /** Multi-worker only: workers that did not answer in time (their numbers are missing). */
+  workers_missing?: number[];
+}
+
+/** What one worker reports to the others (structured-clone safe). */
+export interface WorkerSnapshot {
+  worker: number;
+  /** `registry.getMetricsAsJSON()` of that worker. */
+  metrics: Array<MetricObjectWithValues<MetricValue<string>>>;
+  deep: DeepHealth;
+}
+
+/** A peer's answer: its snapshot, or the worker index and why there is none. */
+export type PeerAnswer = WorkerSnapshot | { worker: number; error: string };
+
+const STATUS_RANK: Record<DeepHealth['status'], number> = { ok: 0, degraded: 1, unavailable: 2, draining: 3 };
+const BREAKER_RANK: Record<string, number> = { closed: 0, half_open: 1, open: 2 };
+
+function isSnapshot(a: PeerAnswer): a is WorkerSnapshot {
+  return !('error' in a);
+}
+
+/**
+ * The Prometheus text of all workers' metrics merged (see the module comment).
+ * @param answers every worker's answer, the asking worker's own snapshot included.
+ */
+export async function aggregateMetricsText(answers: readonly PeerAnswer[]): Promise<string> {
+  const snapshots = answers.filter(isSnapshot);
+  const missing = answers.filter((a) => !isSnapshot(a)).map((a) => a.worker);
+  const text = await AggregatorRegistry.aggregate(snapshots.map((s) => s.metrics)).metrics();
+  const head =
+    missing.length > 0 ? `# switchyard: worker(s) ${missing.join(', ')} did not answer; their counts are missing from this scrape (${answers.filter((a) => !isSnapshot(a)).map((a) => (a as { error: string }).error).join('; ')})\n` : '';
+  const gauge = `# HELP switchyard_workers_missing Worker threads whose metrics are missing from this scrape (did not answer in time)\n# TYPE switchyard_workers_missing gauge\nswitchyard_workers_missing ${missing.length}\n`;
+  return `${head}${text}${text.endsWith('\n') ? '' : '\n'}${gauge}`;
+}
+
+/**
+ * All workers' `/health/deep` merged (see the module comment).
+ * @param answers every worker's answer, the asking worker's own snapshot included.
+ */
+export function mergeDeepHealth(answers: readonly PeerAnswer[]): DeepHealth {
+  const snapshots = answers.filter(isSnapshot).sort((a, b) => a.worker - b.worker);
+  const missing = answers.filter((a) => !isSnapshot(a)).map((a) => a.worker).sort((a, b) => a - b);
+  const worst = new Map<string, EndpointHealthSnapshot>();
+  for (const s of snapshots) {
+    for (const e of s.deep.endpoints) {
+      const cur = worst.get(e.endpointId);
+      const rank = (x: EndpointHealthSnapshot) => BREAKER_RANK[x.state] ?? 0;
+      if (!cur || rank(e) > rank(cur) || (rank(e) === rank(cur) && e.availability < cur.availability)) worst.set(e.endpointId, e);
+    }
+  }
+  let status: DeepHealth['status'] = missing.length > 0 ? 'degraded' : 'ok';
+  for (const s of snapshots) if (STATUS_RANK[s.deep.status] > STATUS_RANK[status]) status = s.deep.status;
+  return {
+    status,
+    in_flight: snapshots.reduce((n, s) => n + s.deep.in_flight, 0),
+    models_unavailable: [...new Set(snapshots.flatMap((s) => s.deep.models_unavailable))].sort(),
+    endpoints: [...worst.values()].sort((a, b) => a.endpointId.localeCompare(b.endpointId)),
+    // The configuration is the same in every worker, so are its exclusions.
+    route_exclusions: snapshots[0]?.deep.route_exclusions ?? [],
+    workers: snapshots.map((s) => ({ worker: s.worker, status: s.deep.status, in_flight: s.deep.in_flight })),
+    workers_missing: missing,
+  };
+}
