@@ -8,6 +8,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { availableParallelism } from 'node:os';
+import { basename } from 'node:path';
 import { parseArgs } from 'node:util';
 import { randomUUID } from 'node:crypto';
 import cliProgress from 'cli-progress';
@@ -67,6 +68,16 @@ export function describeEndpoints(exp: Experiment): string {
 }
 
 /**
+ * The experiment as `experiments.config_json` stores it: the file as written plus the seed used,
+ * with the file named by its base name and no resolved (absolute) trace path — `trace` stays as
+ * written, relative to the experiment file — so a results file does not carry the machine's paths.
+ */
+export function storedConfig(exp: Experiment, seed: number): Record<string, unknown> {
+  const { tracePath: _tracePath, file, ...rest } = exp;
+  return { ...rest, file: basename(file), seed };
+}
+
+/**
  * Runs an experiment file end to end. Before opening the output or reading the trace it builds
  * every run's routing, checks the trace files exist and that the output is new or an earlier
  * results file (which is replaced), so a bad experiment leaves the output untouched.
@@ -107,7 +118,7 @@ export async function runExperiment(file: string, opts: SimOptions = {}): Promis
     tracePath: exp.trace,
     traceSource: meta.source,
     startedAt: new Date().toISOString(),
-    configJson: JSON.stringify({ ...exp, seed }),
+    configJson: JSON.stringify(storedConfig(exp, seed)),
     seed,
   });
   const showProgress = opts.progress ?? (process.stderr.isTTY === true);
@@ -163,7 +174,7 @@ export async function runExperiment(file: string, opts: SimOptions = {}): Promis
         });
         summaries.push(s);
         if (!showProgress) {
-          print(`${cell.runId}: ${n} requests replayed in ${out.wallSeconds.toFixed(1)} s (${Math.round(n / Math.max(out.wallSeconds, 1e-9))} req/s, ${res.eventsProcessed} events)`);
+          print(`${cell.runId}: ${n} requests replayed in ${Math.round(out.wallSeconds * 1000)} ms (${Math.round(n / Math.max(out.wallSeconds, 1e-9))} req/s, ${res.eventsProcessed} events)`);
         }
       },
     });
