@@ -39,6 +39,11 @@ export const COMMANDS: readonly CommandEntry[] = [
     load: async () => (await import('../gateway/request-log/export-command.ts')).traceExportCommand,
   },
   {
+    name: 'calibrate',
+    summary: 'replay a gateway request log on the engine models: predicted vs measured TTFT/TPOT/E2E; --fit writes a calibration file',
+    load: async () => (await import('../simulator/calibrate/calibrate-command.ts')).calibrateCommand,
+  },
+  {
     name: 'dashboard',
     summary: 'serve the results dashboard (Vite + d3) over DuckDB results files, read-only',
     load: async () => (await import('../notebooks-web/dashboard-command.ts')).dashboardCommand,

@@ -10,6 +10,7 @@ import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { formatConfigError } from '../core/config/models-config.ts';
 import type { HealthOptions } from '../core/health/health-options.ts';
+import { applyCalibration } from './calibrate/calibration-file.ts';
 import { ClientSchema } from './client-behaviour.ts';
 import { METRIC_NAMES } from './compare/metrics.ts';
 import { CostsSchema } from './costs.ts';
@@ -118,6 +119,12 @@ export const ExperimentSchema = z
     runs: z.array(RunSchema).min(1),
     sweep: SweepSchema.optional(),
     compare: CompareConfigSchema.optional(),
+    /**
+     * A calibration file written by `switchyard calibrate --fit`, relative to this file: fills in
+     * the replicas' step overheads and API-server term and the providers' TTFT/TPOT where this
+     * file leaves them unset.
+     */
+    calibration: z.string().min(1).optional(),
     /** DuckDB output path, relative to the working directory. */
     output: z.string().min(1),
   })
@@ -211,12 +218,13 @@ export function resolveProviders(exp: Pick<Experiment, 'providers'>): ResolvedPr
 }
 
 /**
- * Validates a parsed experiment object (YAML already parsed) and resolves its providers.
+ * Validates a parsed experiment object (YAML already parsed), after filling it from the
+ * calibration file it names (`calibration:`), and resolves its providers.
  * @param file label for errors and the base for the trace path.
  * @throws Error naming the file and every bad field (path and allowed values).
  */
 export function parseExperiment(raw: unknown, file: string): Experiment {
-  const r = ExperimentSchema.safeParse(raw);
+  const r = ExperimentSchema.safeParse(applyCalibration(raw, file));
   if (!r.success) throw new Error(formatConfigError(file, r.error));
   try {
     resolveProviders(r.data);
