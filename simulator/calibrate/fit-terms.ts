@@ -11,11 +11,13 @@
  *   TPOT = engine TPOT(s₀, q₀) + (s − s₀)·∂s' + (q − q₀)·∂q' + perOutputTokenMs
  * (E2E = all of them, for requests logged without a TTFT), with the sensitivities ∂ recorded by
  * the replay. So the fit is Gauss–Newton: replay at (s₀, q₀), solve the non-negative weighted
- * least squares for all five terms (weight 1/measured², i.e. on relative errors), replay at the
- * new overheads (the schedule moves with them), and repeat until the overheads settle; a step
- * that makes the error worse is halved. The API-server terms delay delivery only and never move
- * the schedule. Step overheads show in queueing and in how TPOT grows with the batch, so the log
- * needs varied load (idle and busy periods) to tell them apart from the constant API terms.
+ * least squares for all five terms (weights: 1 / mean² of the row's kind, so TTFT, TPOT and E2E
+ * count alike), replay at the solved overheads (the schedule moves with them), and repeat until
+ * they settle, keeping the best point seen; it is started from the block's own overheads and from
+ * a small grid, since with arrivals spread in time the error is not smooth in the overheads and
+ * an iteration can settle off the best point. The API-server terms delay delivery only and never
+ * move the schedule. Step overheads show in queueing and in how TPOT grows with the batch, so the
+ * log needs varied load (idle and busy periods) to tell them apart from the constant API terms.
  * Deterministic: no randomness, no clock.
  */
 import { type ApiServerTerm, firstTokenDelayMs, streamDelayMs } from '../engine/api-server.ts';
@@ -224,6 +226,11 @@ function solveNonNegative(rows: readonly ResidualRow[], candidates: readonly num
 }
 
 const API = [0, 1, 2];
+/** Gauss–Newton iterations at most per start (each one engine replay of the log). */
+const MAX_ITERATIONS = 8;
+/** Further starting points of the descent, ms: step overhead × per-sequence overhead. */
+const START_STEP_MS = [0, 0.5, 1, 2, 4];
+const START_SEQ_MS = [0, 0.03, 0.1];
 const ALL = [0, 1, 2, 3, 4];
 const toApi = (theta: readonly number[]): ApiServerTerm => ({ requestMs: theta[0]!, perPromptTokenMs: theta[1]!, perOutputTokenMs: theta[2]! });
 
@@ -259,27 +266,30 @@ export function fitEngineTerms(endpoints: readonly EndpointRequests[], replicas:
     const r = at({ stepOverheadMs: 0, perSequenceOverheadMs: 0 });
     return { overheads: null, apiServer: toApi(r.api.theta), loss: r.api.loss, requests: r.used, replays };
   }
-  let cur = at(start);
-  for (let iter = 0; iter < 30; iter++) {
-    const target = { stepOverheadMs: cur.full.theta[3]!, perSequenceOverheadMs: cur.full.theta[4]! };
-    let step = 1;
-    let next = null;
-    for (let tries = 0; tries < 6; tries++) {
-      const o = {
-        stepOverheadMs: cur.o.stepOverheadMs + step * (target.stepOverheadMs - cur.o.stepOverheadMs),
-        perSequenceOverheadMs: cur.o.perSequenceOverheadMs + step * (target.perSequenceOverheadMs - cur.o.perSequenceOverheadMs),
-      };
-      const r = at(o);
-      if (r.api.loss < cur.api.loss) {
-        next = r;
-        break;
-      }
-      step /= 2;
+  // Full Gauss–Newton steps, keeping the best point seen: a replay's error is not smooth in the
+  // overheads (a request lands in another step when step ends move past its arrival), so a step
+  // that looks worse can still lead on; an iteration stops when the overheads settle. It can
+  // settle off the best point, so it is started from the block's overheads and from each point
+  // of a small grid, and the best point of all is kept.
+  const descend = (from: StepOverheads) => {
+    let cur = at(from);
+    let best = cur;
+    for (let iter = 0; iter < MAX_ITERATIONS; iter++) {
+      const o = { stepOverheadMs: cur.full.theta[3]!, perSequenceOverheadMs: cur.full.theta[4]! };
+      const moved = Math.abs(o.stepOverheadMs - cur.o.stepOverheadMs) / Math.max(o.stepOverheadMs, 1e-3) + Math.abs(o.perSequenceOverheadMs - cur.o.perSequenceOverheadMs) / Math.max(o.perSequenceOverheadMs, 1e-4);
+      if (moved < 1e-6) break;
+      cur = at(o);
+      if (cur.api.loss < best.api.loss) best = cur;
     }
-    if (next === null) break;
-    const moved = Math.abs(next.o.stepOverheadMs - cur.o.stepOverheadMs) / Math.max(next.o.stepOverheadMs, 1e-3) + Math.abs(next.o.perSequenceOverheadMs - cur.o.perSequenceOverheadMs) / Math.max(next.o.perSequenceOverheadMs, 1e-4);
-    cur = next;
-    if (moved < 1e-4) break;
+    return best;
+  };
+  let cur = descend(start);
+  for (const s of START_STEP_MS) {
+    for (const q of START_SEQ_MS) {
+      if (cur.api.loss < 1e-12) break;
+      const r = descend({ stepOverheadMs: s, perSequenceOverheadMs: q });
+      if (r.api.loss < cur.api.loss) cur = r;
+    }
   }
   return { overheads: cur.o, apiServer: toApi(cur.api.theta), loss: cur.api.loss, requests: cur.used, replays };
 }

@@ -25,15 +25,19 @@ export const TRUE_TERMS = {
  * the step overheads need (batch sizes from 1 to the 48-sequence limit, and queueing behind it);
  * arriving at one instant keeps the engine's schedule (which request runs in which step) the same
  * whatever the overheads, so the fit's linearisation is exact and the terms are recoverable.
+ * `jitterMs` > 0 spreads a burst's arrivals (each up to that many ms after the one before), as
+ * real clients do; the schedule then moves with the overheads.
  */
-export function burstyTrace(n: number, seed = 3): TraceRow[] {
+export function burstyTrace(n: number, seed = 3, jitterMs = 0): TraceRow[] {
   const rng = deriveRng(seed, 'calibrate-fixture');
   const rows: TraceRow[] = [];
   for (let t = 0; rows.length < n; t += 20_000) {
     const burst = 1 + Math.floor(rng.float() * 60);
+    let at = t;
     for (let k = 0; k < burst && rows.length < n; k++) {
+      at += jitterMs > 0 ? rng.float() * jitterMs : 0;
       rows.push({
-        arrivalMs: t,
+        arrivalMs: at,
         requestId: String(rows.length),
         sessionId: null,
         callerId: null,

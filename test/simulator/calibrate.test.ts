@@ -63,6 +63,17 @@ describe('switchyard calibrate', () => {
     expect(lines.join('\n')).toMatch(/with the fitted terms:/);
   });
 
+  it('recovers them within 10 % when the arrivals of a burst are spread (the schedule moves with the overheads)', async () => {
+    const spread = join(dir, 'spread.duckdb');
+    await writeRequestLog(spread, simulate(burstyTrace(600, 3, 10)));
+    writeFileSync(join(dir, 'engine-only.yaml'), JSON.stringify({ name: 'cal', trace: 'x.arrow', model: 'm', replicas: BASE_REPLICAS, runs: [{ strategy: 'round_robin' }], output: 'unused.duckdb' }));
+    const report = await calibrate({ logs: [spread], experiment: join(dir, 'engine-only.yaml'), fit: true, out: join(dir, 'spread.calibration.yaml'), print: () => {} });
+    const e = report.fit!.engine!;
+    const got = [e.overheads!.stepOverheadMs, e.overheads!.perSequenceOverheadMs, e.apiServer.requestMs, e.apiServer.perPromptTokenMs, e.apiServer.perOutputTokenMs];
+    const want = [TRUE_TERMS.step_overhead_ms, TRUE_TERMS.per_sequence_overhead_ms, TRUE_TERMS.api_server.request_ms, TRUE_TERMS.api_server.per_prompt_token_ms, TRUE_TERMS.api_server.per_output_token_ms];
+    got.forEach((g, i) => expect(Math.abs(g - want[i]!) / want[i]!).toBeLessThan(0.1));
+  });
+
   it('an experiment naming the calibration file gets its terms where it sets none', () => {
     writeFileSync(join(dir, 'uses.yaml'), JSON.stringify({ name: 'u', trace: 'x.arrow', model: 'm', calibration: 'fitted.calibration.yaml', replicas: { ...BASE_REPLICAS, per_sequence_overhead_ms: 0.2 }, providers: [provider], runs: [{ strategy: 'fixed' }], output: 'unused.duckdb' }));
     const exp = loadExperiment(join(dir, 'uses.yaml'));
