@@ -30,7 +30,7 @@ export const COMMANDS: readonly CommandEntry[] = [
   },
   {
     name: 'trace import',
-    summary: "convert a public trace to Switchyard's Arrow format (mooncake, azure)",
+    summary: "convert a trace to Switchyard's Arrow format (mooncake, azure, or jsonl/csv/json with --map or --preset)",
     load: async () => (await import('../traces/import-command.ts')).traceImportCommand,
   },
   {
