@@ -9,12 +9,14 @@
  * (`fit-terms.ts`) and the providers' TTFT/TPOT, reports the fitted predictions, and writes a
  * calibration file (`calibration-file.ts`) that an experiment names with `calibration:`.
  */
-import { basename } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
+import { basename, dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { parse as parseYaml } from 'yaml';
 import { UsageError, type CliCommand } from '../../bin/command.ts';
 import { apiServerTerm } from '../engine/api-server.ts';
 import type { ReplicasConfig } from '../engine/replica-config.ts';
-import { loadExperiment, resolveProviders } from '../experiment.ts';
+import { parseExperiment, resolveProviders, type Experiment } from '../experiment.ts';
 import { quantile } from '../engine/validation.ts';
 import { writeCalibrationFile, type CalibrationFile } from './calibration-file.ts';
 import { fitEngineTerms, predictLatencies, replayEndpoints, type EndpointRequests, type EngineFit } from './fit-terms.ts';
@@ -58,6 +60,27 @@ export interface CalibrateOptions {
   readonly print?: (line: string) => void;
 }
 
+/**
+ * Loads the experiment; one that names a calibration file not written yet (the file this
+ * command's --fit is about to write) is compared as if it named none, with a note.
+ * @throws Error for an unreadable or invalid experiment (as `loadExperiment`).
+ */
+function experimentToCalibrate(file: string, print: (line: string) => void): Experiment {
+  let raw: unknown;
+  try {
+    raw = parseYaml(readFileSync(file, 'utf8'));
+  } catch (err) {
+    throw new Error(`${file}: cannot read experiment: ${(err as Error).message}`);
+  }
+  const cal = raw !== null && typeof raw === 'object' ? (raw as { calibration?: unknown }).calibration : undefined;
+  if (typeof cal === 'string' && !existsSync(resolve(dirname(file), cal))) {
+    print(`${file}: calibration ${cal} does not exist yet; comparing without it`);
+    const { calibration: _c, ...rest } = raw as Record<string, unknown>;
+    raw = rest;
+  }
+  return parseExperiment(raw, file);
+}
+
 /** Measured samples of an endpoint. */
 const measured = (e: EndpointRequests) => {
   const ttftMs = e.requests.map((r) => r.ttftMs ?? NaN);
@@ -84,7 +107,7 @@ function providerFit(e: EndpointRequests): CalibrationFile['providers'][string] 
   // Without streamed TTFTs the whole response time is the first-token time of a non-streamed answer.
   const t = ttft.length > 0 ? ttft : e2e;
   const tpot = Array.from(m.tpotMs).filter(Number.isFinite);
-  const positive = (v: number) => Math.max(v, 1e-3);
+  const positive = (v: number) => Number(Math.max(v, 1e-3).toPrecision(6));
   const p50 = tpot.length ? positive(quantile(tpot, 0.5)) : 20;
   return {
     ttft: {
@@ -106,7 +129,7 @@ function providerFit(e: EndpointRequests): CalibrationFile['providers'][string] 
  */
 export async function calibrate(opts: CalibrateOptions): Promise<CalibrateReport> {
   const print = opts.print ?? ((l: string) => process.stdout.write(`${l}\n`));
-  const exp = loadExperiment(opts.experiment);
+  const exp = experimentToCalibrate(opts.experiment, print);
   const providers = new Map(resolveProviders(exp).map((p) => [p.name, p]));
   const logged = await readRequestLog(opts.logs);
   const byEndpoint = new Map<string, EndpointRequests & { requests: typeof logged }>();
