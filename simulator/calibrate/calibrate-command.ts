@@ -20,7 +20,7 @@ import { parseExperiment, resolveProviders, type Experiment } from '../experimen
 import { quantile } from '../engine/validation.ts';
 import { writeCalibrationFile, type CalibrationFile } from './calibration-file.ts';
 import { fitEngineTerms, predictLatencies, replayEndpoints, type EndpointRequests, type EngineFit } from './fit-terms.ts';
-import { compareLatencies, formatComparisons, PERCENTILES, tpotOf, type MetricComparison } from './latency-report.ts';
+import { compareLatencies, formatLatencyComparisons, PERCENTILES, tpotOf, type MetricComparison } from './latency-report.ts';
 import { endpointName, readRequestLog } from './request-log-source.ts';
 
 const USAGE = `usage: switchyard calibrate <request-log.duckdb> [<another.duckdb> …] --experiment <exp.yaml> [--fit] [--out <calibration.yaml>]
@@ -156,7 +156,7 @@ export async function calibrate(opts: CalibrateOptions): Promise<CalibrateReport
   const before = [...engineReports(engines, exp.replicas), ...hosted.map((e) => providerReport(e))];
   print('');
   print('with the experiment as configured:');
-  print(formatComparisons(before));
+  print(formatLatencyComparisons(before));
   if (!opts.fit) return { before, fit: null };
 
   const engine = engines.length > 0 ? fitEngineTerms(engines, exp.replicas) : null;
@@ -186,7 +186,7 @@ export async function calibrate(opts: CalibrateOptions): Promise<CalibrateReport
     );
   }
   print('with the fitted terms:');
-  print(formatComparisons(after));
+  print(formatLatencyComparisons(after));
   print('');
   print(`calibration: ${out}  (use it: calibration: ${basename(out)} in an experiment beside it)`);
   return { before, fit: { engine, after, calibration, out } };

@@ -54,7 +54,7 @@ const ms = (v: number | null) => (v === null ? '-' : v >= 100 ? v.toFixed(0) : v
 const pct = (v: number | null) => (v === null ? '-' : `${v >= 0 ? '+' : ''}${(v * 100).toFixed(1)}%`);
 
 /** A text table: one line per endpoint and metric. */
-export function formatComparisons(rows: readonly { endpointId: string; kind: string; requests: number; metrics: readonly MetricComparison[] }[]): string {
+export function formatLatencyComparisons(rows: readonly { endpointId: string; kind: string; requests: number; metrics: readonly MetricComparison[] }[]): string {
   const lines = [['endpoint', 'kind', 'n', 'metric', 'measured p50/p90/p99 ms', 'predicted p50/p90/p99 ms', 'error p50/p90/p99']];
   for (const r of rows) {
     for (const m of r.metrics) {
