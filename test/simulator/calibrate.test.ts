@@ -6,7 +6,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { calibrate } from '../../simulator/calibrate/calibrate-command.ts';
+import { calibrate, calibrateCommand } from '../../simulator/calibrate/calibrate-command.ts';
 import { loadCalibrationFile } from '../../simulator/calibrate/calibration-file.ts';
 import { loadExperiment } from '../../simulator/experiment.ts';
 import { BASE_REPLICAS, burstyTrace, simulate, TRUE_TERMS, writeRequestLog } from './calibrate-fixtures.ts';
@@ -72,6 +72,12 @@ describe('switchyard calibrate', () => {
     const got = [e.overheads!.stepOverheadMs, e.overheads!.perSequenceOverheadMs, e.apiServer.requestMs, e.apiServer.perPromptTokenMs, e.apiServer.perOutputTokenMs];
     const want = [TRUE_TERMS.step_overhead_ms, TRUE_TERMS.per_sequence_overhead_ms, TRUE_TERMS.api_server.request_ms, TRUE_TERMS.api_server.per_prompt_token_ms, TRUE_TERMS.api_server.per_output_token_ms];
     got.forEach((g, i) => expect(Math.abs(g - want[i]!) / want[i]!).toBeLessThan(0.1));
+  });
+
+  it('command line: usage errors name what is missing; a missing log is named', async () => {
+    await expect(calibrateCommand.run([log])).rejects.toThrow(/needs --experiment/);
+    await expect(calibrateCommand.run(['--experiment', expFile])).rejects.toThrow(/needs a request log/);
+    await expect(calibrate({ logs: [join(dir, 'none.duckdb')], experiment: expFile, print: () => {} })).rejects.toThrow(/none\.duckdb: no such request log/);
   });
 
   it('an experiment naming the calibration file gets its terms where it sets none', () => {
