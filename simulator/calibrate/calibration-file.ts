@@ -5,7 +5,7 @@
  * endpoint, the TTFT summary and TPOT quantiles measured in the log. Loading an experiment fills
  * in from it only what the experiment leaves unset: a field written in the experiment wins.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { parse as parseYaml, stringify } from 'yaml';
 import { z } from 'zod';
@@ -64,14 +64,19 @@ export function writeCalibrationFile(path: string, cal: CalibrationFile): void {
  * `calibration:` (relative to `file`): replicas' step overheads and `api_server`, and each
  * provider entry's `ttft` / `tpot`, where the experiment does not set them. Returns `raw`
  * unchanged when it names none.
- * @throws Error naming the experiment and the calibration file when that cannot be read.
+ * @throws Error naming the experiment and the calibration file when that does not exist (saying
+ *   how to write it) or cannot be read.
  */
 export function applyCalibration(raw: unknown, file: string): unknown {
   if (raw === null || typeof raw !== 'object' || typeof (raw as { calibration?: unknown }).calibration !== 'string') return raw;
   const exp = raw as Record<string, unknown> & { calibration: string };
+  const path = resolve(dirname(file), exp.calibration);
+  if (!existsSync(path)) {
+    throw new Error(`${file}: calibration: ${exp.calibration} does not exist; write it with 'switchyard calibrate <request-log.duckdb> --experiment ${file} --fit --out ${path}', or remove calibration:`);
+  }
   let cal: CalibrationFile;
   try {
-    cal = loadCalibrationFile(resolve(dirname(file), exp.calibration));
+    cal = loadCalibrationFile(path);
   } catch (err) {
     throw new Error(`${file}: calibration: ${(err as Error).message}`);
   }

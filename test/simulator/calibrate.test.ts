@@ -89,6 +89,6 @@ describe('switchyard calibrate', () => {
     expect(exp.replicas.api_server).toEqual(cal.replicas!.api_server);
     expect(exp.providers[0]!.ttft).toEqual(cal.providers.hosted!.ttft);
     writeFileSync(join(dir, 'missing.yaml'), JSON.stringify({ name: 'u', trace: 'x.arrow', calibration: 'nope.yaml', replicas: BASE_REPLICAS, runs: [{ strategy: 'fixed' }], output: 'o.duckdb' }));
-    expect(() => loadExperiment(join(dir, 'missing.yaml'))).toThrow(/missing\.yaml: calibration: calibration .*nope\.yaml: cannot read/);
+    expect(() => loadExperiment(join(dir, 'missing.yaml'))).toThrow(/missing\.yaml: calibration: nope\.yaml does not exist; write it with 'switchyard calibrate/);
   });
 });
