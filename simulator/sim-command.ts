@@ -8,7 +8,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { availableParallelism } from 'node:os';
-import { basename } from 'node:path';
+import { basename, isAbsolute } from 'node:path';
 import { parseArgs } from 'node:util';
 import { randomUUID } from 'node:crypto';
 import cliProgress from 'cli-progress';
@@ -67,14 +67,27 @@ export function describeEndpoints(exp: Experiment): string {
   return parts.join(' + ');
 }
 
+/** A path as the results store keeps it: as written when relative, its base name when absolute (no machine paths in results). */
+export function portablePath(p: string): string {
+  return isAbsolute(p) ? basename(p) : p;
+}
+
 /**
  * The experiment as `experiments.config_json` stores it: the file as written plus the seed used,
- * with the file named by its base name and no resolved (absolute) trace path — `trace` stays as
- * written, relative to the experiment file — so a results file does not carry the machine's paths.
+ * with the file named by its base name, no resolved trace path, and `trace`, `calibration` and
+ * `output` as written when relative (base names when absolute) — a results file carries no
+ * machine paths.
  */
 export function storedConfig(exp: Experiment, seed: number): Record<string, unknown> {
   const { tracePath: _tracePath, file, ...rest } = exp;
-  return { ...rest, file: basename(file), seed };
+  return {
+    ...rest,
+    trace: portablePath(exp.trace),
+    output: portablePath(exp.output),
+    ...(exp.calibration !== undefined && { calibration: portablePath(exp.calibration) }),
+    file: basename(file),
+    seed,
+  };
 }
 
 /**
@@ -115,7 +128,7 @@ export async function runExperiment(file: string, opts: SimOptions = {}): Promis
   await store.addExperiment({
     experimentId,
     name: exp.name,
-    tracePath: exp.trace,
+    tracePath: portablePath(exp.trace),
     traceSource: meta.source,
     startedAt: new Date().toISOString(),
     configJson: JSON.stringify(storedConfig(exp, seed)),

@@ -72,10 +72,11 @@ describe('expandGrid', () => {
   });
 
   it('stores the experiment without absolute paths', () => {
-    const exp = { ...mixedExperiment(), tracePath: '/abs/where/conv.arrow', file: '/abs/where/exp.yaml' };
+    const exp = { ...mixedExperiment({ trace: '/abs/where/conv.arrow', output: '/abs/out/r.duckdb' }), tracePath: '/abs/where/conv.arrow', file: '/abs/where/exp.yaml' };
     const stored = JSON.stringify(storedConfig(exp, 9));
     expect(stored).not.toContain('/abs/');
-    expect(JSON.parse(stored)).toMatchObject({ file: 'exp.yaml', seed: 9, trace: exp.trace });
+    expect(JSON.parse(stored)).toMatchObject({ file: 'exp.yaml', seed: 9, trace: 'conv.arrow', output: 'r.duckdb' });
+    expect(storedConfig(mixedExperiment({ trace: '../traces/x.arrow' }), 1).trace).toBe('../traces/x.arrow');
   });
 
   it('names the cell and field when a combination is invalid', () => {
