@@ -30,13 +30,18 @@ export const COMMANDS: readonly CommandEntry[] = [
   },
   {
     name: 'trace import',
-    summary: "convert a public trace to Switchyard's Arrow format (mooncake, azure)",
+    summary: "convert a trace to Switchyard's Arrow format (mooncake, azure, or jsonl/csv/json with --map or --preset)",
     load: async () => (await import('../traces/import-command.ts')).traceImportCommand,
   },
   {
     name: 'trace export',
     summary: 'write the gateway request log (DuckDB) as an Arrow trace the simulator replays',
     load: async () => (await import('../gateway/request-log/export-command.ts')).traceExportCommand,
+  },
+  {
+    name: 'calibrate',
+    summary: 'replay a gateway request log on the engine models: predicted vs measured TTFT/TPOT/E2E; --fit writes a calibration file',
+    load: async () => (await import('../simulator/calibrate/calibrate-command.ts')).calibrateCommand,
   },
   {
     name: 'dashboard',

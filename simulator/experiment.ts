@@ -10,6 +10,7 @@ import { LineCounter, parseDocument } from 'yaml';
 import { z } from 'zod';
 import { allowedKeys, closestName, StrategyRegistry } from '../core/index.ts';
 import type { HealthOptions } from '../core/health/health-options.ts';
+import { applyCalibration } from './calibrate/calibration-file.ts';
 import { ClientSchema } from './client-behaviour.ts';
 import { METRIC_NAMES } from './compare/metrics.ts';
 import { CostsSchema } from './costs.ts';
@@ -118,6 +119,12 @@ export const ExperimentSchema = z
     runs: z.array(RunSchema).min(1),
     sweep: SweepSchema.optional(),
     compare: CompareConfigSchema.optional(),
+    /**
+     * A calibration file written by `switchyard calibrate --fit`, relative to this file: fills in
+     * the replicas' step overheads and API-server term and the providers' TTFT/TPOT where this
+     * file leaves them unset.
+     */
+    calibration: z.string().min(1).optional(),
     /** DuckDB output path, relative to the experiment file (as `trace:` is). */
     output: z.string().min(1),
   })
@@ -249,7 +256,8 @@ function runRouterProblems(raw: unknown): Problem[] {
 }
 
 /**
- * Validates a parsed experiment object (YAML already parsed) and resolves its providers. Every
+ * Validates a parsed experiment object (YAML already parsed), after filling it from the
+ * calibration file it names (`calibration:`), and resolves its providers. Every
  * problem found is reported in one error: the schema's issues, the runs' unknown routers and bad
  * `params`, and (once the schema passes) the providers'.
  * @param file label for errors and the base for the trace path.
@@ -260,7 +268,7 @@ function runRouterProblems(raw: unknown): Problem[] {
  */
 export function parseExperiment(raw: unknown, file: string, lineOf: LineOf = () => null): Experiment {
   const problems: Problem[] = [];
-  const r = ExperimentSchema.safeParse(raw);
+  const r = ExperimentSchema.safeParse(applyCalibration(raw, file));
   if (!r.success) {
     for (const i of r.error.issues) {
       if (i.code !== 'unrecognized_keys') {

@@ -18,6 +18,7 @@ import { parseModelsConfig } from '../core/config/models-config.ts';
 import type { AttemptDeadlines, LifecycleAction, RequestLife, RoutingMetadata } from '../core/lifecycle/seam.ts';
 import type { Outcome } from '../core/lifecycle/outcome.ts';
 import type { TraceRow } from '../traces/trace-row.ts';
+import { apiServerTerm, firstTokenDelayMs, streamDelayMs } from './engine/api-server.ts';
 import type { EngineEvent, EngineModel } from './engine/engine-model.ts';
 import { EngineEndpoint } from './engine-endpoint.ts';
 import { EventQueue } from './event-queue.ts';
@@ -271,6 +272,8 @@ export function replayRun(opts: ReplayOptions): RunResult {
     deriveRng(seed, 'workload/callers'),
   );
   const arrivalOf = (i: number) => rows[i]!.arrivalMs / exp.rate_scale;
+  /** The replicas' API server delays what their engines produce (all 0 unless configured). */
+  const apiServer = apiServerTerm(exp.replicas.api_server);
 
   const q = new EventQueue<SimEvent>();
   const reqs: (ReqState | null)[] = new Array(rows.length).fill(null);
@@ -573,10 +576,12 @@ export function replayRun(opts: ReplayOptions): RunResult {
       const a = atts[e.attemptId];
       if (!a || !a.live) continue; // cancelled, failed, or its request finished
       if (e.kind !== 'first_token') a.inEngine = false; // finished or rejected: the engine let it go
+      const row = rows[a.req]!;
       if (e.kind === 'first_token') {
         a.cachedTokens = e.cachedTokens;
-        if (a.fx) {
-          const at = deliveredFirst(a, now);
+        const apiMs = firstTokenDelayMs(apiServer, row.inputTokens);
+        if (a.fx || apiMs > 0) {
+          const at = deliveredFirst(a, now + apiMs);
           a.shiftMs = at - now;
           if (at > now) {
             q.push(at, { k: 'att_first', gid: e.attemptId });
@@ -585,8 +590,9 @@ export function replayRun(opts: ReplayOptions): RunResult {
         }
         onFirstToken(e.attemptId);
       } else if (e.kind === 'finished') {
-        if (a.fx || a.firstDeliveredAtMs === null) {
-          const at = deliveredFinish(a, now, a.firstDeliveredAtMs ?? now + a.shiftMs, rows[a.req]!.outputTokens);
+        const apiMs = streamDelayMs(apiServer, row.outputTokens);
+        if (a.fx || a.firstDeliveredAtMs === null || apiMs > 0) {
+          const at = deliveredFinish(a, now + apiMs, a.firstDeliveredAtMs ?? now + a.shiftMs, row.outputTokens);
           if (at > now || a.firstDeliveredAtMs === null) {
             q.push(at, { k: 'att_finish', gid: e.attemptId });
             continue;

@@ -8,7 +8,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { availableParallelism } from 'node:os';
-import { isAbsolute, relative } from 'node:path';
+import { basename, isAbsolute, relative } from 'node:path';
 import { parseArgs } from 'node:util';
 import { randomUUID } from 'node:crypto';
 import cliProgress from 'cli-progress';
@@ -73,6 +73,29 @@ export function describeEndpoints(exp: Experiment): string {
   return parts.join(' + ');
 }
 
+/** A path as the results store keeps it: as written when relative, its base name when absolute (no machine paths in results). */
+export function portablePath(p: string): string {
+  return isAbsolute(p) ? basename(p) : p;
+}
+
+/**
+ * The experiment as `experiments.config_json` stores it: the file as written plus the seed used,
+ * with the file named by its base name, no resolved trace path, and `trace`, `calibration` and
+ * `output` as written when relative (base names when absolute) — a results file carries no
+ * machine paths.
+ */
+export function storedConfig(exp: Experiment, seed: number): Record<string, unknown> {
+  const { tracePath: _tracePath, file, ...rest } = exp;
+  return {
+    ...rest,
+    trace: portablePath(exp.trace),
+    output: portablePath(exp.output),
+    ...(exp.calibration !== undefined && { calibration: portablePath(exp.calibration) }),
+    file: basename(file),
+    seed,
+  };
+}
+
 /**
  * Runs an experiment file end to end. Before opening the output or reading the trace it builds
  * every run's routing, checks the trace files exist and that the output is new or an earlier
@@ -111,10 +134,10 @@ export async function runExperiment(file: string, opts: SimOptions = {}): Promis
   await store.addExperiment({
     experimentId,
     name: exp.name,
-    tracePath: exp.trace,
+    tracePath: portablePath(exp.trace),
     traceSource: meta.source,
     startedAt: new Date().toISOString(),
-    configJson: JSON.stringify({ ...exp, seed }),
+    configJson: JSON.stringify(storedConfig(exp, seed)),
     seed,
   });
   const showProgress = opts.progress ?? (process.stderr.isTTY === true);
@@ -170,7 +193,7 @@ export async function runExperiment(file: string, opts: SimOptions = {}): Promis
         });
         summaries.push(s);
         if (!showProgress) {
-          print(`${cell.runId}: ${n} requests replayed in ${out.wallSeconds.toFixed(1)} s (${Math.round(n / Math.max(out.wallSeconds, 1e-9))} req/s, ${res.eventsProcessed} events)`);
+          print(`${cell.runId}: ${n} requests replayed in ${Math.round(out.wallSeconds * 1000)} ms (${Math.round(n / Math.max(out.wallSeconds, 1e-9))} req/s, ${res.eventsProcessed} events)`);
         }
       },
     });

@@ -7,17 +7,17 @@ import { basename, dirname, join } from 'node:path';
 
 /**
  * Describes where `srcFile` came from as `<repository> <path in repository> @ <commit>`,
- * read from `SOURCE.txt` in the same folder (lines `Repository:`, `Path:`/`Paths:` with
+ * read from `notePath` (default: `SOURCE.txt` in the same folder) (lines `Repository:`, `Path:`/`Paths:` with
  * indented or comma-separated continuations, `Commit:`). The path is the listed one whose
  * last segment equals the file's name.
  * Never throws for a missing or incomplete note: a trace imported from a stray file gets
  * `local file <name> (no SOURCE.txt beside it)` or the parts that could be found.
  */
-export async function sourceNoteFor(srcFile: string): Promise<string> {
+export async function sourceNoteFor(srcFile: string, notePath: string = join(dirname(srcFile), 'SOURCE.txt')): Promise<string> {
   const name = basename(srcFile);
   let text: string;
   try {
-    text = await readFile(join(dirname(srcFile), 'SOURCE.txt'), 'utf8');
+    text = await readFile(notePath, 'utf8');
   } catch {
     return `local file ${name} (no SOURCE.txt beside it)`;
   }

@@ -3,6 +3,7 @@
  * writes the trace file `switchyard sim` replays (`traces/arrow-trace.ts`). Rows are taken in
  * arrival order; `arrival_ms` is ms after the first exported row; measured TTFT and E2E are
  * kept; `hash_ids` are the log's chained 2,048-byte prefix blocks (`block_unit: bytes`).
+ * The source note names the log files by base name (no machine paths travel with a trace).
  * Request ids that repeat in the log (a client reusing `X-Request-Id`) get a `#n` suffix, since a
  * trace's ids are unique.
  */
@@ -110,7 +111,7 @@ export async function exportRequestLog(opts: ExportOptions): Promise<{ rows: num
     };
   });
   const meta: TraceMeta = {
-    source: `switchyard gateway request log ${files.join(', ')}`,
+    source: `switchyard gateway request log ${files.map((f) => basename(f)).join(', ')}`,
     licence: 'proprietary (your own traffic)',
     citation: '',
     hardware: 'unknown',

@@ -200,7 +200,7 @@ export async function handleApi(catalog: ResultsCatalog, segments: readonly stri
       else match = p === s;
     }
     if (!match) continue;
-    for (const [name, value] of Object.entries(params)) checkSegment(SEGMENT_NAMES[name] ?? name, value);
+    for (const [name, value] of Object.entries(params)) checkSegment(SEGMENT_NAMES[name] ?? name, value, { slashes: name === 'run' });
     return route.handle({ catalog, params, q: new QueryParams(search, route.query) });
   }
   throw notFound(`no API route /api/${segments.join('/')}`);

@@ -93,11 +93,14 @@ export class QueryParams {
 /**
  * Checks one decoded path segment: non-empty, at most 256 characters, no `/`, `\`, control
  * characters, and not `.` or `..` — the segment names a row, never a file, but traversal-shaped
- * input is rejected outright rather than looked up.
+ * input is rejected outright rather than looked up. With `slashes` (run ids such as
+ * `fixed/outage/s42`, sent percent-encoded as one segment) `/` may separate parts, each of which
+ * must pass the same checks.
  * @throws ApiError 400 naming `what`.
  */
-export function checkSegment(what: string, segment: string): string {
-  if (segment === '' || segment === '.' || segment === '..' || /[/\\]/.test(segment)) {
+export function checkSegment(what: string, segment: string, opts: { slashes?: boolean } = {}): string {
+  const parts = opts.slashes ? segment.split('/') : [segment];
+  if (parts.some((p) => p === '' || p === '.' || p === '..' || /[/\\]/.test(p))) {
     throw badRequest(`malformed ${what} '${clip(segment)}'`);
   }
   checkText(what, segment);

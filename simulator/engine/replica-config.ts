@@ -9,6 +9,7 @@
  *  - legacy: `profile:` names a linear step-time fit under `profiles/` (vLLM only), as before.
  */
 import { z } from 'zod';
+import { ApiServerSchema } from './api-server.ts';
 import { ARCHITECTURE_NAMES, type Architecture, type Dtype, DtypeSchema, loadArchitecture } from './architecture.ts';
 import { loadCalibration } from './calibration.ts';
 import type { EngineModel } from './engine-model.ts';
@@ -42,6 +43,8 @@ export const ReplicasSchema = z
     /** Per-step overheads (ms); default: the committed calibration for the engine. */
     step_overhead_ms: z.number().nonnegative().optional(),
     per_sequence_overhead_ms: z.number().nonnegative().optional(),
+    /** API-server latency outside the engine's steps (`api-server.ts`); default none. */
+    api_server: ApiServerSchema.optional(),
     // vLLM settings
     max_num_seqs: z.number().int().positive().optional(),
     max_num_batched_tokens: z.number().int().positive().optional(),
@@ -107,7 +110,8 @@ export type ResolvedReplicas =
       arch: Architecture;
       tp: number;
       dtype: Dtype;
-      stepTime: OperatorStepTime;
+      /** The operator step-time model (a wrapper may add terms, e.g. calibration's overhead probe). */
+      stepTime: StepTimeModel;
       maxNumSeqs: number;
       maxNumBatchedTokens: number;
       kvBlocks: number;
@@ -122,7 +126,8 @@ export type ResolvedReplicas =
       arch: Architecture;
       tp: number;
       dtype: Dtype;
-      stepTime: OperatorStepTime;
+      /** The operator step-time model (a wrapper may add terms, e.g. calibration's overhead probe). */
+      stepTime: StepTimeModel;
       kvTokens: number;
       chunkedPrefillSize: number;
       maxPrefillTokens: number;

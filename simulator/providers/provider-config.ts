@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import { fitQuantileFunction, type QuantileFunction } from './quantile-function.ts';
-import { loadProviderProfile, ProviderTypeSchema, QuotaWindowSchema, type ProviderType } from './provider-profile.ts';
+import { loadProviderProfile, ProviderTypeSchema, QuotaWindowSchema, TtftSummarySchema, type ProviderType } from './provider-profile.ts';
 import type { ProviderLimits } from './rate-limiter.ts';
 
 /** Per-output-token time as a log-normal through two quantiles, ms. */
@@ -58,6 +58,8 @@ export const ProviderEntrySchema = z
     fixed_usd_per_hour: z.number().nonnegative().default(0),
     limits: LimitsSchema.default({ retry_after_ms: 1000 }),
     tpot: TpotSchema.default(DEFAULT_TPOT),
+    /** Replaces the profile's TTFT summary (e.g. measured in a gateway log by `switchyard calibrate --fit`). */
+    ttft: TtftSummarySchema.optional(),
     /** Multiplies every TTFT draw (a provider slower or faster than when it was profiled). */
     ttft_scale: z.number().positive().default(1),
     /** Added TTFT per 1,000 prompt tokens, ms. Default 0: the profiles do not say how TTFT grows with the prompt. */
@@ -106,7 +108,7 @@ export interface ResolvedProvider {
  * Merges a `providers:` entry with its profile.
  * - pricing: entry fields over profile fields; `quota` and `concurrency` types default to 0 per
  *   token (subscriptions are paid by the plan fee); cached input defaults to the input price.
- * - limits: entry over profile (quota windows replaced as a whole).
+ * - limits: entry over profile (quota windows replaced as a whole); `ttft`: entry over profile.
  * @param where label for errors, e.g. `providers[1] (deepinfra)`.
  * @throws Error naming `where` when the profile is missing, an `on_demand` provider has no price,
  *   a `quota` provider has no quota window, or a `concurrency` provider has no concurrency limit.
@@ -130,7 +132,7 @@ export function resolveProvider(entry: ProviderEntry, where: string): ResolvedPr
   const concurrency = entry.limits.concurrency ?? profile.limits.concurrency;
   if (type === 'quota' && quota.length === 0) throw new Error(`${where}.limits.quota: a quota provider needs at least one window, e.g. [{ window_ms: 18000000, requests: 4500 }]`);
   if (type === 'concurrency' && concurrency === undefined) throw new Error(`${where}.limits.concurrency: a concurrency provider needs a slot count, e.g. 2`);
-  const t = profile.ttft;
+  const t = entry.ttft ?? profile.ttft;
   return {
     name: entry.name,
     profile: entry.profile,

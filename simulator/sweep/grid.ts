@@ -1,10 +1,11 @@
 /**
  * Expands an experiment's `sweep:` block into cells: one validated experiment, run and seed per
- * cell, with a stable run id `<label>[-<swept values>]-seed<k>` and the flat parameter record
- * stored in `runs.params_json`. Order: swept combinations (first axis outermost), then seeds,
+ * cell, with a stable, readable run id `<label>[/<swept value>…]/s<seed>` (e.g.
+ * `fixed/outage/s42`, `p2c/replicas2/rate0.5/s1`) and the flat parameter record stored in
+ * `runs.params_json`. A swept `trace` shows as its file's base name, never its path. Order: swept combinations (first axis outermost), then seeds,
  * then runs — so the cells a comparison pairs are neighbours.
  */
-import { dirname, resolve } from 'node:path';
+import { basename, dirname, extname, resolve } from 'node:path';
 import { ExperimentSchema, NO_SCENARIO, resolveProviders, runLabel, type Experiment } from '../experiment.ts';
 import { formatConfigError } from '../../core/config/models-config.ts';
 import type { RunSpec } from '../replay.ts';
@@ -63,7 +64,8 @@ function axesOf(exp: Experiment): Axis[] {
     // The last path segment names the value unless two axes share it (then the whole path does).
     const ambiguous = paths.filter((p) => last(p) === last(path)).length > 1;
     const stem = ambiguous ? path.replace(/\./g, '_') : last(path);
-    axes.push({ name: path, values: sw.axes[path]!, part: (v) => `${stem}${clean(v)}` });
+    const part = path === 'trace' ? (v: AxisValue) => clean(basename(String(v), extname(String(v)))) : (v: AxisValue) => `${stem}${clean(v)}`;
+    axes.push({ name: path, values: sw.axes[path]!, part });
   }
   return axes;
 }
@@ -136,7 +138,7 @@ export function expandGrid(exp: Experiment, seed: number): Cell[] {
     const fragment = combo.map((a) => axes.find((x) => x.name === a.name)!.part(a.value));
     for (const s of seeds) {
       for (const run of runs) {
-        const runId = [run.label, ...fragment, `seed${s}`].join('-');
+        const runId = [run.label, ...fragment, `s${s}`].join('/');
         const what = `${run.label} ${pairKey} seed ${s}`;
         const clash = ids.get(runId);
         if (clash !== undefined) throw new Error(`${file}: sweep cells '${clash}' and '${what}' would share run id '${runId}'; use distinct values or labels`);

@@ -279,6 +279,9 @@ describe('errors', () => {
       const r = await raw(path);
       expect([400, 404], path).toContain(r.status);
     }
+    // A run id may hold '/' (fixed/outage/s42), but no empty, '.' or '..' part.
+    for (const run of ['fixed%2F..%2Fx', '%2Ffixed', 'fixed%2F%2Fs1', 'fixed%2F.']) expect((await raw(`${sweep}/runs/${run}/timeline`)).status, run).toBe(400);
+    expect((await raw(`${sweep}/runs/fixed%2Fs1/timeline`)).status).toBe(404);
     // The symlinked file outside the folder is not in the catalog, under any name.
     for (const name of ['linked', 'secret', '..%2Foutside%2Fsecret']) {
       const r = await raw(exp(name, LEGACY_EXP));

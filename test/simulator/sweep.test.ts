@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { expandGrid, setPath } from '../../simulator/sweep/grid.ts';
-import { runExperiment } from '../../simulator/sim-command.ts';
+import { runExperiment, storedConfig } from '../../simulator/sim-command.ts';
 import { ResultsStore } from '../../simulator/results/results-store.ts';
 import { azureConv, mixedExperiment } from './fixtures.ts';
 
@@ -24,15 +24,15 @@ describe('expandGrid', () => {
     const cells = expandGrid(exp, 3);
     expect(cells).toHaveLength(16);
     expect(cells.slice(0, 4).map((c) => c.runId)).toEqual([
-      'fixed-none-timeout_ms30000-seed3',
-      'round_robin-none-timeout_ms30000-seed3',
-      'fixed-none-timeout_ms30000-seed4',
-      'round_robin-none-timeout_ms30000-seed4',
+      'fixed/none/timeout_ms30000/s3',
+      'round_robin/none/timeout_ms30000/s3',
+      'fixed/none/timeout_ms30000/s4',
+      'round_robin/none/timeout_ms30000/s4',
     ]);
     expect(new Set(cells.map((c) => c.runId)).size).toBe(16);
     expect(expandGrid(exp, 3).map((c) => c.runId)).toEqual(cells.map((c) => c.runId));
     const last = cells[15]!;
-    expect(last.runId).toBe('round_robin-outage-timeout_ms60000-seed4');
+    expect(last.runId).toBe('round_robin/outage/timeout_ms60000/s4');
     expect(last.pairKey).toBe('scenario=outage,client.timeout_ms=60000');
     expect(JSON.parse(last.paramsJson)).toEqual({ label: 'round_robin', strategy: 'round_robin', router_params: {}, seed: 4, scenario: 'outage', 'client.timeout_ms': 60_000 });
     expect(last.experiment.client.timeout_ms).toBe(60_000);
@@ -47,16 +47,16 @@ describe('expandGrid', () => {
   it('without a sweep: one cell per run at the seed', () => {
     const cells = expandGrid(mixedExperiment({ runs: [{ strategy: 'fixed' }, { strategy: 'round_robin', label: 'rr' }] }), 42);
     expect(cells.map((c) => [c.runId, c.pairKey, c.seed])).toEqual([
-      ['fixed-seed42', '', 42],
-      ['rr-seed42', '', 42],
+      ['fixed/s42', '', 42],
+      ['rr/s42', '', 42],
     ]);
   });
 
   it('sets list entries by name and names ambiguous axes by their whole path', () => {
     const cells = expandGrid(mixedExperiment({ sweep: { replicas: [1, 2], rate_scale: [0.5], axes: { 'providers.deepinfra.limits.rpm': [60], 'providers.minimax.limits.rpm': [120] } } }), 1);
     expect(cells.map((c) => c.runId)).toEqual([
-      'round_robin-replicas1-rate0.5-providers_deepinfra_limits_rpm60-providers_minimax_limits_rpm120-seed1',
-      'round_robin-replicas2-rate0.5-providers_deepinfra_limits_rpm60-providers_minimax_limits_rpm120-seed1',
+      'round_robin/replicas1/rate0.5/providers_deepinfra_limits_rpm60/providers_minimax_limits_rpm120/s1',
+      'round_robin/replicas2/rate0.5/providers_deepinfra_limits_rpm60/providers_minimax_limits_rpm120/s1',
     ]);
     expect(cells[0]!.experiment.providers.map((p) => p.limits.rpm)).toEqual([60, 120]);
     expect(cells[0]!.experiment.replicas.count).toBe(1);
@@ -64,6 +64,19 @@ describe('expandGrid', () => {
     setPath(obj, 'runs.fixed.params.alpha', 2);
     expect(obj).toEqual({ runs: [{ strategy: 'fixed', params: { alpha: 2 } }] });
     expect(() => setPath(obj, 'runs.nope.params', 1)).toThrow(/'runs\.nope' names no entry/);
+  });
+
+  it('names a swept trace by its base name, never its path', () => {
+    const cells = expandGrid(mixedExperiment({ sweep: { axes: { trace: ['../traces/azure-2023/conv.arrow', '/data/x/code.arrow'] } } }), 2);
+    expect(cells.map((c) => c.runId)).toEqual(['round_robin/conv/s2', 'round_robin/code/s2']);
+  });
+
+  it('stores the experiment without absolute paths', () => {
+    const exp = { ...mixedExperiment({ trace: '/abs/where/conv.arrow', output: '/abs/out/r.duckdb' }), tracePath: '/abs/where/conv.arrow', file: '/abs/where/exp.yaml' };
+    const stored = JSON.stringify(storedConfig(exp, 9));
+    expect(stored).not.toContain('/abs/');
+    expect(JSON.parse(stored)).toMatchObject({ file: 'exp.yaml', seed: 9, trace: 'conv.arrow', output: 'r.duckdb' });
+    expect(storedConfig(mixedExperiment({ trace: '../traces/x.arrow' }), 1).trace).toBe('../traces/x.arrow');
   });
 
   it('names the cell and field when a combination is invalid', () => {
@@ -125,14 +138,14 @@ output: ${join(dir, 'unused.duckdb')}
     expect(lines.join('\n')).toMatch(/8 runs: 2 strategies × scenario × 2 seeds, 2 jobs/);
     expect(lines.join('\n')).toMatch(/round_robin vs fixed \[scenario=outage\], 2 seeds/);
     expect(one.summaries.map((s) => s.runId)).toEqual([
-      'fixed-none-seed7',
-      'round_robin-none-seed7',
-      'fixed-none-seed8',
-      'round_robin-none-seed8',
-      'fixed-outage-seed7',
-      'round_robin-outage-seed7',
-      'fixed-outage-seed8',
-      'round_robin-outage-seed8',
+      'fixed/none/s7',
+      'round_robin/none/s7',
+      'fixed/none/s8',
+      'round_robin/none/s8',
+      'fixed/outage/s7',
+      'round_robin/outage/s7',
+      'fixed/outage/s8',
+      'round_robin/outage/s8',
     ]);
     const a = await tables(join(dir, 'one.duckdb'));
     const b = await tables(join(dir, 'two.duckdb'));
