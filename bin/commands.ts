@@ -29,6 +29,11 @@ export const COMMANDS: readonly CommandEntry[] = [
     load: async () => (await import('../simulator/compare-command.ts')).compareCommand,
   },
   {
+    name: 'plan',
+    summary: 'capacity planner: max rate, fewest replicas and cheapest offload settings that hold an SLO, with intervals',
+    load: async () => (await import('../simulator/plan/plan-command.ts')).planCommand,
+  },
+  {
     name: 'trace import',
     summary: "convert a public trace to Switchyard's Arrow format (mooncake, azure)",
     load: async () => (await import('../traces/import-command.ts')).traceImportCommand,

@@ -17,6 +17,7 @@ import { ReplicasSchema } from './engine/replica-config.ts';
 import { FaultSchema } from './faults/fault-config.ts';
 import { MultiTargetBlockSchema, OffloadBlockSchema, RunMultiTargetSchema } from './experiment-routing.ts';
 import { ProviderEntrySchema, resolveProvider, type ResolvedProvider } from './providers/provider-config.ts';
+import { PlanSchema } from './plan/plan-config.ts';
 import { SweepSchema } from './sweep/sweep-config.ts';
 
 /** Re-exported: the fault schema used by `faults:` and `scenarios:`. */
@@ -118,6 +119,8 @@ export const ExperimentSchema = z
     runs: z.array(RunSchema).min(1),
     sweep: SweepSchema.optional(),
     compare: CompareConfigSchema.optional(),
+    /** Capacity questions for `switchyard plan` (ignored by `sim`). */
+    plan: PlanSchema.optional(),
     /** DuckDB output path, relative to the working directory. */
     output: z.string().min(1),
   })

@@ -293,6 +293,16 @@ export class ResultsStore {
   }
 
   /**
+   * Inserts one `summary` row computed elsewhere (the planner computes summaries in a scratch
+   * store and keeps only them).
+   * @throws TypeError / RangeError for a field of the wrong type or range (nothing written);
+   *   a DuckDB constraint Error when the run already has a summary.
+   */
+  async addSummary(row: SummaryRow): Promise<void> {
+    await this.insertRow(TABLES.summary, row);
+  }
+
+  /**
    * Computes the summary of run `runId` in SQL from its `requests` rows, stores it in `summary`
    * (replacing an earlier summary of the same run) and returns it.
    *
