@@ -55,8 +55,12 @@ export interface PlanReport {
   simulations: number;
 }
 
-const n3 = (v: number) => (Math.abs(v) >= 100 ? v.toFixed(0) : Math.abs(v) >= 1 ? v.toFixed(2) : v.toFixed(3));
-const interval = (m: MeanInterval) => `${n3(m.mean)} [${n3(m.low)}, ${n3(m.high)}]`;
+/** `mean [low, high]`, all with the digits the mean's magnitude calls for. */
+const interval = (m: MeanInterval) => {
+  const a = Math.max(Math.abs(m.mean), Math.abs(m.high - m.low));
+  const d = a >= 100 ? 0 : a >= 1 ? 2 : 3;
+  return `${m.mean.toFixed(d)} [${m.low.toFixed(d)}, ${m.high.toFixed(d)}]`;
+};
 
 function gitRevision(): string {
   try {
