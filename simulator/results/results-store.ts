@@ -36,6 +36,7 @@ import {
   type SqlType,
   type TableDef,
 } from './schema.ts';
+import { parquetDirSchemaSql } from './parquet-dir.ts';
 
 /** A value bound to a `$n` / `$name` placeholder of {@link ResultsStore.query}. */
 export type SqlParam = string | number | bigint | boolean | null;
@@ -242,6 +243,27 @@ export class ResultsStore {
       await connection.run(RESULTS_SCHEMA_SQL);
       await checkSchema(connection, path);
       return new ResultsStore(path, instance, connection);
+    } catch (err) {
+      connection?.closeSync();
+      instance.closeSync();
+      throw err;
+    }
+  }
+
+  /**
+   * Opens a directory of Parquet results (parquet-dir.ts; what `sim --shard` writes) in place: an
+   * in-memory database whose results tables are views over the directory's files, so every
+   * query of this class works on it; writes to those tables fail. Files added later are not seen.
+   * @throws Error when a file is not Parquet or its columns differ from schema.ts.
+   */
+  static async openParquetDir(dir: string): Promise<ResultsStore> {
+    const instance = await DuckDBInstance.create(':memory:');
+    let connection: DuckDBConnection | undefined;
+    try {
+      connection = await instance.connect();
+      await connection.run(parquetDirSchemaSql(dir));
+      await checkSchema(connection, dir);
+      return new ResultsStore(dir, instance, connection);
     } catch (err) {
       connection?.closeSync();
       instance.closeSync();
