@@ -7,6 +7,7 @@ import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { ResultsCatalog } from '../../notebooks-web/server/results-catalog.ts';
 import { runCompare } from '../../simulator/compare-command.ts';
 import { checkShards, mergeShards } from '../../simulator/results/merge.ts';
 import { RUN_TABLES } from '../../simulator/results/parquet-dir.ts';
@@ -102,6 +103,13 @@ describe('sim --shard and merge', () => {
     } finally {
       await Promise.all([a.close(), b.close(), c.close()]);
     }
+
+    // The dashboard lists the directory as one entry and reads it in place.
+    const catalog = ResultsCatalog.create([shardsDir]);
+    expect(catalog.entries().map((e) => e.name)).toEqual(['shards-out']);
+    const db = await catalog.db('shards-out');
+    expect(await db.query('SELECT count(*)::INT AS n FROM summary')).toEqual([{ n: 8 }]);
+    catalog.close();
 
     // compare reads the directory in place.
     const lines: string[] = [];
