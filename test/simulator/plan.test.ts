@@ -13,6 +13,7 @@ import { runPlan } from '../../simulator/plan/plan-command.ts';
 import { decide } from '../../simulator/plan/slo-verdict.ts';
 import { studentTQuantile, tInterval } from '../../simulator/plan/t-interval.ts';
 import { ResultsStore } from '../../simulator/results/results-store.ts';
+import { azureConv } from './fixtures.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'switchyard-plan-'));
 
@@ -187,5 +188,61 @@ describe('switchyard plan on a D/D/c system', () => {
     ]);
     // 3 replicas × 4 GPUs × $1/h.
     expect(report.answers[0]!.costPerHourUsd).toBeCloseTo(12, 6);
+  });
+});
+
+describe('switchyard plan offload', () => {
+  it('ranks the settings that hold by cost and stores each point', async () => {
+    const file = join(dir, 'offload.yaml');
+    writeFileSync(
+      file,
+      JSON.stringify({
+        name: 'offload',
+        trace: azureConv,
+        seed: 3,
+        limit: 120,
+        rate_scale: 2,
+        model: 'm',
+        replicas: { count: 1, profile: 'llama2-70b-h100-tp4' },
+        providers: [{ name: 'deepinfra', profile: 'minimax-m2.5-openrouter/deepinfra', weight: 0.0001 }],
+        offload: { provider: 'deepinfra', wait_sec: 1 },
+        costs: { gpu_usd_per_hour: 2.5, gpus_per_replica: 4 },
+        slo: { ttft_ms: 10_000, tpot_ms: 200 },
+        runs: [{ strategy: 'fixed' }],
+        plan: { slo: { goodput: 0.5 }, seeds: { min: 2, max: 3 }, offload: { wait_sec: [0.5, 60], engine_queue_limit: [0] } },
+        output: join(dir, 'unused.duckdb'),
+      }),
+    );
+    const output = join(dir, 'offload.duckdb');
+    const report = await runPlan(file, { output, progress: false, print: () => {} });
+    const found = report.answers.filter((a) => a.status === 'found');
+    expect(found.length).toBeGreaterThan(0);
+    expect(found.map((a) => a.rank)).toEqual(found.map((_, i) => i + 1));
+    for (let i = 1; i < found.length; i++) expect(found[i]!.answer!).toBeGreaterThanOrEqual(found[i - 1]!.answer!);
+    for (const a of found) expect(a.low!).toBeLessThanOrEqual(a.answer!);
+    const store = await ResultsStore.open(output);
+    try {
+      const rows = await store.query<{ config: string; n: number }>("SELECT config, count(*)::INT AS n FROM plan_points WHERE question = 'offload' GROUP BY config ORDER BY config");
+      expect(rows.map((r) => r.config)).toEqual(['wait0.5-limit0', 'wait60-limit0']);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('needs the experiment\'s offload: block', async () => {
+    const file = join(dir, 'no-offload.yaml');
+    writeFileSync(
+      file,
+      JSON.stringify({
+        name: 'x',
+        trace: azureConv,
+        model: 'm',
+        replicas: { count: 1, profile: 'llama2-70b-h100-tp4' },
+        runs: [{ strategy: 'fixed' }],
+        plan: { slo: { goodput: 0.5 }, offload: { wait_sec: [1] } },
+        output: join(dir, 'unused.duckdb'),
+      }),
+    );
+    await expect(runPlan(file, { output: join(dir, 'x.duckdb'), progress: false, print: () => {} })).rejects.toThrow(/plan.offload needs the experiment's offload: block/);
   });
 });
