@@ -29,6 +29,16 @@ export const COMMANDS: readonly CommandEntry[] = [
     load: async () => (await import('../simulator/compare-command.ts')).compareCommand,
   },
   {
+    name: 'merge',
+    summary: 'merge the Parquet files of a sharded sweep (sim --shard) into one results DuckDB file',
+    load: async () => (await import('../simulator/results/merge.ts')).mergeCommand,
+  },
+  {
+    name: 'plan',
+    summary: 'capacity planner: max rate, fewest replicas and cheapest offload settings that hold an SLO, with intervals',
+    load: async () => (await import('../simulator/plan/plan-command.ts')).planCommand,
+  },
+  {
     name: 'trace import',
     summary: "convert a trace to Switchyard's Arrow format (mooncake, azure, or jsonl/csv/json with --map or --preset)",
     load: async () => (await import('../traces/import-command.ts')).traceImportCommand,

@@ -11,6 +11,7 @@ import { UsageError, type CliCommand } from '../bin/command.ts';
 import { DEFAULT_METRICS, METRIC_NAMES, type MetricName } from './compare/metrics.ts';
 import { compareInStore, formatComparisons } from './compare/paired-comparison.ts';
 import { ResultsStore } from './results/results-store.ts';
+import { isParquetResultsDir } from './results/parquet-dir.ts';
 
 /** Options of `runCompare`. */
 export interface CompareCommandOptions {
@@ -29,7 +30,9 @@ export interface CompareCommandOptions {
 export async function runCompare(db: string, opts: CompareCommandOptions): Promise<void> {
   const print = opts.print ?? ((s: string) => process.stdout.write(`${s}\n`));
   if (!existsSync(db)) throw new Error(`${db}: no such results database (run switchyard sim first)`);
-  const store = await ResultsStore.open(db);
+  // A directory of Parquet results (sim --shard) is read in place; its comparisons are not stored.
+  const inPlace = isParquetResultsDir(db);
+  const store = inPlace ? await ResultsStore.openParquetDir(db) : await ResultsStore.open(db);
   try {
     const rows = await compareInStore(store, opts);
     print(formatComparisons(rows));
@@ -37,7 +40,7 @@ export async function runCompare(db: string, opts: CompareCommandOptions): Promi
     const metrics = opts.metrics ?? DEFAULT_METRICS;
     const [all] = await store.query<{ n: number }>('SELECT count(*)::INTEGER AS n FROM comparisons');
     const kept = (all?.n ?? rows.length) - rows.length;
-    print(`stored in ${db}: table comparisons (${rows.length} row${rows.length === 1 ? '' : 's'} for ${metrics.join(', ')}${kept > 0 ? `; ${kept} other row${kept === 1 ? '' : 's'} kept` : ''})`);
+    print(inPlace ? `read ${db} in place (not stored; switchyard merge ${db} --into FILE keeps comparisons)` : `stored in ${db}: table comparisons (${rows.length} row${rows.length === 1 ? '' : 's'} for ${metrics.join(', ')}${kept > 0 ? `; ${kept} other row${kept === 1 ? '' : 's'} kept` : ''})`);
   } finally {
     await store.close();
   }
@@ -48,7 +51,7 @@ export const compareCommand: CliCommand = {
   name: 'compare',
   summary: 'paired comparison of runs against a baseline, with bootstrap intervals over seeds',
   usage:
-    'usage: switchyard compare <results.duckdb> --baseline <run label or id> [--metrics m1,m2,…] [--resamples N] [--confidence 0.95]\n' +
+    'usage: switchyard compare <results.duckdb | parquet results dir> --baseline <run label or id> [--metrics m1,m2,…] [--resamples N] [--confidence 0.95]\n' +
     `metrics: ${METRIC_NAMES.join(', ')}`,
   async run(args) {
     const { values, positionals } = parseArgs({

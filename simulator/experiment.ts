@@ -18,6 +18,7 @@ import { ReplicasSchema } from './engine/replica-config.ts';
 import { FaultSchema } from './faults/fault-config.ts';
 import { MultiTargetBlockSchema, OffloadBlockSchema, RunMultiTargetSchema } from './experiment-routing.ts';
 import { ProviderEntrySchema, resolveProvider, type ResolvedProvider } from './providers/provider-config.ts';
+import { PlanSchema } from './plan/plan-config.ts';
 import { SweepSchema } from './sweep/sweep-config.ts';
 
 /** Re-exported: the fault schema used by `faults:` and `scenarios:`. */
@@ -125,6 +126,8 @@ export const ExperimentSchema = z
      * file leaves them unset.
      */
     calibration: z.string().min(1).optional(),
+    /** Capacity questions for `switchyard plan` (ignored by `sim`). */
+    plan: PlanSchema.optional(),
     /** DuckDB output path, relative to the experiment file (as `trace:` is). */
     output: z.string().min(1),
   })

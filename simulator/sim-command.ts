@@ -19,6 +19,8 @@ import { experimentOutputPath, loadExperiment, resolveProviders, type Experiment
 import { ResultsStore } from './results/results-store.ts';
 import type { ComparisonRow, SummaryRow } from './results/result-rows.ts';
 import { expandGrid } from './sweep/grid.ts';
+import { resolveShard, shardCells, shardExperimentId, writeShardManifest, type Shard } from './sweep/shard.ts';
+import { exportExperimentsParquet, exportRunParquet, prepareParquetDir } from './results/parquet-dir.ts';
 import { runCells } from './sweep/worker-pool.ts';
 import { compareInStore, formatComparisons } from './compare/paired-comparison.ts';
 import { checkResultsOutput, checkTraceFiles, traceNotFound, validateCellRouting } from './preflight.ts';
@@ -38,6 +40,11 @@ export interface SimOptions {
   jobs?: number;
   /** Where text goes (default: process.stdout.write). */
   print?: (line: string) => void;
+  /**
+   * Run only this shard's cells (sweep/shard.ts) and write them as Parquet files into the
+   * directory `output` (default: the experiment's output without `.duckdb`, plus `-shards`).
+   */
+  shard?: Shard;
 }
 
 /** What a finished experiment returns. */
@@ -108,16 +115,19 @@ export async function runExperiment(file: string, opts: SimOptions = {}): Promis
   const print = opts.print ?? ((s: string) => process.stdout.write(`${s}\n`));
   const exp = loadExperiment(file);
   const seed = opts.seed ?? exp.seed;
-  const output = opts.output ?? experimentOutputPath(exp);
+  const shard = opts.shard;
+  const output = opts.output ?? (shard ? `${experimentOutputPath(exp).replace(/\.duckdb$/i, '')}-shards` : experimentOutputPath(exp));
   const jobs = opts.jobs ?? availableParallelism();
   print(`seed ${seed}  (reproduce with --seed ${seed})`);
   print(`experiment ${exp.name}: ${describeEndpoints(exp)}, rate_scale ${exp.rate_scale}`);
 
   // Everything that can be checked without the trace is checked before the output is touched.
-  const cells = expandGrid(exp, seed);
+  const grid = expandGrid(exp, seed);
+  const cells = shard ? shardCells(grid, shard) : grid;
   validateCellRouting(exp, cells);
   checkTraceFiles(exp, cells);
-  await checkResultsOutput(output);
+  if (shard) print(`shard ${shard.index}/${shard.count}: ${cells.length} of ${grid.length} cells, Parquet files into ${output}/`);
+  else await checkResultsOutput(output);
 
   const { meta, rows: allRows } = await readTrace(exp.tracePath).catch((err: NodeJS.ErrnoException) => {
     throw err.code === 'ENOENT' ? traceNotFound(exp, exp.tracePath) : err;
@@ -129,17 +139,24 @@ export async function runExperiment(file: string, opts: SimOptions = {}): Promis
   const seeds = new Set(cells.map((c) => c.seed)).size;
   print(`${cells.length} run${cells.length === 1 ? '' : 's'}: ${exp.runs.length} strateg${exp.runs.length === 1 ? 'y' : 'ies'}${axes.length ? ` × ${axes.join(' × ')}` : ''} × ${seeds} seed${seeds === 1 ? '' : 's'}, ${workers} job${workers === 1 ? '' : 's'}`);
 
-  const store = await ResultsStore.open(output, { overwrite: true });
-  const experimentId = randomUUID();
+  // A shard keeps rows in memory only until each cell's Parquet files are written.
+  const store = shard ? await ResultsStore.open(':memory:') : await ResultsStore.open(output, { overwrite: true });
+  // Portable (no absolute paths), so shards on different machines derive the same experiment id.
+  const configJson = JSON.stringify(storedConfig(exp, seed));
+  const experimentId = shard ? shardExperimentId(configJson) : randomUUID();
   await store.addExperiment({
     experimentId,
     name: exp.name,
     tracePath: portablePath(exp.trace),
     traceSource: meta.source,
     startedAt: new Date().toISOString(),
-    configJson: JSON.stringify(storedConfig(exp, seed)),
+    configJson,
     seed,
   });
+  if (shard) {
+    await prepareParquetDir(output);
+    await exportExperimentsParquet((sql) => store.query(sql), output, `${experimentId}-shard-${shard.index}-of-${shard.count}`);
+  }
   const showProgress = opts.progress ?? (process.stderr.isTTY === true);
   const total = cells.reduce((s, c) => s + rowsOf(c.experiment), 0);
   const doneBy = new Float64Array(cells.length);
@@ -192,13 +209,17 @@ export async function runExperiment(file: string, opts: SimOptions = {}): Promis
           gpuCostUsd: res.costs.gpuUsd,
         });
         summaries.push(s);
+        if (shard) await exportRunParquet((sql) => store.query(sql), output, cell.runId);
         if (!showProgress) {
           print(`${cell.runId}: ${n} requests replayed in ${Math.round(out.wallSeconds * 1000)} ms (${Math.round(n / Math.max(out.wallSeconds, 1e-9))} req/s, ${res.eventsProcessed} events)`);
         }
       },
     });
     bar?.stop();
-    if (exp.compare) {
+    if (shard) {
+      const gridIndex = new Map(grid.map((c) => [c.runId, c.index]));
+      await writeShardManifest(output, { experimentId, shard: shard.index, count: shard.count, gridCells: grid.length, cells: cells.map((c) => ({ index: gridIndex.get(c.runId)!, runId: c.runId })) });
+    } else if (exp.compare) {
       comparisons = await compareInStore(store, {
         baseline: exp.compare.baseline,
         ...(exp.compare.metrics && { metrics: exp.compare.metrics }),
@@ -212,12 +233,16 @@ export async function runExperiment(file: string, opts: SimOptions = {}): Promis
   }
   print('');
   print(formatSummaryTable(summaries, labelsRepeat));
-  if (exp.compare) {
+  if (exp.compare && !shard) {
     print('');
     print(formatComparisons(comparisons));
   }
   print('');
   const shown = shownPath(output);
+  if (shard) {
+    print(`shard ${shard.index}/${shard.count} written to ${shown}/ (merge all shards: npx switchyard merge ${shown} --into results.duckdb)`);
+    return { experimentId, output, seed, summaries, comparisons };
+  }
   print(`results: ${shown}  (browse: npx switchyard dashboard ${shown}; or any DuckDB client: select * from summary)`);
   return { experimentId, output, seed, summaries, comparisons };
 }
@@ -253,7 +278,7 @@ export function formatSummaryTable(rows: readonly SummaryRow[], byRunId = false)
   return [line(header), ...body.map(line), slo].join('\n');
 }
 
-const SIM_USAGE = `usage: switchyard sim <experiment.yaml> [--seed N] [--output FILE] [--jobs N] [--no-progress]
+const SIM_USAGE = `usage: switchyard sim <experiment.yaml> [--seed N] [--output FILE] [--jobs N] [--no-progress] [--shard i/N|env [--shard-count N]]
 
 Replays the experiment's trace through each of its runs (and sweep grid) and writes the results
 to a DuckDB file. Paths in the experiment are relative to the experiment file.
@@ -266,7 +291,14 @@ options:
   --jobs N        worker threads running cells in parallel (default: the machine's cores;
                   1 = run in this thread); results do not depend on it
   --no-progress   no progress bar; print one line per finished run instead
-                  (the bar is shown only when stderr is a terminal)`;
+                  (the bar is shown only when stderr is a terminal)
+  --shard i/N     run only shard i (0-based) of N: the cells whose grid index mod N is i; write
+                  one Parquet file per cell and table into the directory --output (default: the
+                  output without .duckdb, plus -shards); merge with switchyard merge
+  --shard env     the shard from a batch engine: JOB_COMPLETION_INDEX (Kubernetes Indexed Job,
+                  with --shard-count N) or SLURM_ARRAY_TASK_ID − SLURM_ARRAY_TASK_MIN of
+                  SLURM_ARRAY_TASK_COUNT (Slurm job array)
+  --shard-count N number of shards for --shard env (a Job's spec.completions)`;
 
 /**
  * Rewrites `--seed -1` as `--seed=-1`: node's parseArgs reads a value starting with '-' after a
@@ -296,7 +328,7 @@ export const simCommand: CliCommand = {
       parsed = parseArgs({
         args: joinNegativeValues(args),
         allowPositionals: true,
-        options: { seed: { type: 'string' }, output: { type: 'string' }, jobs: { type: 'string' }, 'no-progress': { type: 'boolean' } },
+        options: { seed: { type: 'string' }, output: { type: 'string' }, jobs: { type: 'string' }, 'no-progress': { type: 'boolean' }, shard: { type: 'string' }, 'shard-count': { type: 'string' } },
       });
     } catch (err) {
       // parseArgs' own mistakes (unknown option, missing value) are usage errors.
@@ -316,7 +348,17 @@ export const simCommand: CliCommand = {
       jobs = Number(values.jobs);
       if (!Number.isInteger(jobs) || jobs < 1) throw new UsageError(`--jobs must be an integer ≥ 1, got '${values.jobs}'`);
     }
+    if (values['shard-count'] !== undefined && values.shard === undefined) throw new UsageError('--shard-count goes with --shard env');
+    let shard: Shard | undefined;
+    if (values.shard !== undefined) {
+      try {
+        shard = resolveShard(values.shard, values['shard-count'], process.env);
+      } catch (err) {
+        throw new UsageError((err as Error).message);
+      }
+    }
     await runExperiment(file, {
+      ...(shard && { shard }),
       ...(seed !== undefined && { seed }),
       ...(jobs !== undefined && { jobs }),
       ...(values.output !== undefined && { output: values.output }),

@@ -4,6 +4,7 @@
  * query runs on its own short-lived connection, so concurrent requests do not queue behind one.
  */
 import { BIGINT, DOUBLE, DuckDBInstance, LIST, VARCHAR, listValue, type DuckDBType, type DuckDBValue } from '@duckdb/node-api';
+import { isParquetResultsDir, parquetDirSchemaSql } from '../../simulator/results/parquet-dir.ts';
 import { toPlain } from '../../simulator/results/results-store.ts';
 
 /** Named parameters of a query (`$name`), each with its DuckDB type. */
@@ -20,11 +21,27 @@ export class ReadOnlyDb {
   ) {}
 
   /**
-   * Opens `path` read-only.
+   * Opens `path` read-only: a DuckDB file, or a directory of Parquet results read in place.
    * @throws Error (DuckDB's) when the file is missing, not a DuckDB database, or locked by a
    *   writer in another process.
    */
   static async open(path: string): Promise<ReadOnlyDb> {
+    if (isParquetResultsDir(path)) {
+      // Read in place: an in-memory database whose tables are views over the directory's files.
+      const instance = await DuckDBInstance.create(':memory:');
+      try {
+        const connection = await instance.connect();
+        try {
+          await connection.run(parquetDirSchemaSql(path));
+        } finally {
+          connection.closeSync();
+        }
+      } catch (err) {
+        instance.closeSync();
+        throw err;
+      }
+      return new ReadOnlyDb(path, instance);
+    }
     const instance = await DuckDBInstance.create(path, { access_mode: 'READ_ONLY' });
     return new ReadOnlyDb(path, instance);
   }

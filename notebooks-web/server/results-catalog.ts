@@ -1,6 +1,7 @@
 /**
  * The set of results files the dashboard may read, fixed by the command line: explicit
- * `.duckdb` files, and folders whose `*.duckdb` files are listed afresh on every lookup (so a
+ * `.duckdb` files or directories of Parquet results (`sim --shard`, read in place), and folders
+ * whose `*.duckdb` files are listed afresh on every lookup (so a
  * simulation finished after start-up appears without a restart). Clients name a file only by
  * its catalog name (`default` for `results/default.duckdb`); a name is looked up in this map
  * and never joined to a path, and a folder's entry must resolve (symlinks followed) to a file
@@ -8,6 +9,7 @@
  */
 import { readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { basename, dirname, join, relative, resolve } from 'node:path';
+import { isParquetResultsDir } from '../../simulator/results/parquet-dir.ts';
 import { notFound, unavailable } from './http-errors.ts';
 import { ReadOnlyDb } from './read-only-db.ts';
 
@@ -29,8 +31,13 @@ interface OpenDb {
 const RETIRE_AFTER_MS = 60_000;
 
 function fileStamp(path: string): string {
-  const s = statSync(path);
-  return `${s.ino}:${s.size}:${s.mtimeMs}`;
+  const stamp = (p: string) => {
+    const s = statSync(p);
+    return `${s.ino}:${s.size}:${s.mtimeMs}`;
+  };
+  // A Parquet results directory changes where its shards add files: its per-table folders.
+  if (statSync(path).isDirectory()) return ['experiments', 'shards', 'runs'].map((sub) => stamp(join(path, sub))).join('|');
+  return stamp(path);
 }
 
 function safeName(file: string): string {
@@ -92,7 +99,9 @@ export class ResultsCatalog {
       } catch {
         throw new Error(`${p}: no such file or folder (${missingResultsHint(abs, cwd)})`);
       }
-      if (st.isDirectory()) folders.push(realpathSync(abs));
+      // A directory of Parquet results (sim --shard) is one entry, read in place.
+      if (st.isDirectory() && isParquetResultsDir(abs)) files.push(realpathSync(abs));
+      else if (st.isDirectory()) folders.push(realpathSync(abs));
       else if (st.isFile()) files.push(realpathSync(abs));
       else throw new Error(`${p}: not a file or folder`);
     }

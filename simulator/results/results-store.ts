@@ -36,6 +36,7 @@ import {
   type SqlType,
   type TableDef,
 } from './schema.ts';
+import { parquetDirSchemaSql } from './parquet-dir.ts';
 
 /** A value bound to a `$n` / `$name` placeholder of {@link ResultsStore.query}. */
 export type SqlParam = string | number | bigint | boolean | null;
@@ -250,6 +251,27 @@ export class ResultsStore {
   }
 
   /**
+   * Opens a directory of Parquet results (parquet-dir.ts; what `sim --shard` writes) in place: an
+   * in-memory database whose results tables are views over the directory's files, so every
+   * query of this class works on it; writes to those tables fail. Files added later are not seen.
+   * @throws Error when a file is not Parquet or its columns differ from schema.ts.
+   */
+  static async openParquetDir(dir: string): Promise<ResultsStore> {
+    const instance = await DuckDBInstance.create(':memory:');
+    let connection: DuckDBConnection | undefined;
+    try {
+      connection = await instance.connect();
+      await connection.run(parquetDirSchemaSql(dir));
+      await checkSchema(connection, dir);
+      return new ResultsStore(dir, instance, connection);
+    } catch (err) {
+      connection?.closeSync();
+      instance.closeSync();
+      throw err;
+    }
+  }
+
+  /**
    * Inserts one `experiments` row.
    * @throws TypeError / RangeError for a field of the wrong type or range (nothing written);
    *   a DuckDB constraint Error when `experimentId` already exists.
@@ -290,6 +312,16 @@ export class ResultsStore {
   /** Appends `events` rows in one transaction; errors as {@link appendRequests}. */
   async appendEvents(rows: readonly EventRow[]): Promise<void> {
     await this.appendRows(TABLES.events, rows);
+  }
+
+  /**
+   * Inserts one `summary` row computed elsewhere (the planner computes summaries in a scratch
+   * store and keeps only them).
+   * @throws TypeError / RangeError for a field of the wrong type or range (nothing written);
+   *   a DuckDB constraint Error when the run already has a summary.
+   */
+  async addSummary(row: SummaryRow): Promise<void> {
+    await this.insertRow(TABLES.summary, row);
   }
 
   /**

@@ -16,6 +16,8 @@ export interface PoolOptions {
   onProgress?: (index: number, done: number) => void;
   /** Receives each output in cell order; the next is not delivered before this resolves. */
   onOutput: (output: CellOutput) => Promise<void>;
+  /** Traces already read by this thread, reused when jobs ≤ 1 (a caller running many small sweeps). */
+  cache?: TraceCache;
 }
 
 type FromWorker =
@@ -30,7 +32,7 @@ type FromWorker =
 export async function runCells(cells: readonly Cell[], opts: PoolOptions): Promise<void> {
   const jobs = Math.max(1, Math.min(Math.floor(opts.jobs), cells.length));
   if (jobs <= 1) {
-    const cache = new TraceCache();
+    const cache = opts.cache ?? new TraceCache();
     for (const cell of cells) {
       const out = await runCell(cell, cache, opts.onProgress && ((done) => opts.onProgress!(cell.index, done)));
       await opts.onOutput(out);
