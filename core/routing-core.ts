@@ -198,7 +198,15 @@ export class RoutingCore {
     const mtOptions = resolveMultiTargetOptions(options.multiTarget);
     this.endpointStats = new EndpointStats(mtOptions.latencyEwmaAlpha);
     this.cooldowns = new CooldownRegistry();
-    this.multiTargetDeps = { health: this.health, stats: this.endpointStats, cooldowns: this.cooldowns, options: mtOptions };
+    this.multiTargetDeps = {
+      health: this.health,
+      stats: this.endpointStats,
+      cooldowns: this.cooldowns,
+      options: mtOptions,
+      settings: this.settings,
+      limiter: this.limiter,
+      retryAfter: this.retryAfter,
+    };
     // Outbound keys by endpoint id, filled as routes resolve; read at decision time only.
     const outboundKeys = new Map<string, string | null>();
     const outbound = {
@@ -370,7 +378,7 @@ export class RoutingCore {
     const out: Array<{ life: RequestLife; event: LifecycleEvent }> = [];
     for (const t of this.wakeups.splice(0)) {
       if (t.state !== 'held') continue; // the life ended or gave up meanwhile
-      const owner = t.owner as RequestLifecycle;
+      const owner = t.owner as RequestLifecycle | MultiTargetLifecycle;
       const life = owner.outerLife ?? owner;
       if (life && !life.isDone) out.push({ life, event: { kind: 'slot_acquired', attemptId: t.attemptId } });
     }

@@ -98,6 +98,12 @@ export function clientMessage(code: string, alias: string, coreMessage: string):
       return `The upstreams of model '${alias}' refused the gateway's credentials.`;
     case 'upstream_timeout':
       return `Model '${alias}' timed out on every route tried.`;
+    case 'upstream_overloaded':
+      return `Every route of model '${alias}' is busy; retry later.`;
+    case 'upstream_route_not_found':
+      return `Model '${alias}' is misconfigured: its upstreams do not know it.`;
+    case 'context_length_exceeded':
+      return coreMessage;
     case 'upstream_server_error':
     case 'upstream_unavailable':
       return `Model '${alias}' is unavailable: every route tried failed.`;

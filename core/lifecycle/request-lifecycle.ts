@@ -41,6 +41,7 @@ import type { ResolvedModel, ResolvedRoute } from '../routing-core.ts';
 import type { DispatchClaim, HealthRegistry } from '../health/health-registry.ts';
 import type { Outcome } from './outcome.ts';
 import { ERROR_STATUS, errorForOutcome, type ErrorCode } from './errors.ts';
+import { OUTCOME_RULES } from './outcome-table.ts';
 import type {
   AttemptRecord,
   LifecycleAction,
@@ -179,6 +180,10 @@ export class RequestLifecycle implements RequestLife {
   private interruptedRetried = false;
   /** After a context-length rejection: routes need a `context_length` above this. */
   private contextFloor: number | null = null;
+  /** Routes that passed the modality and context-window stages (fallback walks these). */
+  private eligibleRoutes: readonly ResolvedRoute[] = [];
+  /** The attempt whose failure the client is told of when every attempt failed. */
+  private primaryFailureAttemptId: number | null = null;
   /** The planner's hedge order for the primary, until it fires or the primary answers or ends. */
   private hedgeOrder: HedgeOrder | null = null;
   private hedgePrimaryId = 0;
@@ -227,6 +232,26 @@ export class RequestLifecycle implements RequestLife {
         nowMs,
       );
     }
+    // Context-window floor: the prompt estimate plus the expected output must fit a route's
+    // `context_length` (unknown windows fit). Usually no route declares one: nothing allocated.
+    const need = this.request.inputTokens + (this.request.outputTokensHint ?? 0);
+    for (let i = 0; i < modal.length; i++) {
+      const len = modal[i]!.contextLength;
+      if (len !== null && len < need) {
+        const fit = modal.filter((r) => r.contextLength === null || r.contextLength >= need);
+        if (fit.length === 0) {
+          const largest = Math.max(...modal.map((r) => r.contextLength ?? 0));
+          return this.fail(
+            'context_length_exceeded',
+            `the request needs about ${need} tokens (prompt estimate plus max_tokens), more than the largest context window of model '${model.id}' (${largest} tokens)`,
+            nowMs,
+          );
+        }
+        modal = fit;
+        break;
+      }
+    }
+    this.eligibleRoutes = modal;
     // The overall deadline's `wait_until` goes last, after the first attempt's actions.
     const out: LifecycleAction[] = [];
     this.overallAtMs = nowMs + this.deps.settings.overallDeadlineSec * 1000;
@@ -264,7 +289,7 @@ export class RequestLifecycle implements RequestLife {
         if (route === null) {
           this.deps.affinity.dropIfPinnedTo(key, model.id, affinityPin.endpointId); // no longer admissible
           affinityPin = null;
-        } else if (this.deps.prefill.backlogTokens(route.endpointId) > this.deps.settings.prefillAffinityCeilingTokens) {
+        } else if (this.deps.prefill.backlogTokens(route.endpointId) - this.deps.prefill.callerBacklogTokens(route.endpointId, this.request.callerId) > this.deps.settings.prefillAffinityCeilingTokens) {
           bypassed = route.endpointId; // backlogged: draw among the others, re-pin below
         } else {
           const claim = this.health.beginDispatch(route.endpointId, nowMs);
@@ -640,28 +665,40 @@ export class RequestLifecycle implements RequestLife {
     return out;
   }
 
-  /** An attempt failed with `outcome` (`healthOutcome` is what the breaker hears). */
+  /**
+   * An attempt failed with `outcome` (`healthOutcome` is what the breaker hears). What follows
+   * is the outcome table's row (`outcome-table.ts`): request-scoped errors go straight back to
+   * the caller; a context-length refusal moves on only to a route with a larger window (and goes
+   * back when there is none); everything else fails over.
+   */
   private attemptFailed(a: LiveAttempt, outcome: Outcome, healthOutcome: Outcome, nowMs: number): LifecycleAction[] {
     this.endAttempt(a, outcome, nowMs, healthOutcome);
+    let requestScoped = false;
     if (outcome.kind === 'http_status') {
-      if (outcome.retryAfterMs !== null && (outcome.status === 429 || outcome.status === 503)) {
-        this.deps.retryAfter.set(a.route.endpointId, nowMs + outcome.retryAfterMs, outcome.status);
+      if (outcome.retryAfterMs !== null && (outcome.errorClass === 'rate_limited' || outcome.errorClass === 'overloaded' || outcome.status === 503)) {
+        this.deps.retryAfter.set(a.route.endpointId, nowMs + outcome.retryAfterMs, outcome.status === 429 ? 429 : 503);
       }
-      if (outcome.errorClass === 'context_length') {
-        const len = a.route.contextLength;
-        if (len !== null) this.contextFloor = Math.max(this.contextFloor ?? 0, len);
-      }
+      const action = OUTCOME_RULES[outcome.errorClass].action;
+      if (action === 'larger_window') {
+        const len = a.route.contextLength ?? this.request.inputTokens + (this.request.outputTokensHint ?? 0);
+        this.contextFloor = Math.max(this.contextFloor ?? 0, len);
+        requestScoped = !this.largerWindowLeft(nowMs);
+      } else requestScoped = action === 'return';
     }
-    // A content-policy refusal is about the request, not the route: retrying elsewhere only
-    // repeats it (and may shop for a laxer provider), so it goes straight back to the caller.
-    const requestScoped = outcome.kind === 'http_status' && outcome.errorClass === 'content_policy';
     const terminal = outcome.kind === 'client_gone' || outcome.kind === 'cancelled' || requestScoped;
     if (this.pinned || this.committedAttempt !== null || terminal) {
       if (this.live.length > 0) return [];
-      return this.failWithOutcome(requestScoped || this.committedAttempt !== null ? outcome : this.primaryFailure ?? outcome, nowMs);
+      if (requestScoped || this.committedAttempt !== null) return this.failWithOutcome(outcome, nowMs, a.attemptId);
+      return this.failWithOutcome(this.primaryFailure ?? outcome, nowMs, this.primaryFailureAttemptId ?? a.attemptId);
     }
     if (this.live.length > 0) return []; // a hedge race: the other attempt may still answer
     return this.continueAfter(outcome, nowMs);
+  }
+
+  /** Whether a route not yet tried has a window above the context floor (or an unknown one). */
+  private largerWindowLeft(nowMs: number): boolean {
+    for (const r of this.eligibleRoutes) if (!this.tried(r.endpointId) && this.usable(r, nowMs)) return true;
+    return false;
   }
 
   /**
@@ -669,8 +706,8 @@ export class RequestLifecycle implements RequestLife {
    * then the offload route as last resort, then the interrupted route once more; else the error.
    */
   private continueAfter(outcome: Outcome, nowMs: number): LifecycleAction[] {
-    if (this.pinned) return this.live.length > 0 ? [] : this.failWithOutcome(this.primaryFailure ?? outcome, nowMs);
-    for (const r of this.model!.routes) {
+    if (this.pinned) return this.live.length > 0 ? [] : this.failWithOutcome(this.primaryFailure ?? outcome, nowMs, this.primaryFailureAttemptId);
+    for (const r of this.eligibleRoutes) {
       if (r.endpointId === this.offloadId || this.tried(r.endpointId) || !this.usable(r, nowMs)) continue;
       const claim = this.health.beginDispatch(r.endpointId, nowMs);
       if (claim) return this.started(r, claim, 'normal', nowMs);
@@ -684,7 +721,7 @@ export class RequestLifecycle implements RequestLife {
       if (claim) return this.started(back, claim, 'retry', nowMs);
     }
     if (this.live.length > 0) return [];
-    return this.failWithOutcome(this.primaryFailure ?? outcome, nowMs);
+    return this.failWithOutcome(this.primaryFailure ?? outcome, nowMs, this.primaryFailureAttemptId);
   }
 
   /** Weight, modality, Retry-After and context-window checks of a fallback route. */
@@ -810,7 +847,10 @@ export class RequestLifecycle implements RequestLife {
     if (a.phase === 'sent') this.model?.planner.observe?.(a.route.endpointId, healthOutcome, nowMs);
     if (outcome.kind !== 'ok' && outcome.kind !== 'cancelled' && outcome.kind !== 'client_gone') {
       const interruption = outcome.kind === 'queue_wait_timeout' || (outcome.kind === 'first_token_timeout' && healthOutcome === NEUTRAL);
-      if (this.primaryFailure === null && !interruption) this.primaryFailure = outcome;
+      if (this.primaryFailure === null && !interruption) {
+        this.primaryFailure = outcome;
+        this.primaryFailureAttemptId = a.attemptId;
+      }
     }
     this.attempts.push({ attemptId: a.attemptId, endpointId: a.route.endpointId, startMs: a.startMs, endMs: nowMs, outcome });
   }
@@ -834,15 +874,17 @@ export class RequestLifecycle implements RequestLife {
     return false;
   }
 
-  private failWithOutcome(outcome: Outcome, nowMs: number): LifecycleAction[] {
+  /** Ends with the error of `outcome`, reported by attempt `attemptId` (its body may pass through). */
+  private failWithOutcome(outcome: Outcome, nowMs: number, attemptId: number | null): LifecycleAction[] {
     const e = errorForOutcome(outcome);
     const tried = this.attempts.map((a) => `${a.endpointId}=${a.outcome.kind === 'http_status' ? a.outcome.status : a.outcome.kind}`);
-    return this.fail(e.code, `all attempts failed: ${tried.join(', ')}`, nowMs, e.status, e.retryAfterSec);
+    return this.fail(e.code, `all attempts failed: ${tried.join(', ')}`, nowMs, e.status, e.retryAfterSec, attemptId);
   }
 
-  private fail(code: ErrorCode, message: string, nowMs: number, status = ERROR_STATUS[code], retryAfterSec: number | null = null): LifecycleAction[] {
+  private fail(code: ErrorCode, message: string, nowMs: number, status = ERROR_STATUS[code], retryAfterSec: number | null = null, attemptId: number | null = null): LifecycleAction[] {
     if (code === 'client_gone') return [this.doneAction(code, nowMs, null)];
-    return [{ kind: 'respond_error', status, code, message, retryAfterSec }, this.doneAction(code, nowMs, null)];
+    const respond: LifecycleAction = attemptId === null ? { kind: 'respond_error', status, code, message, retryAfterSec } : { kind: 'respond_error', status, code, message, retryAfterSec, attemptId };
+    return [respond, this.doneAction(code, nowMs, null)];
   }
 
   private doneAction(status: string, nowMs: number, usage: Usage | null): LifecycleAction {

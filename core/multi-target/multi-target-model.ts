@@ -13,7 +13,7 @@ import type { PlannerContext } from '../strategies/planner.ts';
 import type { StrategyRegistry } from '../strategies/registry.ts';
 import { parseCidr, type CidrBlock } from './cidr.ts';
 import type { CooldownPolicy, CooldownRegistry } from './cooldown.ts';
-import type { RetryRules } from './retry-policy.ts';
+import type { BackoffPolicy, RetryRules } from './retry-policy.ts';
 import { TargetRateLimit } from './target-rate-limit.ts';
 
 /** The tag that untagged requests (and requests whose tags match nothing) fall back to. */
@@ -51,8 +51,15 @@ export interface ResolvedMultiTarget {
   readonly maxFallbacks: number | null;
   readonly rules: RetryRules;
   readonly whenAllUnavailable: 'fail' | 'try_anyway';
-  /** First-token wait for streams, ms, or null (commit when the upstream response starts). */
+  /**
+   * First-token wait for streams, ms (`stream_timeout_ms`, else the model's `timeout_ms`), or
+   * null (commit when the upstream response starts).
+   */
   readonly streamTimeoutMs: number | null;
+  /** The model's own `timeout_ms` (non-stream attempt bound), or null. */
+  readonly timeoutMs: number | null;
+  /** The block's backoff (extension), or null for the deployment defaults. */
+  readonly backoff: BackoffPolicy | null;
   /** Whether any target carries the `default` tag. */
   readonly hasDefaultTag: boolean;
 }
@@ -120,9 +127,15 @@ export function resolveMultiTargetModel(
       targets,
       retries: block.retries ?? null,
       maxFallbacks: block.max_fallbacks ?? null,
-      rules: { retryOn429: block.retry_on_429, fallbackOnStatuses: new Set(block.fallback_on_statuses) },
+      rules: {
+        retryOn429: block.retry_on_429,
+        fallbackOnStatuses: new Set(block.fallback_on_statuses),
+        retrySameOn: block.retry_same_target_on ? new Set(block.retry_same_target_on) : null,
+      },
       whenAllUnavailable: block.when_all_unavailable,
-      streamTimeoutMs: block.stream_timeout_ms ?? null,
+      streamTimeoutMs: block.stream_timeout_ms ?? block.timeout_ms ?? null,
+      timeoutMs: block.timeout_ms ?? null,
+      backoff: block.backoff ? { baseMs: block.backoff.base_ms, maxMs: block.backoff.max_ms, jitter: block.backoff.jitter } : null,
       hasDefaultTag: targets.some((t) => t.tags.includes(DEFAULT_TAG)),
     },
   };
