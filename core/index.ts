@@ -24,7 +24,8 @@ export type {
   Modality,
   Usage,
 } from './lifecycle/seam.ts';
-export { classifyStatus, isHealthFailure, type Outcome, type HttpErrorClass } from './lifecycle/outcome.ts';
+export { isHealthFailure, type Outcome } from './lifecycle/outcome.ts';
+export { classifyStatus, classifyUpstreamError, OUTCOME_RULES, CONTEXT_LENGTH_WORDING, type HttpErrorClass, type OutcomeRule, type FailureAction, type UpstreamErrorReport } from './lifecycle/outcome-table.ts';
 export { ERROR_STATUS, errorForOutcome, type ErrorCode } from './lifecycle/errors.ts';
 // The full request lifecycle (issue #6): Retry-After, outbound concurrency, engine hold, offload.
 export { parseRetryAfterMs, RetryAfterTable } from './lifecycle/retry-after.ts';

@@ -67,9 +67,13 @@ export function errorJson(code: string, message: string, param: string | null = 
   return JSON.stringify({ error: { message, type: typeOf(code, status), param, code } });
 }
 
-/** The SSE frame of an in-band error (after a stream was committed). */
-export function errorFrame(code: string, message: string, status: number = statusOf(code)): string {
-  return `data: ${errorJson(code, message, null, status)}\n\n`;
+/**
+ * The SSE frame of an in-band error (after a stream was committed). `retryAfterSec`, when
+ * given, goes in the error object as `retry_after` (a header can no longer be sent).
+ */
+export function errorFrame(code: string, message: string, status: number = statusOf(code), retryAfterSec: number | null = null): string {
+  if (retryAfterSec === null) return `data: ${errorJson(code, message, null, status)}\n\n`;
+  return `data: ${JSON.stringify({ error: { message, type: typeOf(code, status), param: null, code, retry_after: retryAfterSec } })}\n\n`;
 }
 
 /**
