@@ -525,7 +525,7 @@ export class RequestLifecycle implements RequestLife {
   private send(a: LiveAttempt, nowMs: number, out: LifecycleAction[]): void {
     this.disarm(a, 'queue');
     a.phase = 'sent';
-    a.lease = this.deps.prefill.acquire(a.route.endpointId, this.request.callerId, this.request.inputTokens, nowMs);
+    a.lease = this.deps.prefill.acquire(a.route.endpointId, this.request.callerId, this.request.inputTokens, nowMs, this.affinityKey !== null);
     this.leasesTaken++;
     const s = this.deps.settings;
     const totalAtMs = this.request.stream ? this.overallAtMs : Math.min(this.overallAtMs, nowMs + s.requestTimeoutSec * 1000);

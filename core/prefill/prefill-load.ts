@@ -34,7 +34,10 @@ declare const leaseBrand: unique symbol;
  */
 export interface PrefillLease {
   readonly endpointId: string;
-  /** The caller that took it (null = no identity); its own backlog is kept apart for affinity. */
+  /**
+   * The caller whose own backlog this lease counts in (`callerBacklogTokens`), or null when the
+   * lease was taken without `trackOwn` (no session affinity) or without a caller identity.
+   */
   readonly callerId: string | null;
   readonly uncachedTokens: number;
   readonly elephant: boolean;
@@ -142,17 +145,19 @@ export class PrefillLoad implements PrefillLoadView {
   /**
    * Takes a lease for a prompt of `inputTokens` from `callerId` dispatched to `endpointId` at
    * `nowMs`: adds its uncached estimate to the backlog and, when that reaches the elephant size,
-   * one elephant. Release it exactly once with `release`.
+   * one elephant. With `trackOwn` (the request uses session affinity) the tokens also count in
+   * `callerId`'s own backlog on the endpoint. Release it exactly once with `release`.
    */
-  acquire(endpointId: string, callerId: string | null, inputTokens: number, nowMs: number): PrefillLease {
+  acquire(endpointId: string, callerId: string | null, inputTokens: number, nowMs: number, trackOwn = false): PrefillLease {
     const e = this.entry(endpointId);
     const uncachedTokens = this.uncachedOn(e, callerId, inputTokens, nowMs);
     const elephant = uncachedTokens >= this.elephantTokens;
     e.backlogTokens += uncachedTokens;
     e.leasesInFlight += 1;
     if (elephant) e.elephantsInFlight += 1;
-    if (callerId !== null && uncachedTokens > 0) e.byCaller.set(callerId, (e.byCaller.get(callerId) ?? 0) + uncachedTokens);
-    const lease = { endpointId, callerId, uncachedTokens, elephant, prev: null, next: null, list: null } as unknown as LiveLease;
+    const own = trackOwn && uncachedTokens > 0 ? callerId : null;
+    if (own !== null) e.byCaller.set(own, (e.byCaller.get(own) ?? 0) + uncachedTokens);
+    const lease = { endpointId, callerId: own, uncachedTokens, elephant, prev: null, next: null, list: null } as unknown as LiveLease;
     this.live.add(lease);
     return lease;
   }
@@ -170,7 +175,7 @@ export class PrefillLoad implements PrefillLoadView {
     e.leasesInFlight -= 1;
     if (lease.elephant) e.elephantsInFlight -= 1;
     const c = lease.callerId;
-    if (c !== null && lease.uncachedTokens > 0) {
+    if (c !== null) {
       const left = e.byCaller.get(c)! - lease.uncachedTokens;
       if (left === 0) e.byCaller.delete(c);
       else e.byCaller.set(c, left);
