@@ -36,7 +36,7 @@
  * planner. Each attempt's begin is matched by exactly one end on every path.
  */
 import type { Rng } from '../rng.ts';
-import type { ResolvedModel } from '../routing-core.ts';
+import type { ResolvedModel } from '../model/resolved-model.ts';
 import type { HealthRegistry } from '../health/health-registry.ts';
 import type { Outcome } from './outcome.ts';
 import { ERROR_STATUS, errorForOutcome, type ErrorCode } from './errors.ts';

@@ -5,8 +5,6 @@
  */
 import { OUTCOME_RULES, type HttpErrorClass } from './outcome-table.ts';
 
-export { classifyStatus, classifyUpstreamError, type HttpErrorClass } from './outcome-table.ts';
-
 /** Result of one attempt. `ok` means the upstream completed the response. */
 export type Outcome =
   | { kind: 'ok' }

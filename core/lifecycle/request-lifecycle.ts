@@ -37,7 +37,7 @@
  * just waits for the other.
  */
 import type { Rng } from '../rng.ts';
-import type { ResolvedModel, ResolvedRoute } from '../routing-core.ts';
+import type { ResolvedModel, ResolvedRoute } from '../model/resolved-model.ts';
 import type { DispatchClaim, HealthRegistry } from '../health/health-registry.ts';
 import type { Outcome } from './outcome.ts';
 import { ERROR_STATUS, errorForOutcome, type ErrorCode } from './errors.ts';

@@ -8,61 +8,17 @@
  * `ModelsConfigSchema`.
  */
 import type { ModelConfig, ModelsConfig, CooldownConfig } from '../config/models-config.ts';
-import type { ResolvedModel, ResolvedRoute } from '../routing-core.ts';
+import type { ResolvedModel, ResolvedMultiTarget, ResolvedRoute, ResolvedTarget } from '../model/resolved-model.ts';
 import type { PlannerContext } from '../strategies/planner.ts';
 import type { StrategyRegistry } from '../strategies/registry.ts';
-import { parseCidr, type CidrBlock } from './cidr.ts';
+import { parseCidr } from './cidr.ts';
 import type { CooldownPolicy, CooldownRegistry } from './cooldown.ts';
-import type { BackoffPolicy, RetryRules } from './retry-policy.ts';
 import { TargetRateLimit } from './target-rate-limit.ts';
+
+export type { ResolvedMultiTarget, ResolvedTarget } from '../model/resolved-model.ts';
 
 /** The tag that untagged requests (and requests whose tags match nothing) fall back to. */
 export const DEFAULT_TAG = 'default';
-
-/** One target after resolution. */
-export interface ResolvedTarget {
-  /** Position in the model's `targets:` list (declaration order; the planner's `routeIndex`). */
-  readonly index: number;
-  /** The direct model's id (what `x-switchyard-served-by` names). */
-  readonly model: string;
-  /** The direct model's single route (`routeIndex` renumbered to `index`). */
-  readonly route: ResolvedRoute;
-  readonly endpointId: string;
-  /** > 0. */
-  readonly weight: number;
-  /** Higher tiers are tried first. */
-  readonly priority: number;
-  /** Lower-cased. */
-  readonly tags: readonly string[];
-  /** Same-target retries, overriding the block's; null = not set. */
-  readonly retries: number | null;
-  /** The target's own request-rate limit (state owned by the core), or null. */
-  readonly rateLimit: TargetRateLimit | null;
-  /** Caller IPs admitted, or null = everyone. */
-  readonly allowedCidrs: readonly CidrBlock[] | null;
-}
-
-/** A multi-target model's `routing:` block after resolution. */
-export interface ResolvedMultiTarget {
-  readonly targets: readonly ResolvedTarget[];
-  /** The block's default same-target retries, or null (then: move on; deployment default on the last target). */
-  readonly retries: number | null;
-  /** Extra targets a request may try across all tiers; null = unlimited. */
-  readonly maxFallbacks: number | null;
-  readonly rules: RetryRules;
-  readonly whenAllUnavailable: 'fail' | 'try_anyway';
-  /**
-   * First-token wait for streams, ms (`stream_timeout_ms`, else the model's `timeout_ms`), or
-   * null (commit when the upstream response starts).
-   */
-  readonly streamTimeoutMs: number | null;
-  /** The model's own `timeout_ms` (non-stream attempt bound), or null. */
-  readonly timeoutMs: number | null;
-  /** The block's backoff (extension), or null for the deployment defaults. */
-  readonly backoff: BackoffPolicy | null;
-  /** Whether any target carries the `default` tag. */
-  readonly hasDefaultTag: boolean;
-}
 
 /** A direct model's `cooldown:` block as a policy, or null when absent or not enabled. */
 export function cooldownPolicy(c: CooldownConfig | undefined): CooldownPolicy | null {
