@@ -52,6 +52,7 @@ import type { MultiTargetOptions } from '../multi-target/multi-target-options.ts
 import type { ResolvedMultiTarget, ResolvedTarget } from '../multi-target/multi-target-model.ts';
 import { selectCandidates } from '../multi-target/candidates.ts';
 import { backoffMs, classifyFailure } from '../multi-target/retry-policy.ts';
+import { contextNeedTokens, fitsWindow, noWindowFitsMessage, refusalFloorTokens } from '../request/candidates/context-floor.ts';
 
 /** Process-wide state a multi-target life uses, owned by `RoutingCore`. */
 export interface MultiTargetDeps {
@@ -169,14 +170,11 @@ export class MultiTargetLifecycle implements RequestLife {
     if (sel.kind === 'reject') return this.fail(sel.code, sel.message, nowMs);
     this.tiers = sel.tiers;
     // Context-window floor: the prompt estimate plus the expected output must fit a target's window.
-    const need = this.request.inputTokens + (this.request.outputTokensHint ?? 0);
-    if (this.tiers.some((tier) => tier.some((x) => x.route.contextLength !== null && x.route.contextLength < need))) {
-      const fits = (x: ResolvedTarget) => x.route.contextLength === null || x.route.contextLength >= need;
+    const need = contextNeedTokens(this.request);
+    const fits = (x: ResolvedTarget) => fitsWindow(x.route.contextLength, need);
+    if (!this.tiers.every((tier) => tier.every(fits))) {
       const tiers = this.tiers.map((tier) => tier.filter(fits)).filter((tier) => tier.length > 0);
-      if (tiers.length === 0) {
-        const largest = Math.max(...this.tiers.flat().map((x) => x.route.contextLength ?? 0));
-        return this.fail('context_length_exceeded', `the request needs about ${need} tokens (prompt estimate plus max_tokens), more than the largest context window of model '${model.id}' (${largest} tokens)`, nowMs);
-      }
+      if (tiers.length === 0) return this.fail('context_length_exceeded', noWindowFitsMessage(model.id, need, this.tiers.flat().map((x) => x.route.contextLength)), nowMs);
       this.tiers = tiers;
     }
 
@@ -462,8 +460,7 @@ export class MultiTargetLifecycle implements RequestLife {
 
   /** Runtime admission of a target: the context floor, Retry-After (always), cooldown (unless `try_anyway` ignores it). */
   private admits(t: ResolvedTarget, nowMs: number): boolean {
-    const len = t.route.contextLength;
-    if (this.contextFloor !== null && len !== null && len <= this.contextFloor) return false;
+    if (!fitsWindow(t.route.contextLength, 0, this.contextFloor)) return false;
     if (this.deps.retryAfter.remainingMs(t.endpointId, nowMs) > 0) return false;
     return this.ignoreCooldown || !this.deps.cooldowns.active(t.endpointId, nowMs);
   }
@@ -488,7 +485,7 @@ export class MultiTargetLifecycle implements RequestLife {
     const cls = classifyFailure(outcome, this.mt!.rules);
     if (this.committed !== null || this.pinned || cls === 'final' || cls === 'terminal') return this.failWithOutcome(outcome, nowMs, a.attemptId);
     if (cls === 'larger_window') {
-      this.contextFloor = Math.max(this.contextFloor ?? 0, a.target.route.contextLength ?? this.request.inputTokens + (this.request.outputTokensHint ?? 0));
+      this.contextFloor = Math.max(this.contextFloor ?? 0, refusalFloorTokens(a.target.route.contextLength, contextNeedTokens(this.request)));
       return this.moveOn(nowMs, outcome, a.attemptId);
     }
     if (cls === 'fail_over') return this.moveOn(nowMs);

@@ -42,6 +42,8 @@ import type { DispatchClaim, HealthRegistry } from '../health/health-registry.ts
 import type { Outcome } from './outcome.ts';
 import { ERROR_STATUS, errorForOutcome, type ErrorCode } from './errors.ts';
 import { OUTCOME_RULES } from './outcome-table.ts';
+import { acceptsModalities } from '../request/candidates/modality.ts';
+import { contextNeedTokens, fitsWindow, noWindowFitsMessage, refusalFloorTokens } from '../request/candidates/context-floor.ts';
 import type {
   AttemptRecord,
   LifecycleAction,
@@ -220,8 +222,8 @@ export class RequestLifecycle implements RequestLife {
     // the route list itself and nothing is allocated.
     let modal: readonly ResolvedRoute[] = model.routes;
     for (let i = 0; i < modal.length; i++) {
-      if (!this.acceptsModalities(modal[i]!)) {
-        modal = model.routes.filter((r) => this.acceptsModalities(r));
+      if (!acceptsModalities(modal[i]!, this.request.modalities)) {
+        modal = model.routes.filter((r) => acceptsModalities(r, this.request.modalities));
         break;
       }
     }
@@ -232,21 +234,12 @@ export class RequestLifecycle implements RequestLife {
         nowMs,
       );
     }
-    // Context-window floor: the prompt estimate plus the expected output must fit a route's
-    // `context_length` (unknown windows fit). Usually no route declares one: nothing allocated.
-    const need = this.request.inputTokens + (this.request.outputTokensHint ?? 0);
+    // Context-window stage (`context-floor.ts`). Usually every route fits: nothing allocated.
+    const need = contextNeedTokens(this.request);
     for (let i = 0; i < modal.length; i++) {
-      const len = modal[i]!.contextLength;
-      if (len !== null && len < need) {
-        const fit = modal.filter((r) => r.contextLength === null || r.contextLength >= need);
-        if (fit.length === 0) {
-          const largest = Math.max(...modal.map((r) => r.contextLength ?? 0));
-          return this.fail(
-            'context_length_exceeded',
-            `the request needs about ${need} tokens (prompt estimate plus max_tokens), more than the largest context window of model '${model.id}' (${largest} tokens)`,
-            nowMs,
-          );
-        }
+      if (!fitsWindow(modal[i]!.contextLength, need)) {
+        const fit = modal.filter((r) => fitsWindow(r.contextLength, need));
+        if (fit.length === 0) return this.fail('context_length_exceeded', noWindowFitsMessage(model.id, need, modal.map((r) => r.contextLength)), nowMs);
         modal = fit;
         break;
       }
@@ -680,8 +673,7 @@ export class RequestLifecycle implements RequestLife {
       }
       const action = OUTCOME_RULES[outcome.errorClass].action;
       if (action === 'larger_window') {
-        const len = a.route.contextLength ?? this.request.inputTokens + (this.request.outputTokensHint ?? 0);
-        this.contextFloor = Math.max(this.contextFloor ?? 0, len);
+        this.contextFloor = Math.max(this.contextFloor ?? 0, refusalFloorTokens(a.route.contextLength, contextNeedTokens(this.request)));
         requestScoped = !this.largerWindowLeft(nowMs);
       } else requestScoped = action === 'return';
     }
@@ -726,8 +718,8 @@ export class RequestLifecycle implements RequestLife {
 
   /** Weight, modality, Retry-After and context-window checks of a fallback route. */
   private usable(r: ResolvedRoute, nowMs: number): boolean {
-    if (r.effectiveWeight <= 0 || !this.acceptsModalities(r)) return false;
-    if (this.contextFloor !== null && r.contextLength !== null && r.contextLength <= this.contextFloor) return false;
+    if (r.effectiveWeight <= 0 || !acceptsModalities(r, this.request.modalities)) return false;
+    if (!fitsWindow(r.contextLength, 0, this.contextFloor)) return false;
     return this.deps.retryAfter.remainingMs(r.endpointId, nowMs) === 0;
   }
 
@@ -795,14 +787,6 @@ export class RequestLifecycle implements RequestLife {
       }
     }
     return status;
-  }
-
-  /** Every request carries text; a route must accept text and each extra modality. */
-  private acceptsModalities(r: ResolvedRoute): boolean {
-    if (!r.acceptsText) return false;
-    const mods = this.request.modalities;
-    for (let i = 0; i < mods.length; i++) if (!r.modalities.includes(mods[i]!)) return false;
-    return true;
   }
 
   /** Releases the attempt's prefill lease if it still holds one (idempotent per attempt). */
