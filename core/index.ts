@@ -2,8 +2,11 @@
  * The public surface of Switchyard's routing core. Drivers import from here only.
  * Sans-I/O and deterministic: time comes in as `nowMs`, randomness as an `Rng`.
  */
+
+// Time and randomness: the caller owns the clock and the seeded streams.
 export { createRng, deriveRng, type Rng } from './rng.ts';
-export { RoutingCore, type ResolvedModel, type ResolvedRoute, type RouteExclusion, type ExclusionReason, type RoutingCoreOptions } from './routing-core.ts';
+
+// Configuration: models.yaml (zod schema), routing settings, endpoint ids.
 export {
   parseModelsConfig,
   formatConfigError,
@@ -12,8 +15,27 @@ export {
   type ModelConfig,
   type RouteConfig,
 } from './config/models-config.ts';
+export type { OffloadConfig } from './config/models-config.ts';
+export type { MultiTargetConfig, TargetConfig, CooldownConfig } from './config/models-config.ts';
+export { QuotaWindowConfigSchema } from './config/models-config.ts';
 export { endpointId, endpointLocation } from './config/endpoint-id.ts';
 export { allowedKeys, closestName } from './config/field-names.ts';
+export {
+  DEFAULT_ROUTING_SETTINGS,
+  RoutingSettingsSchema,
+  parseRoutingSettings,
+  resolveRoutingSettings,
+  routingSettingsFromEnv,
+  routingEnvName,
+  ROUTING_ENV_NAMES,
+  type RoutingSettings,
+} from './config/routing-settings.ts';
+
+// The composition root and the resolved model registry.
+export { RoutingCore, type RoutingCoreOptions } from './routing-core.ts';
+export type { ResolvedModel, ResolvedRoute, RoutePricing, RouteExclusion, ExclusionReason, ResolvedMultiTarget, ResolvedTarget } from './model/resolved-model.ts';
+
+// A request's life: the seam drivers step, and the lifecycle's shared state.
 export type {
   RouteRequest,
   RequestLife,
@@ -25,30 +47,23 @@ export type {
   Modality,
   Usage,
 } from './lifecycle/seam.ts';
-export { classifyStatus, isHealthFailure, type Outcome, type HttpErrorClass } from './lifecycle/outcome.ts';
-export { ERROR_STATUS, errorForOutcome, type ErrorCode } from './lifecycle/errors.ts';
-// The full request lifecycle (issue #6): Retry-After, outbound concurrency, engine hold, offload.
-export { parseRetryAfterMs, RetryAfterTable } from './lifecycle/retry-after.ts';
 export type { LifecycleDeps, OffloadReason } from './lifecycle/request-lifecycle.ts';
+
+// Outcomes: the classification table, health meaning, the client-facing error catalogue.
+export { isHealthFailure, type Outcome } from './lifecycle/outcome.ts';
+export { classifyStatus, classifyUpstreamError, OUTCOME_RULES, CONTEXT_LENGTH_WORDING, type HttpErrorClass, type OutcomeRule, type FailureAction, type UpstreamErrorReport } from './lifecycle/outcome-table.ts';
+export { ERROR_STATUS, errorForOutcome, type ErrorCode } from './lifecycle/errors.ts';
+
+// Admission gates: breaker claims, Retry-After, outbound slots, engine hold, cooldown.
+export { HealthRegistry, DEFAULT_HEALTH_OPTIONS, type HealthOptions, type DispatchClaim, type EndpointHealthSnapshot } from './health/health-registry.ts';
+export type { BreakerState, BreakerTransition } from './health/health-registry.ts';
+export { parseRetryAfterMs, RetryAfterTable } from './lifecycle/retry-after.ts';
 export { OutboundLimiter, type OutboundLimiterOptions, type SlotResult } from './outbound/outbound-limiter.ts';
 export { EngineHold } from './outbound/engine-hold.ts';
 export { SlotPool, type SlotTicket } from './outbound/slot-pool.ts';
-export { resolveOffloadPolicy, type OffloadPolicy, type OffloadInactiveReason } from './offload/offload-policy.ts';
-export type { OffloadConfig } from './config/models-config.ts';
-export { HealthRegistry, DEFAULT_HEALTH_OPTIONS, type HealthOptions, type DispatchClaim, type EndpointHealthSnapshot } from './health/health-registry.ts';
-export type { BreakerState, BreakerTransition } from './health/health-registry.ts';
-export { StrategyRegistry, BUILTIN_STRATEGIES } from './strategies/registry.ts';
-export type { Planner, Candidate, Pick, HedgeOrder, StrategyDefinition, PlannerRoute, PlannerContext } from './strategies/planner.ts';
-export {
-  DEFAULT_ROUTING_SETTINGS,
-  RoutingSettingsSchema,
-  parseRoutingSettings,
-  resolveRoutingSettings,
-  routingSettingsFromEnv,
-  routingEnvName,
-  ROUTING_ENV_NAMES,
-  type RoutingSettings,
-} from './config/routing-settings.ts';
+export { CooldownRegistry, type CooldownPolicy, type CooldownStatus, type CooldownStarted } from './multi-target/cooldown.ts';
+
+// Signals strategies read: prefill load and prompt sizes, session affinity, endpoint stats.
 export {
   estimatePromptTokens,
   utf8ByteLength,
@@ -68,18 +83,24 @@ export {
 export { chooseOfTwo, elephantAvoids, p2cSharesOneBusy } from './prefill/two-choices.ts';
 export { AffinityTable, type AffinityPin } from './affinity/affinity-table.ts';
 export { deriveAffinityKey, ipBucket, fnv1a64Hex, ANONYMOUS_AFFINITY_KEY, type CallerIdentity } from './affinity/affinity-key.ts';
-// Multi-target models (seed 003): config, planner ordering, shared state, status, request headers.
-export type { MultiTargetConfig, TargetConfig, CooldownConfig } from './config/models-config.ts';
-export { planOrder, type Ordering } from './strategies/planner.ts';
-export { DEFAULT_TAG, type ResolvedMultiTarget, type ResolvedTarget } from './multi-target/multi-target-model.ts';
-export { DEFAULT_MULTI_TARGET_OPTIONS, resolveMultiTargetOptions, type MultiTargetOptions } from './multi-target/multi-target-options.ts';
 export { EndpointStats, DEFAULT_LATENCY_EWMA_ALPHA, type EndpointStatsView, type EndpointStatsSnapshot } from './multi-target/endpoint-stats.ts';
-export { CooldownRegistry, type CooldownPolicy, type CooldownStatus, type CooldownStarted } from './multi-target/cooldown.ts';
+
+// Strategies: the planner contract and registry.
+export { StrategyRegistry, BUILTIN_STRATEGIES } from './strategies/registry.ts';
+export type { Planner, Candidate, Pick, HedgeOrder, StrategyDefinition, PlannerRoute, PlannerContext } from './strategies/planner.ts';
+export { planOrder, type Ordering } from './strategies/planner.ts';
+
+// Multi-target models (seed 003): deployment options, request headers, status rows.
+export { DEFAULT_TAG } from './multi-target/multi-target-model.ts';
+export { DEFAULT_MULTI_TARGET_OPTIONS, resolveMultiTargetOptions, type MultiTargetOptions } from './multi-target/multi-target-options.ts';
 export { ROUTING_TAGS_HEADER, parseRoutingTagsHeader } from './multi-target/candidates.ts';
 export { ROUTING_KEY_HEADER, DEFAULT_HASH_ON, type HashSource } from './multi-target/hash-key.ts';
 export type { MultiTargetStatus, TargetStatusRow } from './multi-target/target-status.ts';
-// RouteWise (issue #13; seed 000 "RouteWise"): the planner, its tap, and its pure parts.
-export { QuotaWindowConfigSchema } from './config/models-config.ts';
+
+// Queue-wait offload (seed 000).
+export { resolveOffloadPolicy, type OffloadPolicy, type OffloadInactiveReason } from './offload/offload-policy.ts';
+
+// RouteWise (seed 000 "RouteWise"): the planner, its tap, and its pure parts.
 export { RouteWisePlanner, routeWiseStrategy, EnvelopeNotCalibratedError, type RouteWiseDecision } from './strategies/routewise/routewise.ts';
 export { RouteWiseParamsSchema, parseRouteWiseParams, BUDGET_ALPHA_HEADER, MOVED_TO_ROUTE, type RouteWiseParams } from './strategies/routewise/params.ts';
 export { RouteWiseLifeTap, type AttemptDetail, type AttemptObserver } from './strategies/routewise/life-tap.ts';

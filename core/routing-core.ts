@@ -8,10 +8,9 @@
 import type { Rng } from './rng.ts';
 import type { ModelsConfig, RouteConfig } from './config/models-config.ts';
 import { endpointId as makeEndpointId, endpointLocation } from './config/endpoint-id.ts';
-import type { Candidate, Planner } from './strategies/planner.ts';
 import { StrategyRegistry } from './strategies/registry.ts';
 import { HealthRegistry, type HealthOptions } from './health/health-registry.ts';
-import type { LifecycleAction, Modality, RequestLife, RouteRequest } from './lifecycle/seam.ts';
+import type { LifecycleAction, RequestLife, RouteRequest } from './lifecycle/seam.ts';
 import { RequestLifecycle, type LifecycleDeps } from './lifecycle/request-lifecycle.ts';
 import { resolveRoutingSettings, type RoutingSettings } from './config/routing-settings.ts';
 import { PrefillLoad } from './prefill/prefill-load.ts';
@@ -20,7 +19,7 @@ import { MultiTargetLifecycle, type MultiTargetDeps } from './lifecycle/multi-ta
 import { EndpointStats } from './multi-target/endpoint-stats.ts';
 import { CooldownRegistry } from './multi-target/cooldown.ts';
 import { StatsTap } from './multi-target/life-tap.ts';
-import { configureCooldowns, resolveMultiTargetModel, type ResolvedMultiTarget } from './multi-target/multi-target-model.ts';
+import { configureCooldowns, resolveMultiTargetModel } from './multi-target/multi-target-model.ts';
 import { resolveMultiTargetOptions, type MultiTargetOptions } from './multi-target/multi-target-options.ts';
 import { multiTargetStatuses, type MultiTargetStatus } from './multi-target/target-status.ts';
 import { OutboundLimiter } from './outbound/outbound-limiter.ts';
@@ -30,77 +29,7 @@ import { RetryAfterTable } from './lifecycle/retry-after.ts';
 import { resolveOffloadPolicy, type OffloadPolicy } from './offload/offload-policy.ts';
 import { fnv1a64Hex } from './affinity/affinity-key.ts';
 import type { LifecycleEvent } from './lifecycle/seam.ts';
-
-/** Why a route's effective weight is 0 (seed 000, "routes excluded from selection"). */
-export type ExclusionReason = 'weight_override' | 'provider_disabled' | 'routing_yaml' | 'configured_zero';
-
-/** Prices in USD per 1M tokens. */
-export interface RoutePricing {
-  inputUsdPer1M: number;
-  outputUsdPer1M: number;
-  cachedInputUsdPer1M: number;
-}
-
-/** A route after validation, id derivation and weight resolution. */
-export interface ResolvedRoute {
-  readonly endpointId: string;
-  /** Position in the model's `route:` list (fallback order). */
-  readonly routeIndex: number;
-  readonly kind: string;
-  readonly baseUrl: string;
-  /** Provider label (config `provider`, else the endpoint location). */
-  readonly provider: string;
-  readonly providerModelId: string | null;
-  readonly modalities: readonly Modality[];
-  /** `modalities` includes text (every request carries text), precomputed for the decision path. */
-  readonly acceptsText: boolean;
-  readonly contextLength: number | null;
-  readonly pricing: RoutePricing;
-  /** Input + output price per 1k tokens, or null when the route has no `pricing` block (`least_cost`). */
-  readonly costUsdPer1kTokens: number | null;
-  readonly local: boolean;
-  /**
-   * Outbound-limiter key `provider|key-hash` (seed 000 "出站并发"), or null when the route is
-   * exempt: a loopback / 0.0.0.0 / host.docker.internal server, or a simulated `sim://` engine,
-   * unless the route sets `local: false`.
-   */
-  readonly outboundKey: string | null;
-  readonly configuredWeight: number;
-  readonly effectiveWeight: number;
-  readonly exclusionReasons: readonly ExclusionReason[];
-  /** This route as a planner candidate (built once so a decision allocates no candidate objects). */
-  readonly candidate: Candidate;
-}
-
-/** A model with its planner. Aliases resolve to the same object (and so the same planner). */
-export interface ResolvedModel {
-  readonly id: string;
-  readonly aliases: readonly string[];
-  readonly strategy: string;
-  readonly planner: Planner;
-  readonly published: boolean;
-  /** For a multi-target model: its targets' routes, in target order (`routeIndex` = target index). */
-  readonly routes: readonly ResolvedRoute[];
-  /**
-   * Every route's `candidate`, in route order, built once: a decision in which every route is
-   * eligible hands the planner this shared array instead of building one.
-   */
-  readonly candidates: readonly Candidate[];
-  /** Present only for a multi-target model (seed 003): its resolved `routing:` block. */
-  readonly multiTarget?: ResolvedMultiTarget;
-  /** The model's offload policy when configured (possibly inactive, with a reason). */
-  readonly offload?: OffloadPolicy;
-}
-
-/** One row of `route_exclusions` (GET /health/deep). */
-export interface RouteExclusion {
-  modelId: string;
-  endpointId: string;
-  baseUrl: string;
-  configuredWeight: number;
-  effectiveWeight: number;
-  reasons: ExclusionReason[];
-}
+import type { ExclusionReason, ResolvedModel, ResolvedRoute, RouteExclusion } from './model/resolved-model.ts';
 
 /** Options of the core. */
 export interface RoutingCoreOptions {
@@ -198,7 +127,15 @@ export class RoutingCore {
     const mtOptions = resolveMultiTargetOptions(options.multiTarget);
     this.endpointStats = new EndpointStats(mtOptions.latencyEwmaAlpha);
     this.cooldowns = new CooldownRegistry();
-    this.multiTargetDeps = { health: this.health, stats: this.endpointStats, cooldowns: this.cooldowns, options: mtOptions };
+    this.multiTargetDeps = {
+      health: this.health,
+      stats: this.endpointStats,
+      cooldowns: this.cooldowns,
+      options: mtOptions,
+      settings: this.settings,
+      limiter: this.limiter,
+      retryAfter: this.retryAfter,
+    };
     // Outbound keys by endpoint id, filled as routes resolve; read at decision time only.
     const outboundKeys = new Map<string, string | null>();
     const outbound = {
@@ -370,7 +307,7 @@ export class RoutingCore {
     const out: Array<{ life: RequestLife; event: LifecycleEvent }> = [];
     for (const t of this.wakeups.splice(0)) {
       if (t.state !== 'held') continue; // the life ended or gave up meanwhile
-      const owner = t.owner as RequestLifecycle;
+      const owner = t.owner as RequestLifecycle | MultiTargetLifecycle;
       const life = owner.outerLife ?? owner;
       if (life && !life.isDone) out.push({ life, event: { kind: 'slot_acquired', attemptId: t.attemptId } });
     }

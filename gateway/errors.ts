@@ -67,9 +67,13 @@ export function errorJson(code: string, message: string, param: string | null = 
   return JSON.stringify({ error: { message, type: typeOf(code, status), param, code } });
 }
 
-/** The SSE frame of an in-band error (after a stream was committed). */
-export function errorFrame(code: string, message: string, status: number = statusOf(code)): string {
-  return `data: ${errorJson(code, message, null, status)}\n\n`;
+/**
+ * The SSE frame of an in-band error (after a stream was committed). `retryAfterSec`, when
+ * given, goes in the error object as `retry_after` (a header can no longer be sent).
+ */
+export function errorFrame(code: string, message: string, status: number = statusOf(code), retryAfterSec: number | null = null): string {
+  if (retryAfterSec === null) return `data: ${errorJson(code, message, null, status)}\n\n`;
+  return `data: ${JSON.stringify({ error: { message, type: typeOf(code, status), param: null, code, retry_after: retryAfterSec } })}\n\n`;
 }
 
 /**
@@ -98,6 +102,12 @@ export function clientMessage(code: string, alias: string, coreMessage: string):
       return `The upstreams of model '${alias}' refused the gateway's credentials.`;
     case 'upstream_timeout':
       return `Model '${alias}' timed out on every route tried.`;
+    case 'upstream_overloaded':
+      return `Every route of model '${alias}' is busy; retry later.`;
+    case 'upstream_route_not_found':
+      return `Model '${alias}' is misconfigured: its upstreams do not know it.`;
+    case 'context_length_exceeded':
+      return coreMessage;
     case 'upstream_server_error':
     case 'upstream_unavailable':
       return `Model '${alias}' is unavailable: every route tried failed.`;

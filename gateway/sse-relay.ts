@@ -24,7 +24,12 @@ export type RelayEvent =
   | { kind: 'frame'; text: string; token: boolean }
   /** `[DONE]`; `usage` is what the upstream reported (null if it sent none). */
   | { kind: 'done'; usage: Usage | null }
-  | { kind: 'upstream_error'; status: number; code: string | null; message: string }
+  /**
+   * An in-band error event: its status (the error's numeric `code`/`status`, else 500), string
+   * `code` and `type`, `message`, and a Retry-After in ms when the error carries
+   * `retry_after_ms` or `retry_after` (seconds).
+   */
+  | { kind: 'upstream_error'; status: number; code: string | null; type: string | null; message: string; retryAfterMs: number | null }
   | { kind: 'malformed'; reason: string };
 
 /** Options of one relay. */
@@ -146,11 +151,14 @@ function inBandError(err: unknown): RelayEvent {
   const e = isRecord(err) ? err : { message: String(err) };
   const numeric = typeof e.code === 'number' ? e.code : typeof e.status === 'number' ? e.status : null;
   const status = numeric !== null && numeric >= 400 && numeric <= 599 ? numeric : 500;
+  const ms = typeof e.retry_after_ms === 'number' ? e.retry_after_ms : typeof e.retry_after === 'number' ? e.retry_after * 1000 : null;
   return {
     kind: 'upstream_error',
     status,
     code: typeof e.code === 'string' ? e.code : typeof e.type === 'string' ? e.type : null,
+    type: typeof e.type === 'string' ? e.type : null,
     message: typeof e.message === 'string' ? e.message : 'upstream error',
+    retryAfterMs: ms !== null && Number.isFinite(ms) && ms >= 0 ? Math.ceil(ms) : null,
   };
 }
 

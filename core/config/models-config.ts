@@ -125,6 +125,31 @@ export const MultiTargetSchema = z
     hash_on: z.array(HashSourceSchema).min(1).optional(),
     /** Streams: wait at most this long for the first token; until then a failure can move the request. */
     stream_timeout_ms: z.number().positive().optional(),
+    /**
+     * The model's own timeout, ms: bounds a non-stream attempt, and is a stream's first-chunk
+     * wait when `stream_timeout_ms` is absent (seed 003).
+     */
+    timeout_ms: z.number().positive().optional(),
+    /**
+     * Extension, off by default: backoff before a same-target retry. Absent ⇒ the deployment
+     * defaults (200 ms doubling to 5 s, equal jitter). `jitter`: `equal` (half fixed, half drawn),
+     * `full` (all drawn), `none`. An upstream Retry-After is honoured whatever these say.
+     */
+    backoff: z
+      .object({
+        base_ms: z.number().positive(),
+        max_ms: z.number().positive(),
+        jitter: z.enum(['equal', 'full', 'none']).default('equal'),
+      })
+      .strict()
+      .refine((b) => b.max_ms >= b.base_ms, { message: 'backoff.max_ms must be >= backoff.base_ms' })
+      .optional(),
+    /**
+     * Extension, off by default: the causes for which a retryable failure is retried on the same
+     * target; any other cause fails over at once (e.g. `[server_error]` fails over on a timeout
+     * instead of retrying the same silent target). Absent ⇒ every retryable cause.
+     */
+    retry_same_target_on: z.array(z.enum(['server_error', 'timeout', 'transport', 'rate_limited', 'listed_status'])).optional(),
   })
   .strict();
 

@@ -5,7 +5,7 @@
  * (`route_weight_overridden`). A route configured at weight 0 is the operator's own choice and is
  * reported at info level too. Drivers log these with their logger; the core only builds them.
  */
-import type { RouteExclusion } from '../routing-core.ts';
+import type { RouteExclusion } from '../model/resolved-model.ts';
 
 /** One log line's worth of data. */
 export interface RouteNotice {

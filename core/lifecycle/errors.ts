@@ -15,6 +15,9 @@ export type ErrorCode =
   | 'upstream_content_policy'
   | 'upstream_client_error'
   | 'upstream_server_error'
+  | 'upstream_overloaded'
+  | 'upstream_route_not_found'
+  | 'context_length_exceeded'
   | 'upstream_unavailable'
   | 'upstream_timeout'
   | 'queue_wait_timeout'
@@ -36,6 +39,12 @@ export const ERROR_STATUS: Readonly<Record<ErrorCode, number>> = {
   upstream_content_policy: 400,
   upstream_client_error: 400,
   upstream_server_error: 502,
+  // Every route tried was busy (503 with Retry-After, 529): retry later, with the hint.
+  upstream_overloaded: 503,
+  // Every route tried answered 404: the routes' model names or paths are wrong (our config).
+  upstream_route_not_found: 502,
+  // The prompt estimate plus max_tokens fits no route's context_length (checked before sending).
+  context_length_exceeded: 400,
   upstream_unavailable: 502,
   upstream_timeout: 504,
   queue_wait_timeout: 503,
@@ -75,6 +84,12 @@ export function errorForOutcome(outcome: Outcome): { status: number; code: Error
           return { status: 502, code: 'upstream_auth_rejected', retryAfterSec: null };
         case 'server_error':
           return { status: 502, code: 'upstream_server_error', retryAfterSec };
+        case 'overloaded':
+          return { status: 503, code: 'upstream_overloaded', retryAfterSec };
+        case 'request_timeout':
+          return { status: 504, code: 'upstream_timeout', retryAfterSec: null };
+        case 'route_not_found':
+          return { status: 502, code: 'upstream_route_not_found', retryAfterSec: null };
       }
       break;
     }

@@ -20,24 +20,39 @@
  * were skipped for their rate limits, else 503 `all_candidates_unavailable` — or, under
  * `when_all_unavailable: try_anyway`, the walk runs again ignoring cooldown.
  *
+ * Deadlines are the core's, as for per-model routers: the overall deadline, the headers wait
+ * (dispatch → first output), a non-stream attempt's total (the model's `timeout_ms`, else the
+ * deployment's request timeout), a stream's first-chunk wait (`stream_timeout_ms`, else the
+ * model's `timeout_ms`) and the stream-idle wait after `chunk` events. Admission runs the same
+ * gates as a per-model router's: a target whose endpoint is cooling after an upstream
+ * Retry-After is skipped, and a non-local target waits for an outbound slot of its provider key
+ * (`acquire_slot`) before it is sent. A same-target retry waits at least the upstream's
+ * Retry-After; when that would outlast the overall deadline the request fails over, or returns
+ * the error with the hint.
+ *
  * Shared state: every upstream attempt is counted in `EndpointStats` (in flight, latency), its
  * outcome recorded in the shared `HealthRegistry` (for /health/deep; the `fixed` router's breaker
  * never ejects a target here — admission is not asked) and fed to the cooldown registry and the
  * planner. Each attempt's begin is matched by exactly one end on every path.
  */
 import type { Rng } from '../rng.ts';
-import type { ResolvedModel } from '../routing-core.ts';
+import type { ResolvedModel } from '../model/resolved-model.ts';
 import type { HealthRegistry } from '../health/health-registry.ts';
 import type { Outcome } from './outcome.ts';
 import { ERROR_STATUS, errorForOutcome, type ErrorCode } from './errors.ts';
 import type { AttemptRecord, LifecycleAction, LifecycleEvent, RequestLife, RouteRequest, RoutingMetadata, Usage } from './seam.ts';
 import { planOrder, type Candidate } from '../strategies/planner.ts';
 import type { EndpointStats } from '../multi-target/endpoint-stats.ts';
+import type { RoutingSettings } from '../config/routing-settings.ts';
+import type { OutboundLimiter } from '../outbound/outbound-limiter.ts';
+import type { SlotTicket } from '../outbound/slot-pool.ts';
+import type { RetryAfterTable } from './retry-after.ts';
 import type { CooldownRegistry } from '../multi-target/cooldown.ts';
 import type { MultiTargetOptions } from '../multi-target/multi-target-options.ts';
 import type { ResolvedMultiTarget, ResolvedTarget } from '../multi-target/multi-target-model.ts';
 import { selectCandidates } from '../multi-target/candidates.ts';
 import { backoffMs, classifyFailure } from '../multi-target/retry-policy.ts';
+import { contextNeedTokens, fitsWindow, noWindowFitsMessage, refusalFloorTokens } from '../request/candidates/context-floor.ts';
 
 /** Process-wide state a multi-target life uses, owned by `RoutingCore`. */
 export interface MultiTargetDeps {
@@ -45,6 +60,11 @@ export interface MultiTargetDeps {
   readonly stats: EndpointStats;
   readonly cooldowns: CooldownRegistry;
   readonly options: Readonly<MultiTargetOptions>;
+  readonly settings: Readonly<RoutingSettings>;
+  /** Outbound slots per provider key, shared with per-model routers. */
+  readonly limiter: OutboundLimiter;
+  /** Retry-After not-before times per endpoint, shared with per-model routers. */
+  readonly retryAfter: RetryAfterTable;
 }
 
 interface LiveAttempt {
@@ -52,7 +72,20 @@ interface LiveAttempt {
   readonly target: ResolvedTarget;
   readonly startMs: number;
   sampled: boolean;
+  /** Queued for an outbound slot, or sent upstream. */
+  phase: 'queued' | 'sent';
+  /** The outbound slot while held or waited for; null when exempt or released. */
+  ticket: SlotTicket | null;
+  /** Whether this attempt is a same-target retry (it costs no fallback budget). */
+  readonly retry: boolean;
+  gotOutput: boolean;
+  lastChunkAtMs: number;
+  idleArmed: boolean;
 }
+
+type DeadlineKind = 'overall' | 'backoff' | 'queue' | 'headers' | 'idle';
+
+const TIMEOUT: Outcome = { kind: 'transport', cause: 'timeout' };
 
 const NO_USAGE: Usage = Object.freeze({ inputTokens: 0, outputTokens: 0, cachedTokens: 0 });
 
@@ -62,6 +95,8 @@ function isTimeout(o: Outcome): boolean {
 
 /** Implementation of `RequestLife` for multi-target models. Created by `RoutingCore.start`. */
 export class MultiTargetLifecycle implements RequestLife {
+  /** The life the driver holds for this one, when wrapped; outbound-slot wake-ups go to it. */
+  outerLife: RequestLife | null = null;
   readonly requestId: string;
   private readonly mt: ResolvedMultiTarget | null;
   private done = false;
@@ -76,6 +111,14 @@ export class MultiTargetLifecycle implements RequestLife {
   private ignoreCooldown = false;
   private live: LiveAttempt | null = null;
   private wait: { deadlineId: number; target: ResolvedTarget } | null = null;
+  /** Armed deadlines by id; fired or disarmed ones are deleted. */
+  private readonly deadlines = new Map<number, { kind: DeadlineKind; attemptId: number }>();
+  private overallAtMs = Number.POSITIVE_INFINITY;
+  /** After a context-length refusal: targets need a `context_length` above this. */
+  private contextFloor: number | null = null;
+  private firstFailureAttemptId: number | null = null;
+  private ticketsTaken = 0;
+  private ticketsReleased = 0;
   private nextAttemptId = 1;
   private nextDeadlineId = 1;
   private readonly attempts: AttemptRecord[] = [];
@@ -121,11 +164,19 @@ export class MultiTargetLifecycle implements RequestLife {
       }
       this.pinned = true;
       this.reason = 'pin';
-      return [this.dispatch(t, nowMs, false)];
+      return this.withOverall(this.startAttempt(t, nowMs, false), nowMs);
     }
     const sel = selectCandidates(model.id, mt, this.request);
     if (sel.kind === 'reject') return this.fail(sel.code, sel.message, nowMs);
     this.tiers = sel.tiers;
+    // Context-window floor: the prompt estimate plus the expected output must fit a target's window.
+    const need = contextNeedTokens(this.request);
+    const fits = (x: ResolvedTarget) => fitsWindow(x.route.contextLength, need);
+    if (!this.tiers.every((tier) => tier.every(fits))) {
+      const tiers = this.tiers.map((tier) => tier.filter(fits)).filter((tier) => tier.length > 0);
+      if (tiers.length === 0) return this.fail('context_length_exceeded', noWindowFitsMessage(model.id, need, this.tiers.flat().map((x) => x.route.contextLength)), nowMs);
+      this.tiers = tiers;
+    }
 
     let t = this.walk(nowMs);
     if (!t && mt.whenAllUnavailable === 'try_anyway' && this.anyCooling(nowMs)) {
@@ -136,31 +187,80 @@ export class MultiTargetLifecycle implements RequestLife {
       if (t) this.tierReason = 'try_anyway';
     }
     if (!t) {
+      const cooling = this.coolingAnswer(nowMs);
+      if (cooling !== null) return cooling;
       if (this.skippedForRate > 0) {
         const after = Number.isFinite(this.soonestTokenMs) ? Math.max(1, Math.ceil(this.soonestTokenMs / 1000)) : null;
         return this.fail('target_rate_limited', `every eligible target of model '${model.id}' is over its rate limit`, nowMs, ERROR_STATUS.target_rate_limited, after);
       }
-      const cooling = this.tiers.flat().map((x) => {
+      const considered = this.tiers.flat().map((x) => {
         const s = this.deps.cooldowns.status(x.endpointId, nowMs);
         return `${x.model} (${s.state === 'cooldown' ? `cooldown: ${s.reason}` : s.state})`;
       });
-      return this.fail('all_candidates_unavailable', `no admissible target for model '${model.id}'; considered: ${cooling.join(', ')}`, nowMs);
+      return this.fail('all_candidates_unavailable', `no admissible target for model '${model.id}'; considered: ${considered.join(', ')}`, nowMs);
     }
     this.reason = this.tierReason;
-    return [this.dispatch(t, nowMs, false)];
+    return this.withOverall(this.startAttempt(t, nowMs, false), nowMs);
+  }
+
+  /** Arms the overall deadline after `begin`'s first actions (unless the life already ended). */
+  private withOverall(out: LifecycleAction[], nowMs: number): LifecycleAction[] {
+    this.overallAtMs = nowMs + this.deps.settings.overallDeadlineSec * 1000;
+    if (!this.done) out.push(this.arm('overall', 0, this.overallAtMs));
+    return out;
+  }
+
+  /**
+   * When nothing was admitted because targets are cooling after upstream 429s / busy answers
+   * (Retry-After, or a cooldown that a 429 started): 429 (or 503 when a busy answer set the
+   * soonest time) with Retry-After until the first target may be tried again. Null when some
+   * target was left out for another reason.
+   */
+  private coolingAnswer(nowMs: number): LifecycleAction[] | null {
+    let soonestMs = Number.POSITIVE_INFINITY;
+    let status = 429;
+    for (const x of this.tiers.flat()) {
+      if (this.tried.has(x.index)) continue;
+      const wait = this.deps.retryAfter.remainingMs(x.endpointId, nowMs);
+      const c = this.deps.cooldowns.status(x.endpointId, nowMs);
+      let ms = 0;
+      let st = 429;
+      if (wait > 0) {
+        ms = wait;
+        st = this.deps.retryAfter.statusOf(x.endpointId);
+      }
+      if (c.state === 'cooldown' && !this.ignoreCooldown) {
+        if (c.reason !== 'http_429') return null;
+        ms = Math.max(ms, c.untilMs! - nowMs);
+      }
+      if (ms <= 0) return null;
+      if (ms < soonestMs) {
+        soonestMs = ms;
+        status = st;
+      }
+    }
+    if (!Number.isFinite(soonestMs)) return null;
+    const after = Math.max(1, Math.ceil(soonestMs / 1000));
+    const code = status === 429 ? 'upstream_rate_limited' : 'upstream_overloaded';
+    return this.fail(code, `every target of model '${this.model!.id}' asked us to retry later`, nowMs, ERROR_STATUS[code], after);
   }
 
   step(event: LifecycleEvent, nowMs: number): LifecycleAction[] {
     if (this.done) return [];
     switch (event.kind) {
       case 'attempt_sent':
-      case 'chunk': // seam extensions of issue #6 that multi-target lives do not use
-      case 'slot_acquired':
         return [];
+      case 'slot_acquired': {
+        const a = this.liveAttempt(event.attemptId);
+        if (!a || a.phase !== 'queued' || a.ticket?.state !== 'held') return [];
+        return this.send(a, nowMs);
+      }
       case 'first_output': {
         const a = this.liveAttempt(event.attemptId);
-        // Without stream_timeout a stream commits when the upstream response starts (seed 003).
-        if (a && this.request.stream && this.mt?.streamTimeoutMs === null && this.committed === null) {
+        if (!a || a.phase !== 'sent') return [];
+        this.gotOutput(a);
+        // Without a first-chunk wait a stream commits when the upstream response starts (seed 003).
+        if (this.request.stream && this.mt?.streamTimeoutMs === null && this.committed === null) {
           this.committed = a.attemptId;
           return [{ kind: 'commit', attemptId: a.attemptId }];
         }
@@ -168,7 +268,8 @@ export class MultiTargetLifecycle implements RequestLife {
       }
       case 'first_token': {
         const a = this.liveAttempt(event.attemptId);
-        if (!a) return [];
+        if (!a || a.phase !== 'sent') return [];
+        this.gotOutput(a);
         if (this.firstTokenAtMs === null) this.firstTokenAtMs = nowMs;
         if (!this.request.stream) return [];
         if (!a.sampled) {
@@ -181,9 +282,17 @@ export class MultiTargetLifecycle implements RequestLife {
         }
         return [];
       }
+      case 'chunk': {
+        const a = this.liveAttempt(event.attemptId);
+        if (!a || a.phase !== 'sent') return [];
+        a.lastChunkAtMs = nowMs;
+        if (a.idleArmed) return [];
+        a.idleArmed = true;
+        return [this.arm('idle', a.attemptId, nowMs + this.deps.settings.streamIdleTimeoutSec * 1000)];
+      }
       case 'finished': {
         const a = this.liveAttempt(event.attemptId);
-        if (!a) return [];
+        if (!a || a.phase !== 'sent') return [];
         const out: LifecycleAction[] = [];
         if (this.committed === null) {
           this.committed = a.attemptId;
@@ -197,25 +306,16 @@ export class MultiTargetLifecycle implements RequestLife {
       }
       case 'failed': {
         const a = this.liveAttempt(event.attemptId);
-        if (!a) return [];
+        if (!a || a.phase !== 'sent') return [];
         return this.onFailure(a, event.outcome, nowMs);
       }
-      case 'deadline': {
-        const w = this.wait;
-        if (!w || w.deadlineId !== event.deadlineId) return [];
-        this.wait = null;
-        const t = w.target;
-        if (t.rateLimit && !t.rateLimit.tryTake(nowMs)) {
-          this.recordRateSkip(t, nowMs);
-          return this.moveOn(nowMs);
-        }
-        return [this.dispatch(t, nowMs, true)];
-      }
+      case 'deadline':
+        return this.onDeadline(event.deadlineId, nowMs);
       case 'client_gone': {
         const out: LifecycleAction[] = [];
         const a = this.live;
         if (a) {
-          out.push({ kind: 'cancel', attemptId: a.attemptId });
+          if (a.phase === 'sent') out.push({ kind: 'cancel', attemptId: a.attemptId });
           this.endAttempt(a, { kind: 'cancelled' }, nowMs, NO_USAGE);
         }
         this.wait = null;
@@ -225,9 +325,77 @@ export class MultiTargetLifecycle implements RequestLife {
     }
   }
 
+  private onDeadline(deadlineId: number, nowMs: number): LifecycleAction[] {
+    const d = this.deadlines.get(deadlineId);
+    if (d === undefined) return [];
+    this.deadlines.delete(deadlineId);
+    switch (d.kind) {
+      case 'overall': {
+        const out: LifecycleAction[] = [];
+        const a = this.live;
+        if (a) {
+          if (a.phase === 'sent') out.push({ kind: 'cancel', attemptId: a.attemptId });
+          this.endAttempt(a, TIMEOUT, nowMs, NO_USAGE);
+        }
+        this.wait = null;
+        out.push(...this.fail('upstream_timeout', `request exceeded its overall deadline of ${this.deps.settings.overallDeadlineSec} s`, nowMs));
+        return out;
+      }
+      case 'backoff': {
+        const w = this.wait;
+        if (!w || w.deadlineId !== deadlineId) return [];
+        this.wait = null;
+        const t = w.target;
+        if (t.rateLimit && !t.rateLimit.tryTake(nowMs)) {
+          this.recordRateSkip(t, nowMs);
+          return this.moveOn(nowMs);
+        }
+        return this.startAttempt(t, nowMs, true);
+      }
+      case 'queue': {
+        const a = this.liveAttempt(d.attemptId);
+        if (!a || a.phase !== 'queued') return [];
+        if (a.ticket !== null && a.ticket.state === 'held') return this.send(a, nowMs); // granted, wakeup not yet delivered
+        return this.onFailure(a, { kind: 'queue_wait_timeout' }, nowMs);
+      }
+      case 'headers': {
+        const a = this.liveAttempt(d.attemptId);
+        if (!a || a.phase !== 'sent' || a.gotOutput) return [];
+        return [{ kind: 'cancel', attemptId: a.attemptId }, ...this.onFailure(a, TIMEOUT, nowMs)];
+      }
+      case 'idle': {
+        const a = this.liveAttempt(d.attemptId);
+        if (!a || a.phase !== 'sent') return [];
+        const due = a.lastChunkAtMs + this.deps.settings.streamIdleTimeoutSec * 1000;
+        if (due > nowMs) return [this.arm('idle', a.attemptId, due)]; // chunks came since: re-arm lazily
+        return [{ kind: 'cancel', attemptId: a.attemptId }, ...this.onFailure(a, TIMEOUT, nowMs)];
+      }
+    }
+  }
+
+  /** Arms a deadline and returns its `wait_until`. */
+  private arm(kind: DeadlineKind, attemptId: number, atMs: number): LifecycleAction {
+    const deadlineId = this.nextDeadlineId++;
+    this.deadlines.set(deadlineId, { kind, attemptId });
+    return { kind: 'wait_until', deadlineId, atMs };
+  }
+
+  /** Forgets every deadline of attempt `attemptId` (or those of one kind). */
+  private disarm(attemptId: number, kind?: DeadlineKind): void {
+    for (const [id, d] of this.deadlines) if (d.attemptId === attemptId && (kind === undefined || d.kind === kind)) this.deadlines.delete(id);
+  }
+
+  private gotOutput(a: LiveAttempt): void {
+    if (a.gotOutput) return;
+    a.gotOutput = true;
+    this.disarm(a.attemptId, 'headers');
+  }
+
   invariants(): void {
     const id = this.requestId;
     if (this.done && (this.live !== null || this.wait !== null)) throw new Error(`${id}: attempt or backoff still pending after done`);
+    const held = this.live?.ticket ? 1 : 0;
+    if (this.ticketsTaken !== this.ticketsReleased + held) throw new Error(`${id}: slot tickets taken ${this.ticketsTaken} != released ${this.ticketsReleased} + held ${held}`);
     if (this.live !== null && this.wait !== null) throw new Error(`${id}: an attempt in flight while backing off`);
     if (this.attempts.length + (this.live ? 1 : 0) !== this.nextAttemptId - 1) throw new Error(`${id}: attempts recorded + live != attempts started`);
     const max = this.mt?.maxFallbacks ?? null;
@@ -290,7 +458,10 @@ export class MultiTargetLifecycle implements RequestLife {
     return max === null || this.targetsDispatched === 0 || this.targetsDispatched - 1 < max;
   }
 
+  /** Runtime admission of a target: the context floor, Retry-After (always), cooldown (unless `try_anyway` ignores it). */
   private admits(t: ResolvedTarget, nowMs: number): boolean {
+    if (!fitsWindow(t.route.contextLength, 0, this.contextFloor)) return false;
+    if (this.deps.retryAfter.remainingMs(t.endpointId, nowMs) > 0) return false;
     return this.ignoreCooldown || !this.deps.cooldowns.active(t.endpointId, nowMs);
   }
 
@@ -301,34 +472,59 @@ export class MultiTargetLifecycle implements RequestLife {
   // ---- attempts ---------------------------------------------------------------------------
 
   private onFailure(a: LiveAttempt, outcome: Outcome, nowMs: number): LifecycleAction[] {
-    if (isTimeout(outcome) && !a.sampled) this.deps.stats.sample(a.target.endpointId, nowMs - a.startMs);
+    if (isTimeout(outcome) && !a.sampled && a.phase === 'sent') this.deps.stats.sample(a.target.endpointId, nowMs - a.startMs);
     this.endAttempt(a, outcome, nowMs, NO_USAGE);
-    if (this.firstFailure === null) this.firstFailure = outcome;
+    if (this.firstFailure === null) {
+      this.firstFailure = outcome;
+      this.firstFailureAttemptId = a.attemptId;
+    }
+    const retryAfterMs = outcome.kind === 'http_status' ? outcome.retryAfterMs : null;
+    if (retryAfterMs !== null && outcome.kind === 'http_status' && (outcome.status === 429 || outcome.status === 503 || outcome.errorClass === 'overloaded')) {
+      this.deps.retryAfter.set(a.target.endpointId, nowMs + retryAfterMs, outcome.status === 429 ? 429 : 503);
+    }
     const cls = classifyFailure(outcome, this.mt!.rules);
-    if (cls !== 'retryable' || this.committed !== null || this.pinned) return this.failWithOutcome(outcome, nowMs);
+    if (this.committed !== null || this.pinned || cls === 'final' || cls === 'terminal') return this.failWithOutcome(outcome, nowMs, a.attemptId);
+    if (cls === 'larger_window') {
+      this.contextFloor = Math.max(this.contextFloor ?? 0, refusalFloorTokens(a.target.route.contextLength, contextNeedTokens(this.request)));
+      return this.moveOn(nowMs, outcome, a.attemptId);
+    }
+    if (cls === 'fail_over') return this.moveOn(nowMs);
     const t = a.target;
     const allowed = t.retries ?? this.mt!.retries ?? (this.anotherTargetLeft(nowMs) ? 0 : this.deps.options.lastTargetRetries);
     if (this.retriesOnCurrent < allowed) {
-      const retryAfterMs = outcome.kind === 'http_status' ? outcome.retryAfterMs : null;
-      const delay = backoffMs(this.retriesOnCurrent + 1, this.deps.options.backoffBaseMs, this.deps.options.backoffMaxMs, retryAfterMs, this.rng);
-      const deadlineId = this.nextDeadlineId++;
-      this.wait = { deadlineId, target: t };
-      return [{ kind: 'wait_until', deadlineId, atMs: nowMs + delay }];
+      const o = this.deps.options;
+      const b = this.mt!.backoff;
+      const delay = backoffMs(this.retriesOnCurrent + 1, b?.baseMs ?? o.backoffBaseMs, b?.maxMs ?? o.backoffMaxMs, retryAfterMs, this.rng, b?.jitter ?? 'equal');
+      // The Retry-After is honoured in full; a request that cannot wait that long moves on, or
+      // returns this error with the hint.
+      if (nowMs + delay >= this.overallAtMs) return this.moveOn(nowMs, outcome, a.attemptId);
+      const wait = this.arm('backoff', 0, nowMs + delay) as Extract<LifecycleAction, { kind: 'wait_until' }>;
+      this.wait = { deadlineId: wait.deadlineId, target: t };
+      return [wait];
     }
     return this.moveOn(nowMs);
   }
 
-  /** Fails over to the next target, or ends with the first upstream failure's error. */
-  private moveOn(nowMs: number): LifecycleAction[] {
+  /**
+   * Fails over to the next target, or ends with an error: `outcome` (reported by attempt
+   * `attemptId`) when given, else the first upstream failure's.
+   */
+  private moveOn(nowMs: number, outcome?: Outcome, attemptId?: number): LifecycleAction[] {
     const next = this.walk(nowMs);
-    if (next) return [this.dispatch(next, nowMs, false)];
-    if (this.firstFailure !== null) return this.failWithOutcome(this.firstFailure, nowMs);
+    if (next) return this.startAttempt(next, nowMs, false);
+    if (outcome !== undefined) return this.failWithOutcome(outcome, nowMs, attemptId ?? null);
+    if (this.firstFailure !== null) return this.failWithOutcome(this.firstFailure, nowMs, this.firstFailureAttemptId);
     return this.fail('target_rate_limited', `every remaining target of model '${this.model!.id}' is over its rate limit`, nowMs);
   }
 
-  private dispatch(t: ResolvedTarget, nowMs: number, retry: boolean): LifecycleAction {
+  /**
+   * Starts an attempt on `t`: queued behind an outbound slot of its provider key when the
+   * limiter applies and none is free (`acquire_slot` + a give-up `wait_until`), else sent now.
+   */
+  private startAttempt(t: ResolvedTarget, nowMs: number, retry: boolean): LifecycleAction[] {
     const attemptId = this.nextAttemptId++;
-    this.live = { attemptId, target: t, startMs: nowMs, sampled: false };
+    const a: LiveAttempt = { attemptId, target: t, startMs: nowMs, sampled: false, phase: 'queued', ticket: null, retry, gotOutput: false, lastChunkAtMs: nowMs, idleArmed: false };
+    this.live = a;
     if (retry) {
       this.retriesOnCurrent++;
       this.retriesTotal++;
@@ -337,20 +533,55 @@ export class MultiTargetLifecycle implements RequestLife {
       this.targetsDispatched++;
       this.retriesOnCurrent = 0;
     }
-    this.deps.stats.begin(t.endpointId);
-    const timeout = this.mt?.streamTimeoutMs ?? null;
-    const firstTokenAtMs = this.request.stream && timeout !== null ? nowMs + timeout : null;
-    return { kind: 'dispatch', attemptId, endpointId: t.endpointId, deadlines: { firstTokenAtMs, totalAtMs: null } };
+    const key = t.route.outboundKey;
+    if (key !== null && this.deps.settings.upstreamConcurrencyEnabled) {
+      a.ticket = this.deps.limiter.acquire(key, this, attemptId);
+      this.ticketsTaken++;
+      if (a.ticket.state !== 'held') {
+        const giveUpAtMs = Math.min(nowMs + this.deps.settings.upstreamConcurrencyAcquireTimeoutSec * 1000, this.overallAtMs);
+        return [{ kind: 'acquire_slot', attemptId, endpointId: t.endpointId, giveUpAtMs }, this.arm('queue', attemptId, giveUpAtMs)];
+      }
+    }
+    return this.send(a, nowMs);
+  }
+
+  /** Sends a (no longer queued) attempt: dispatch with its first-chunk and total bounds, and the headers wait. */
+  private send(a: LiveAttempt, nowMs: number): LifecycleAction[] {
+    this.disarm(a.attemptId, 'queue');
+    a.phase = 'sent';
+    this.deps.stats.begin(a.target.endpointId);
+    const s = this.deps.settings;
+    const mt = this.mt!;
+    const firstChunkMs = mt.streamTimeoutMs;
+    const firstTokenAtMs = this.request.stream && firstChunkMs !== null ? Math.min(nowMs + firstChunkMs, this.overallAtMs) : null;
+    const totalMs = mt.timeoutMs ?? s.requestTimeoutSec * 1000;
+    const totalAtMs = this.request.stream ? this.overallAtMs : Math.min(nowMs + totalMs, this.overallAtMs);
+    return [
+      { kind: 'dispatch', attemptId: a.attemptId, endpointId: a.target.endpointId, deadlines: { firstTokenAtMs, totalAtMs: Number.isFinite(totalAtMs) ? totalAtMs : null } },
+      this.arm('headers', a.attemptId, nowMs + s.headersTimeoutSec * 1000),
+    ];
   }
 
   private liveAttempt(attemptId: number): LiveAttempt | null {
     return this.live !== null && this.live.attemptId === attemptId ? this.live : null;
   }
 
-  /** Ends the live attempt exactly once: stats, shared health, cooldown, planner, record. */
+  /** Ends the live attempt exactly once: slot, deadlines, stats, shared health, cooldown, planner, record. */
   private endAttempt(a: LiveAttempt, outcome: Outcome, nowMs: number, usage: Usage): void {
     this.live = null;
+    this.disarm(a.attemptId);
     const id = a.target.endpointId;
+    if (a.ticket !== null) {
+      const rateLimited = outcome.kind === 'http_status' && outcome.status === 429;
+      this.deps.limiter.release(a.ticket, outcome.kind === 'ok' ? 'success' : rateLimited ? 'rate_limited' : 'other');
+      a.ticket = null;
+      this.ticketsReleased++;
+    }
+    if (a.phase === 'queued') {
+      // Never sent: nothing upstream to count; only the record.
+      this.attempts.push({ attemptId: a.attemptId, endpointId: id, startMs: a.startMs, endMs: nowMs, outcome, target: a.target.model, usage });
+      return;
+    }
     this.deps.stats.end(id);
     this.deps.health.recordUnadmitted(id, outcome, nowMs);
     if (outcome.kind === 'http_status' && outcome.errorClass === 'auth_rejected') this.deps.health.markDegraded(id, nowMs);
@@ -379,20 +610,23 @@ export class MultiTargetLifecycle implements RequestLife {
 
   // ---- endings ----------------------------------------------------------------------------
 
-  private failWithOutcome(outcome: Outcome, nowMs: number): LifecycleAction[] {
+  /** Ends with the error of `outcome`, reported by attempt `attemptId` (its body may pass through). */
+  private failWithOutcome(outcome: Outcome, nowMs: number, attemptId: number | null): LifecycleAction[] {
     const e = errorForOutcome(outcome);
     const tried = this.attempts.map((r) => `${r.target ?? r.endpointId}=${r.skipped ? 'skipped_429' : r.outcome.kind === 'http_status' ? r.outcome.status : r.outcome.kind}`);
-    return this.fail(e.code, `model '${this.model?.id ?? this.request.model}': all attempts failed: ${tried.join(', ')}`, nowMs, e.status, e.retryAfterSec);
+    return this.fail(e.code, `model '${this.model?.id ?? this.request.model}': all attempts failed: ${tried.join(', ')}`, nowMs, e.status, e.retryAfterSec, attemptId);
   }
 
-  private fail(code: ErrorCode, message: string, nowMs: number, status = ERROR_STATUS[code], retryAfterSec: number | null = null): LifecycleAction[] {
+  private fail(code: ErrorCode, message: string, nowMs: number, status = ERROR_STATUS[code], retryAfterSec: number | null = null, attemptId: number | null = null): LifecycleAction[] {
     if (code === 'client_gone') return [this.doneAction(code, nowMs, null)];
-    return [{ kind: 'respond_error', status, code, message, retryAfterSec }, this.doneAction(code, nowMs, null)];
+    const respond: LifecycleAction = attemptId === null ? { kind: 'respond_error', status, code, message, retryAfterSec } : { kind: 'respond_error', status, code, message, retryAfterSec, attemptId };
+    return [respond, this.doneAction(code, nowMs, null)];
   }
 
   private doneAction(status: string, nowMs: number, usage: Usage | null): LifecycleAction {
     this.done = true;
     this.wait = null;
+    this.deadlines.clear();
     let lastUpstream: AttemptRecord | undefined;
     for (let i = this.attempts.length - 1; i >= 0 && !lastUpstream; i--) if (!this.attempts[i]!.skipped) lastUpstream = this.attempts[i];
     const t = this.servedBy ?? (lastUpstream ? this.mt?.targets.find((x) => x.endpointId === lastUpstream!.endpointId) ?? null : null);

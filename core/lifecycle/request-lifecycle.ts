@@ -37,10 +37,13 @@
  * just waits for the other.
  */
 import type { Rng } from '../rng.ts';
-import type { ResolvedModel, ResolvedRoute } from '../routing-core.ts';
+import type { ResolvedModel, ResolvedRoute } from '../model/resolved-model.ts';
 import type { DispatchClaim, HealthRegistry } from '../health/health-registry.ts';
 import type { Outcome } from './outcome.ts';
 import { ERROR_STATUS, errorForOutcome, type ErrorCode } from './errors.ts';
+import { OUTCOME_RULES } from './outcome-table.ts';
+import { acceptsModalities } from '../request/candidates/modality.ts';
+import { contextNeedTokens, fitsWindow, noWindowFitsMessage, refusalFloorTokens } from '../request/candidates/context-floor.ts';
 import type {
   AttemptRecord,
   LifecycleAction,
@@ -179,6 +182,10 @@ export class RequestLifecycle implements RequestLife {
   private interruptedRetried = false;
   /** After a context-length rejection: routes need a `context_length` above this. */
   private contextFloor: number | null = null;
+  /** Routes that passed the modality and context-window stages (fallback walks these). */
+  private eligibleRoutes: readonly ResolvedRoute[] = [];
+  /** The attempt whose failure the client is told of when every attempt failed. */
+  private primaryFailureAttemptId: number | null = null;
   /** The planner's hedge order for the primary, until it fires or the primary answers or ends. */
   private hedgeOrder: HedgeOrder | null = null;
   private hedgePrimaryId = 0;
@@ -215,8 +222,8 @@ export class RequestLifecycle implements RequestLife {
     // the route list itself and nothing is allocated.
     let modal: readonly ResolvedRoute[] = model.routes;
     for (let i = 0; i < modal.length; i++) {
-      if (!this.acceptsModalities(modal[i]!)) {
-        modal = model.routes.filter((r) => this.acceptsModalities(r));
+      if (!acceptsModalities(modal[i]!, this.request.modalities)) {
+        modal = model.routes.filter((r) => acceptsModalities(r, this.request.modalities));
         break;
       }
     }
@@ -227,6 +234,17 @@ export class RequestLifecycle implements RequestLife {
         nowMs,
       );
     }
+    // Context-window stage (`context-floor.ts`). Usually every route fits: nothing allocated.
+    const need = contextNeedTokens(this.request);
+    for (let i = 0; i < modal.length; i++) {
+      if (!fitsWindow(modal[i]!.contextLength, need)) {
+        const fit = modal.filter((r) => fitsWindow(r.contextLength, need));
+        if (fit.length === 0) return this.fail('context_length_exceeded', noWindowFitsMessage(model.id, need, modal.map((r) => r.contextLength)), nowMs);
+        modal = fit;
+        break;
+      }
+    }
+    this.eligibleRoutes = modal;
     // The overall deadline's `wait_until` goes last, after the first attempt's actions.
     const out: LifecycleAction[] = [];
     this.overallAtMs = nowMs + this.deps.settings.overallDeadlineSec * 1000;
@@ -264,7 +282,7 @@ export class RequestLifecycle implements RequestLife {
         if (route === null) {
           this.deps.affinity.dropIfPinnedTo(key, model.id, affinityPin.endpointId); // no longer admissible
           affinityPin = null;
-        } else if (this.deps.prefill.backlogTokens(route.endpointId) > this.deps.settings.prefillAffinityCeilingTokens) {
+        } else if (this.deps.prefill.backlogTokens(route.endpointId) - this.deps.prefill.callerBacklogTokens(route.endpointId, this.request.callerId) > this.deps.settings.prefillAffinityCeilingTokens) {
           bypassed = route.endpointId; // backlogged: draw among the others, re-pin below
         } else {
           const claim = this.health.beginDispatch(route.endpointId, nowMs);
@@ -500,7 +518,7 @@ export class RequestLifecycle implements RequestLife {
   private send(a: LiveAttempt, nowMs: number, out: LifecycleAction[]): void {
     this.disarm(a, 'queue');
     a.phase = 'sent';
-    a.lease = this.deps.prefill.acquire(a.route.endpointId, this.request.callerId, this.request.inputTokens, nowMs);
+    a.lease = this.deps.prefill.acquire(a.route.endpointId, this.request.callerId, this.request.inputTokens, nowMs, this.affinityKey !== null);
     this.leasesTaken++;
     const s = this.deps.settings;
     const totalAtMs = this.request.stream ? this.overallAtMs : Math.min(this.overallAtMs, nowMs + s.requestTimeoutSec * 1000);
@@ -640,28 +658,39 @@ export class RequestLifecycle implements RequestLife {
     return out;
   }
 
-  /** An attempt failed with `outcome` (`healthOutcome` is what the breaker hears). */
+  /**
+   * An attempt failed with `outcome` (`healthOutcome` is what the breaker hears). What follows
+   * is the outcome table's row (`outcome-table.ts`): request-scoped errors go straight back to
+   * the caller; a context-length refusal moves on only to a route with a larger window (and goes
+   * back when there is none); everything else fails over.
+   */
   private attemptFailed(a: LiveAttempt, outcome: Outcome, healthOutcome: Outcome, nowMs: number): LifecycleAction[] {
     this.endAttempt(a, outcome, nowMs, healthOutcome);
+    let requestScoped = false;
     if (outcome.kind === 'http_status') {
-      if (outcome.retryAfterMs !== null && (outcome.status === 429 || outcome.status === 503)) {
-        this.deps.retryAfter.set(a.route.endpointId, nowMs + outcome.retryAfterMs, outcome.status);
+      if (outcome.retryAfterMs !== null && (outcome.errorClass === 'rate_limited' || outcome.errorClass === 'overloaded' || outcome.status === 503)) {
+        this.deps.retryAfter.set(a.route.endpointId, nowMs + outcome.retryAfterMs, outcome.status === 429 ? 429 : 503);
       }
-      if (outcome.errorClass === 'context_length') {
-        const len = a.route.contextLength;
-        if (len !== null) this.contextFloor = Math.max(this.contextFloor ?? 0, len);
-      }
+      const action = OUTCOME_RULES[outcome.errorClass].action;
+      if (action === 'larger_window') {
+        this.contextFloor = Math.max(this.contextFloor ?? 0, refusalFloorTokens(a.route.contextLength, contextNeedTokens(this.request)));
+        requestScoped = !this.largerWindowLeft(nowMs);
+      } else requestScoped = action === 'return';
     }
-    // A content-policy refusal is about the request, not the route: retrying elsewhere only
-    // repeats it (and may shop for a laxer provider), so it goes straight back to the caller.
-    const requestScoped = outcome.kind === 'http_status' && outcome.errorClass === 'content_policy';
     const terminal = outcome.kind === 'client_gone' || outcome.kind === 'cancelled' || requestScoped;
     if (this.pinned || this.committedAttempt !== null || terminal) {
       if (this.live.length > 0) return [];
-      return this.failWithOutcome(requestScoped || this.committedAttempt !== null ? outcome : this.primaryFailure ?? outcome, nowMs);
+      if (requestScoped || this.committedAttempt !== null) return this.failWithOutcome(outcome, nowMs, a.attemptId);
+      return this.failWithOutcome(this.primaryFailure ?? outcome, nowMs, this.primaryFailureAttemptId ?? a.attemptId);
     }
     if (this.live.length > 0) return []; // a hedge race: the other attempt may still answer
     return this.continueAfter(outcome, nowMs);
+  }
+
+  /** Whether a route not yet tried has a window above the context floor (or an unknown one). */
+  private largerWindowLeft(nowMs: number): boolean {
+    for (const r of this.eligibleRoutes) if (!this.tried(r.endpointId) && this.usable(r, nowMs)) return true;
+    return false;
   }
 
   /**
@@ -669,8 +698,8 @@ export class RequestLifecycle implements RequestLife {
    * then the offload route as last resort, then the interrupted route once more; else the error.
    */
   private continueAfter(outcome: Outcome, nowMs: number): LifecycleAction[] {
-    if (this.pinned) return this.live.length > 0 ? [] : this.failWithOutcome(this.primaryFailure ?? outcome, nowMs);
-    for (const r of this.model!.routes) {
+    if (this.pinned) return this.live.length > 0 ? [] : this.failWithOutcome(this.primaryFailure ?? outcome, nowMs, this.primaryFailureAttemptId);
+    for (const r of this.eligibleRoutes) {
       if (r.endpointId === this.offloadId || this.tried(r.endpointId) || !this.usable(r, nowMs)) continue;
       const claim = this.health.beginDispatch(r.endpointId, nowMs);
       if (claim) return this.started(r, claim, 'normal', nowMs);
@@ -684,13 +713,13 @@ export class RequestLifecycle implements RequestLife {
       if (claim) return this.started(back, claim, 'retry', nowMs);
     }
     if (this.live.length > 0) return [];
-    return this.failWithOutcome(this.primaryFailure ?? outcome, nowMs);
+    return this.failWithOutcome(this.primaryFailure ?? outcome, nowMs, this.primaryFailureAttemptId);
   }
 
   /** Weight, modality, Retry-After and context-window checks of a fallback route. */
   private usable(r: ResolvedRoute, nowMs: number): boolean {
-    if (r.effectiveWeight <= 0 || !this.acceptsModalities(r)) return false;
-    if (this.contextFloor !== null && r.contextLength !== null && r.contextLength <= this.contextFloor) return false;
+    if (r.effectiveWeight <= 0 || !acceptsModalities(r, this.request.modalities)) return false;
+    if (!fitsWindow(r.contextLength, 0, this.contextFloor)) return false;
     return this.deps.retryAfter.remainingMs(r.endpointId, nowMs) === 0;
   }
 
@@ -760,14 +789,6 @@ export class RequestLifecycle implements RequestLife {
     return status;
   }
 
-  /** Every request carries text; a route must accept text and each extra modality. */
-  private acceptsModalities(r: ResolvedRoute): boolean {
-    if (!r.acceptsText) return false;
-    const mods = this.request.modalities;
-    for (let i = 0; i < mods.length; i++) if (!r.modalities.includes(mods[i]!)) return false;
-    return true;
-  }
-
   /** Releases the attempt's prefill lease if it still holds one (idempotent per attempt). */
   private releaseLease(a: LiveAttempt): void {
     if (a.lease === null) return;
@@ -810,7 +831,10 @@ export class RequestLifecycle implements RequestLife {
     if (a.phase === 'sent') this.model?.planner.observe?.(a.route.endpointId, healthOutcome, nowMs);
     if (outcome.kind !== 'ok' && outcome.kind !== 'cancelled' && outcome.kind !== 'client_gone') {
       const interruption = outcome.kind === 'queue_wait_timeout' || (outcome.kind === 'first_token_timeout' && healthOutcome === NEUTRAL);
-      if (this.primaryFailure === null && !interruption) this.primaryFailure = outcome;
+      if (this.primaryFailure === null && !interruption) {
+        this.primaryFailure = outcome;
+        this.primaryFailureAttemptId = a.attemptId;
+      }
     }
     this.attempts.push({ attemptId: a.attemptId, endpointId: a.route.endpointId, startMs: a.startMs, endMs: nowMs, outcome });
   }
@@ -834,15 +858,17 @@ export class RequestLifecycle implements RequestLife {
     return false;
   }
 
-  private failWithOutcome(outcome: Outcome, nowMs: number): LifecycleAction[] {
+  /** Ends with the error of `outcome`, reported by attempt `attemptId` (its body may pass through). */
+  private failWithOutcome(outcome: Outcome, nowMs: number, attemptId: number | null): LifecycleAction[] {
     const e = errorForOutcome(outcome);
     const tried = this.attempts.map((a) => `${a.endpointId}=${a.outcome.kind === 'http_status' ? a.outcome.status : a.outcome.kind}`);
-    return this.fail(e.code, `all attempts failed: ${tried.join(', ')}`, nowMs, e.status, e.retryAfterSec);
+    return this.fail(e.code, `all attempts failed: ${tried.join(', ')}`, nowMs, e.status, e.retryAfterSec, attemptId);
   }
 
-  private fail(code: ErrorCode, message: string, nowMs: number, status = ERROR_STATUS[code], retryAfterSec: number | null = null): LifecycleAction[] {
+  private fail(code: ErrorCode, message: string, nowMs: number, status = ERROR_STATUS[code], retryAfterSec: number | null = null, attemptId: number | null = null): LifecycleAction[] {
     if (code === 'client_gone') return [this.doneAction(code, nowMs, null)];
-    return [{ kind: 'respond_error', status, code, message, retryAfterSec }, this.doneAction(code, nowMs, null)];
+    const respond: LifecycleAction = attemptId === null ? { kind: 'respond_error', status, code, message, retryAfterSec } : { kind: 'respond_error', status, code, message, retryAfterSec, attemptId };
+    return [respond, this.doneAction(code, nowMs, null)];
   }
 
   private doneAction(status: string, nowMs: number, usage: Usage | null): LifecycleAction {

@@ -123,6 +123,11 @@ export type LifecycleAction =
       message: string;
       /** Seconds for a Retry-After header, or null. */
       retryAfterSec: number | null;
+      /**
+       * The attempt whose upstream error this response reports, when it reports one: a driver
+       * may pass that attempt's own error message on (request-scoped 4xx, in-band errors).
+       */
+      attemptId?: number;
     }
   /** The life is over; `metadata` is for logs and results, never for the client. */
   | { kind: 'done'; metadata: RoutingMetadata };

@@ -20,6 +20,7 @@
 import type { ErrorCode } from '../lifecycle/errors.ts';
 import type { RouteRequest } from '../lifecycle/seam.ts';
 import { cidrContains, parseIp } from './cidr.ts';
+import { acceptsModalities } from '../request/candidates/modality.ts';
 import { DEFAULT_TAG, type ResolvedMultiTarget, type ResolvedTarget } from './multi-target-model.ts';
 
 /** The pipeline's result: tiers to walk, or a rejection with its error code. */
@@ -47,14 +48,6 @@ export function normaliseTags(tags: readonly string[] | null | undefined): strin
  */
 export function parseRoutingTagsHeader(value: string | null | undefined): string[] {
   return value ? normaliseTags(value.split(',')) : [];
-}
-
-/** Whether `target` accepts every input modality of `request` (text is implied). */
-function acceptsModalities(target: ResolvedTarget, request: RouteRequest): boolean {
-  const m = target.route.modalities;
-  if (!m.includes('text')) return false;
-  for (const x of request.modalities) if (!m.includes(x)) return false;
-  return true;
 }
 
 /**
@@ -85,7 +78,7 @@ export function selectCandidates(modelId: string, mt: ResolvedMultiTarget, reque
     pool = admitted;
   }
 
-  const capable = pool.filter((t) => acceptsModalities(t, request));
+  const capable = pool.filter((t) => acceptsModalities(t.route, request.modalities));
   if (capable.length === 0) {
     return { kind: 'reject', code: 'all_candidates_unavailable', message: `no target of model '${modelId}' accepts input modalities: ${['text', ...request.modalities].join(', ')}` };
   }

@@ -8,54 +8,17 @@
  * `ModelsConfigSchema`.
  */
 import type { ModelConfig, ModelsConfig, CooldownConfig } from '../config/models-config.ts';
-import type { ResolvedModel, ResolvedRoute } from '../routing-core.ts';
+import type { ResolvedModel, ResolvedMultiTarget, ResolvedRoute, ResolvedTarget } from '../model/resolved-model.ts';
 import type { PlannerContext } from '../strategies/planner.ts';
 import type { StrategyRegistry } from '../strategies/registry.ts';
-import { parseCidr, type CidrBlock } from './cidr.ts';
+import { parseCidr } from './cidr.ts';
 import type { CooldownPolicy, CooldownRegistry } from './cooldown.ts';
-import type { RetryRules } from './retry-policy.ts';
 import { TargetRateLimit } from './target-rate-limit.ts';
+
+export type { ResolvedMultiTarget, ResolvedTarget } from '../model/resolved-model.ts';
 
 /** The tag that untagged requests (and requests whose tags match nothing) fall back to. */
 export const DEFAULT_TAG = 'default';
-
-/** One target after resolution. */
-export interface ResolvedTarget {
-  /** Position in the model's `targets:` list (declaration order; the planner's `routeIndex`). */
-  readonly index: number;
-  /** The direct model's id (what `x-switchyard-served-by` names). */
-  readonly model: string;
-  /** The direct model's single route (`routeIndex` renumbered to `index`). */
-  readonly route: ResolvedRoute;
-  readonly endpointId: string;
-  /** > 0. */
-  readonly weight: number;
-  /** Higher tiers are tried first. */
-  readonly priority: number;
-  /** Lower-cased. */
-  readonly tags: readonly string[];
-  /** Same-target retries, overriding the block's; null = not set. */
-  readonly retries: number | null;
-  /** The target's own request-rate limit (state owned by the core), or null. */
-  readonly rateLimit: TargetRateLimit | null;
-  /** Caller IPs admitted, or null = everyone. */
-  readonly allowedCidrs: readonly CidrBlock[] | null;
-}
-
-/** A multi-target model's `routing:` block after resolution. */
-export interface ResolvedMultiTarget {
-  readonly targets: readonly ResolvedTarget[];
-  /** The block's default same-target retries, or null (then: move on; deployment default on the last target). */
-  readonly retries: number | null;
-  /** Extra targets a request may try across all tiers; null = unlimited. */
-  readonly maxFallbacks: number | null;
-  readonly rules: RetryRules;
-  readonly whenAllUnavailable: 'fail' | 'try_anyway';
-  /** First-token wait for streams, ms, or null (commit when the upstream response starts). */
-  readonly streamTimeoutMs: number | null;
-  /** Whether any target carries the `default` tag. */
-  readonly hasDefaultTag: boolean;
-}
 
 /** A direct model's `cooldown:` block as a policy, or null when absent or not enabled. */
 export function cooldownPolicy(c: CooldownConfig | undefined): CooldownPolicy | null {
@@ -120,9 +83,15 @@ export function resolveMultiTargetModel(
       targets,
       retries: block.retries ?? null,
       maxFallbacks: block.max_fallbacks ?? null,
-      rules: { retryOn429: block.retry_on_429, fallbackOnStatuses: new Set(block.fallback_on_statuses) },
+      rules: {
+        retryOn429: block.retry_on_429,
+        fallbackOnStatuses: new Set(block.fallback_on_statuses),
+        retrySameOn: block.retry_same_target_on ? new Set(block.retry_same_target_on) : null,
+      },
       whenAllUnavailable: block.when_all_unavailable,
-      streamTimeoutMs: block.stream_timeout_ms ?? null,
+      streamTimeoutMs: block.stream_timeout_ms ?? block.timeout_ms ?? null,
+      timeoutMs: block.timeout_ms ?? null,
+      backoff: block.backoff ? { baseMs: block.backoff.base_ms, maxMs: block.backoff.max_ms, jitter: block.backoff.jitter } : null,
       hasDefaultTag: targets.some((t) => t.tags.includes(DEFAULT_TAG)),
     },
   };

@@ -14,7 +14,7 @@ export interface MultiTargetOptions {
   lastTargetRetries: number;
   /** Backoff before the first same-target retry, ms > 0; doubles per retry. Default 200. */
   backoffBaseMs: number;
-  /** Cap of one backoff, ms ≥ `backoffBaseMs`; also caps how long an upstream Retry-After is honoured. Default 5 000. */
+  /** Cap of one backoff, ms ≥ `backoffBaseMs`. An upstream Retry-After is honoured beyond it. Default 5 000. */
   backoffMaxMs: number;
   /** EWMA weight of a new latency sample for `least_latency`, in (0, 1]. Default 0.2. */
   latencyEwmaAlpha: number;
@@ -23,7 +23,8 @@ export interface MultiTargetOptions {
 /**
  * Defaults. The backoff follows the exponential-backoff-with-jitter shape (AWS Architecture Blog,
  * "Exponential Backoff And Jitter"): 200 ms then 400, 800 … capped at 5 s, so one retry costs a
- * fraction of a typical TTFT and a long upstream Retry-After cannot park a request for minutes.
+ * fraction of a typical TTFT. A longer upstream Retry-After is honoured in full: the request waits
+ * for it when its overall deadline allows, else the caller gets the error with the hint.
  */
 export const DEFAULT_MULTI_TARGET_OPTIONS: Readonly<MultiTargetOptions> = Object.freeze({
   lastTargetRetries: 1,

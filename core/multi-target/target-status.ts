@@ -4,7 +4,7 @@
  * `healthy` or `cooldown` with the reason, plus the shared breaker's view and the learning
  * signals, so an operator can see why a target is or is not getting traffic.
  */
-import type { ResolvedModel } from '../routing-core.ts';
+import type { ResolvedModel } from '../model/resolved-model.ts';
 import type { HealthRegistry, BreakerState } from '../health/health-registry.ts';
 import type { CooldownRegistry } from './cooldown.ts';
 import type { EndpointStatsView } from './endpoint-stats.ts';

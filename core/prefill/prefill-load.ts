@@ -34,6 +34,11 @@ declare const leaseBrand: unique symbol;
  */
 export interface PrefillLease {
   readonly endpointId: string;
+  /**
+   * The caller whose own backlog this lease counts in (`callerBacklogTokens`), or null when the
+   * lease was taken without `trackOwn` (no session affinity) or without a caller identity.
+   */
+  readonly callerId: string | null;
   readonly uncachedTokens: number;
   readonly elephant: boolean;
   readonly [leaseBrand]: true;
@@ -71,6 +76,8 @@ interface EndpointPrefill {
   elephantsInFlight: number;
   leasesInFlight: number;
   readonly hints: Map<string, PromptHint>;
+  /** Uncached tokens in prefill per caller with identity (entries dropped at 0). */
+  readonly byCaller: Map<string, number>;
 }
 
 /**
@@ -103,6 +110,16 @@ export class PrefillLoad implements PrefillLoadView {
     return this.endpoints.get(endpointId)?.backlogTokens ?? 0;
   }
 
+  /**
+   * Uncached prompt tokens in prefill on `endpointId` that `callerId`'s own leases hold (0 for a
+   * null caller): session affinity subtracts them, so a caller's own prefill does not count
+   * against its own backlog ceiling.
+   */
+  callerBacklogTokens(endpointId: string, callerId: string | null): number {
+    if (callerId === null) return 0;
+    return this.endpoints.get(endpointId)?.byCaller.get(callerId) ?? 0;
+  }
+
   /** Elephant leases on `endpointId` not yet released (0 when unknown). */
   elephantsInFlight(endpointId: string): number {
     return this.endpoints.get(endpointId)?.elephantsInFlight ?? 0;
@@ -128,16 +145,19 @@ export class PrefillLoad implements PrefillLoadView {
   /**
    * Takes a lease for a prompt of `inputTokens` from `callerId` dispatched to `endpointId` at
    * `nowMs`: adds its uncached estimate to the backlog and, when that reaches the elephant size,
-   * one elephant. Release it exactly once with `release`.
+   * one elephant. With `trackOwn` (the request uses session affinity) the tokens also count in
+   * `callerId`'s own backlog on the endpoint. Release it exactly once with `release`.
    */
-  acquire(endpointId: string, callerId: string | null, inputTokens: number, nowMs: number): PrefillLease {
+  acquire(endpointId: string, callerId: string | null, inputTokens: number, nowMs: number, trackOwn = false): PrefillLease {
     const e = this.entry(endpointId);
     const uncachedTokens = this.uncachedOn(e, callerId, inputTokens, nowMs);
     const elephant = uncachedTokens >= this.elephantTokens;
     e.backlogTokens += uncachedTokens;
     e.leasesInFlight += 1;
     if (elephant) e.elephantsInFlight += 1;
-    const lease = { endpointId, uncachedTokens, elephant, prev: null, next: null, list: null } as unknown as LiveLease;
+    const own = trackOwn && uncachedTokens > 0 ? callerId : null;
+    if (own !== null) e.byCaller.set(own, (e.byCaller.get(own) ?? 0) + uncachedTokens);
+    const lease = { endpointId, callerId: own, uncachedTokens, elephant, prev: null, next: null, list: null } as unknown as LiveLease;
     this.live.add(lease);
     return lease;
   }
@@ -154,6 +174,12 @@ export class PrefillLoad implements PrefillLoadView {
     e.backlogTokens -= lease.uncachedTokens;
     e.leasesInFlight -= 1;
     if (lease.elephant) e.elephantsInFlight -= 1;
+    const c = lease.callerId;
+    if (c !== null) {
+      const left = e.byCaller.get(c)! - lease.uncachedTokens;
+      if (left === 0) e.byCaller.delete(c);
+      else e.byCaller.set(c, left);
+    }
   }
 
   /**
@@ -230,6 +256,12 @@ export class PrefillLoad implements PrefillLoadView {
       if (e.backlogTokens !== s.tokens || e.elephantsInFlight !== s.elephants || e.leasesInFlight !== s.leases) {
         throw new Error(`prefill '${id}': load (${e.backlogTokens} tok, ${e.elephantsInFlight} elephants, ${e.leasesInFlight} leases) != its live leases (${s.tokens}, ${s.elephants}, ${s.leases})`);
       }
+      let own = 0;
+      for (const t of e.byCaller.values()) {
+        if (t <= 0) throw new Error(`prefill '${id}': a caller's own backlog is ${t}`);
+        own += t;
+      }
+      if (own > e.backlogTokens) throw new Error(`prefill '${id}': callers' own backlogs ${own} > backlog ${e.backlogTokens}`);
       hints += e.hints.size;
     }
     if (hints !== this.hintCount) throw new Error(`prefill hints: counted ${this.hintCount}, held ${hints}`);
@@ -239,7 +271,7 @@ export class PrefillLoad implements PrefillLoadView {
   private entry(endpointId: string): EndpointPrefill {
     let e = this.endpoints.get(endpointId);
     if (e === undefined) {
-      e = { backlogTokens: 0, elephantsInFlight: 0, leasesInFlight: 0, hints: new Map() };
+      e = { backlogTokens: 0, elephantsInFlight: 0, leasesInFlight: 0, hints: new Map(), byCaller: new Map() };
       this.endpoints.set(endpointId, e);
     }
     return e;

@@ -1,9 +1,9 @@
 /**
  * `least_busy`: fewest weighted in-flight requests first (seed 003 "route by load"): score
- * (1 + in-flight) / max(weight, 1), lowest first, ties in declaration order. The +1 lets weight
+ * (1 + in-flight) / max(weight, 1), lowest first, ties broken by the request's seeded draw. The +1 lets weight
  * break ties between idle targets and gives heavier targets proportionally more concurrency.
  * In-flight counts come from the core's `EndpointStats` (every attempt any lifecycle has
- * dispatched to the endpoint and not yet ended). Draws nothing.
+ * dispatched to the endpoint and not yet ended). Draws only on a tie.
  */
 import { z } from 'zod';
 import type { Candidate, StrategyDefinition } from './planner.ts';
@@ -27,8 +27,8 @@ export const leastBusyStrategy: StrategyDefinition<Record<string, never>> = {
     const score = (c: readonly Candidate[]) => (i: number) => busyScore(stats?.inFlight(c[i]!.endpointId) ?? 0, c[i]!.weight);
     return {
       readsEndpointStats: true,
-      pick: (candidates) => ({ candidate: argMin(candidates.length, score(candidates)), reason: 'least_busy' }),
-      order: (candidates) => ({ order: rankBy(candidates.length, score(candidates)), reason: 'least_busy' }),
+      pick: (candidates, _request, _nowMs, rng) => ({ candidate: argMin(candidates.length, score(candidates), rng), reason: 'least_busy' }),
+      order: (candidates, _request, _nowMs, rng) => ({ order: rankBy(candidates.length, score(candidates), rng), reason: 'least_busy' }),
     };
   },
 };

@@ -4,8 +4,8 @@
  * response otherwise), lowest first. Targets with no sample come first so each gets measured —
  * but only while nothing is already measuring them: an unmeasured target with an attempt in
  * flight ranks after the measured ones, or a burst of arrivals before the first answer would all
- * pile onto the first unmeasured target. Ties keep declaration order. Draws nothing; weight is
- * accepted and unused.
+ * pile onto the first unmeasured target. Ties are broken by the request's seeded draw (draws only
+ * on a tie); weight is accepted and unused.
  */
 import { z } from 'zod';
 import type { Candidate, StrategyDefinition } from './planner.ts';
@@ -18,7 +18,7 @@ export const LeastLatencyParamsSchema = z.object({}).strict();
 /**
  * The least_latency score of an endpoint, lower first: −1 when unmeasured and idle (probe it),
  * its latency EWMA in ms when measured, +∞ when unmeasured but already being measured (after
- * every measured endpoint; such endpoints tie, in declaration order).
+ * every measured endpoint; such endpoints tie).
  */
 export function latencyScore(stats: EndpointStatsView | undefined, endpointId: string): number {
   const ms = stats?.latencyMs(endpointId) ?? null;
@@ -37,12 +37,12 @@ export const leastLatencyStrategy: StrategyDefinition<Record<string, never>> = {
     const reason = (c: Candidate) => (stats?.latencyMs(c.endpointId) ?? null) === null ? 'unmeasured' : 'least_latency';
     return {
       readsEndpointStats: true,
-      pick(candidates) {
-        const i = argMin(candidates.length, score(candidates));
+      pick(candidates, _request, _nowMs, rng) {
+        const i = argMin(candidates.length, score(candidates), rng);
         return { candidate: i, reason: reason(candidates[i]!) };
       },
-      order(candidates) {
-        const order = rankBy(candidates.length, score(candidates));
+      order(candidates, _request, _nowMs, rng) {
+        const order = rankBy(candidates.length, score(candidates), rng);
         return { order, reason: reason(candidates[order[0]!]!) };
       },
     };

@@ -80,6 +80,11 @@ export interface ExchangeMeta {
   /** Routing-relevant request headers (`hash_on`), lower-case names. */
   readonly headers: Readonly<Record<string, string>> | null;
   readonly cookies: Readonly<Record<string, string>> | null;
+  /**
+   * The caller's session-affinity key, `deriveAffinityKey(...)` of the presented API key and
+   * the client address (`key:…`, `ip:…`, or `anonymous` when neither is known).
+   */
+  readonly affinityKey: string;
   /** Called once when the exchange is over (releases the in-flight slot). */
   released(): void;
 }
@@ -97,6 +102,8 @@ interface Attempt {
   closed: boolean;
   /** Non-stream body waiting for commit. */
   body: string | null;
+  /** The upstream's error body when the attempt failed with one (status or in-band), else null. */
+  errorBody: string | null;
   timers: NodeJS.Timeout[];
 }
 
@@ -124,6 +131,17 @@ function passThroughBody(raw: string | null): string | null {
 
 const PASS_THROUGH_CODES = new Set(['upstream_client_error', 'upstream_context_length', 'upstream_content_policy']);
 
+/** The `error.message` of an upstream error body, or null. */
+function upstreamMessage(raw: string | null): string | null {
+  if (!raw) return null;
+  try {
+    const e = (JSON.parse(raw) as { error?: { message?: unknown } }).error;
+    return typeof e?.message === 'string' ? e.message : null;
+  } catch {
+    return null;
+  }
+}
+
 /** One request's life in the gateway. */
 export class Exchange {
   private life: RequestLife | null = null;
@@ -135,7 +153,6 @@ export class Exchange {
   private out = '';
   /** The core's message of a failed request (endpoint ids included): for the log only. */
   private errorDetail: string | null = null;
-  private firstFailureBody: string | null | undefined = undefined;
   private readonly queue: LifecycleEvent[] = [];
   private busy = false;
   private over = false;
@@ -162,7 +179,7 @@ export class Exchange {
       requestId: this.requestId,
       model: this.req.model,
       sessionId: this.meta.sessionId,
-      callerId: this.caller.id,
+      callerId: this.meta.affinityKey,
       inputTokens: this.req.inputTokens,
       outputTokensHint: this.req.outputTokensHint,
       stream: this.req.stream,
@@ -284,7 +301,7 @@ export class Exchange {
           this.commit(a.attemptId);
           break;
         case 'respond_error':
-          this.respondError(a.status, a.code, a.message, a.retryAfterSec);
+          this.respondError(a.status, a.code, a.message, a.retryAfterSec, a.attemptId);
           break;
         case 'wait_until': {
           const t = setTimeout(() => {
@@ -309,7 +326,7 @@ export class Exchange {
       this.step({ kind: 'failed', attemptId: id, outcome: { kind: 'transport', cause: 'refused' } });
       return;
     }
-    const att: Attempt = { id, target, handle: null, pending: [], gotToken: false, closed: false, body: null, timers: [] };
+    const att: Attempt = { id, target, handle: null, pending: [], gotToken: false, closed: false, body: null, errorBody: null, timers: [] };
     this.attempts.set(id, att);
     const now = this.ctx.now();
     if (firstTokenAtMs !== null) {
@@ -353,11 +370,13 @@ export class Exchange {
    */
   private onEvents(att: Attempt, events: RelayEvent[]): void | Promise<void> {
     let congested = false;
+    let chunked = false;
     for (const ev of events) {
       if (att.closed) break;
       if (ev.kind === 'frame') {
         if (this.committed === att) {
           this.out += ev.text;
+          chunked = true;
         } else if (!ev.token) {
           att.pending.push(ev.text);
         } else {
@@ -375,6 +394,8 @@ export class Exchange {
         this.step({ kind: 'finished', attemptId: att.id, usage: ev.usage ?? ZERO_USAGE });
       }
     }
+    // One `chunk` per upstream read after commit: the core arms (and lazily re-arms) the stream-idle wait.
+    if (chunked && !att.closed) this.step({ kind: 'chunk', attemptId: att.id });
     if (this.out.length > 0 && this.client.open) {
       const text = this.out;
       this.out = '';
@@ -403,7 +424,7 @@ export class Exchange {
         this.step({ kind: 'finished', attemptId: att.id, usage: end.usage ?? ZERO_USAGE });
         return;
       case 'failed':
-        if (this.firstFailureBody === undefined) this.firstFailureBody = end.errorBody;
+        att.errorBody = end.errorBody;
         this.ctx.log.debug({ requestId: this.requestId, endpointId: att.target.endpointId, outcome: end.outcome }, 'attempt failed');
         this.step({ kind: 'failed', attemptId: att.id, outcome: end.outcome });
         return;
@@ -447,18 +468,24 @@ export class Exchange {
     }
   }
 
-  private respondError(status: number, code: string, coreMessage: string, retryAfterSec: number | null): void {
+  /**
+   * The core ended the request with an error. When it names the attempt whose upstream error
+   * it reports, that attempt's own message goes to the client: as the body of a request-scoped
+   * 4xx, and as the message of an in-band error after commit (with its Retry-After).
+   */
+  private respondError(status: number, code: string, coreMessage: string, retryAfterSec: number | null, attemptId: number | undefined): void {
     this.errorDetail = coreMessage;
     if (!this.client.open) return;
+    const upstreamBody = attemptId === undefined ? null : (this.attempts.get(attemptId)?.errorBody ?? null);
     const message = clientMessage(code, this.req.model, coreMessage);
     if (this.client.headersSent) {
       // Committed stream: an in-band error, then the end — never [DONE].
-      this.client.end(this.takeOut() + errorFrame(code, message));
+      this.client.end(this.takeOut() + errorFrame(code, upstreamMessage(upstreamBody) ?? message, status, retryAfterSec));
       return;
     }
     const headers: Array<readonly [string, string]> = [...this.baseHeaders, ['content-type', 'application/json']];
     if (retryAfterSec !== null) headers.push(['retry-after', String(retryAfterSec)]);
-    const passed = status >= 400 && status < 500 && PASS_THROUGH_CODES.has(code) ? passThroughBody(this.firstFailureBody ?? null) : null;
+    const passed = status >= 400 && status < 500 && PASS_THROUGH_CODES.has(code) ? passThroughBody(upstreamBody) : null;
     this.client.send(status, headers, passed ?? errorJson(code, message));
   }
 

@@ -24,6 +24,7 @@ import { ClientResponse, statusLine, type HeaderPairs } from './client-response.
 import { Exchange, type ExchangeContext } from './exchange.ts';
 import { BUDGET_ALPHA_HEADER, parseBudgetAlphaHeader } from '../routewise/budget-alpha.ts';
 import type { DeepHealth } from './worker-aggregate.ts';
+import { deriveAffinityKey } from '../../core/index.ts';
 
 /**
  * One configuration generation: everything a request reads from the configuration. A SIGHUP
@@ -280,6 +281,7 @@ function handleInference(ctx: ServerContext, endpoint: Endpoint, res: HttpRespon
         : null;
       const ex = new Exchange(g, client, parsed, caller, {
         requestId,
+        affinityKey: affinityKeyOf(authorization, clientIp),
         baseHeaders: base,
         pin: pinFor(caller, pinHeader),
         sessionId,
@@ -293,6 +295,19 @@ function handleInference(ctx: ServerContext, endpoint: Endpoint, res: HttpRespon
       ex.run(() => ex.start());
     },
   });
+}
+
+/**
+ * The session-affinity key of a request (seed 000's rule, `deriveAffinityKey`): the presented
+ * bearer key's hash, else the client address bucket (IPv4, or an IPv6 /64), else `anonymous`.
+ */
+function affinityKeyOf(authorization: string, clientIp: string): string {
+  const bearer = authorization.length > 7 && authorization.slice(0, 7).toLowerCase() === 'bearer ' ? authorization.slice(7).trim() : '';
+  try {
+    return deriveAffinityKey({ apiKey: bearer, clientIp });
+  } catch {
+    return deriveAffinityKey({ apiKey: bearer }); // not an IP (a unix socket): key or anonymous
+  }
 }
 
 /**

@@ -4,7 +4,8 @@
  *
  * It turns what the socket does into the core's vocabulary and nothing more: response headers
  * (first output), relayed SSE frames (via `SseRelay`), a whole non-stream body, or a failure as
- * an `Outcome` — an HTTP error status classified with the core's `classifyStatus`, a transport
+ * an `Outcome` — an HTTP error status (or an in-band stream error, with its message and
+ * Retry-After) classified with the core's `classifyUpstreamError`, a transport
  * failure (`reset` / `refused` / `timeout`, from undici's and Node's error codes), or a
  * protocol violation (unparseable stream or body, a stream that ends without `[DONE]` or a
  * finish reason), which counts as a reset. Deciding what an outcome means is the core's job.
@@ -13,7 +14,7 @@
  * request id.
  */
 import type { Dispatcher, Pool } from 'undici';
-import { classifyStatus, parseRetryAfterMs, type Outcome, type Usage } from '../../core/index.ts';
+import { classifyUpstreamError, parseRetryAfterMs, type Outcome, type Usage } from '../../core/index.ts';
 import { SseRelay, toUsage, type RelayEvent } from '../sse-relay.ts';
 
 /** Where and what one attempt sends. */
@@ -187,6 +188,7 @@ class AttemptHandler implements Dispatcher.DispatchHandler, AttemptHandle {
       return;
     }
     if (statusCode >= 300) return this.fail(controller, RESET);
+    this.responseHeaders = headers; // an in-band error may come with a Retry-After here
     this.hooks.headers();
     if (this.ended) return; // the driver gave up on this attempt inside the hook
     if (!this.spec.stream) {
@@ -277,7 +279,11 @@ class AttemptHandler implements Dispatcher.DispatchHandler, AttemptHandle {
     let failure: AttemptEnd | null = null;
     if (last.kind === 'upstream_error') {
       batch.pop();
-      failure = { kind: 'failed', outcome: { kind: 'http_status', status: last.status, errorClass: classifyStatus(last.status, last.code), retryAfterMs: null }, errorBody: null };
+      const retryAfterMs = last.retryAfterMs ?? retryAfterFromHeaders(this.responseHeaders ?? {});
+      const errorClass = classifyUpstreamError({ status: last.status, code: last.code, type: last.type, message: last.message, retryAfterMs });
+      // The body the driver may pass on: the upstream's own message, in OpenAI's error shape.
+      const errorBody = JSON.stringify({ error: { message: last.message, type: last.type ?? 'upstream_error', code: last.code } });
+      failure = { kind: 'failed', outcome: { kind: 'http_status', status: last.status, errorClass, retryAfterMs }, errorBody };
     } else if (last.kind === 'malformed') {
       batch.pop();
       failure = RESET;
@@ -323,16 +329,23 @@ class AttemptHandler implements Dispatcher.DispatchHandler, AttemptHandle {
   private httpFailure(): AttemptEnd {
     const errorBody = Buffer.concat(this.parts).subarray(0, this.spec.maxErrorBodyBytes).toString('utf8');
     let code: string | null = null;
+    let type: string | null = null;
+    let message: string | null = null;
     try {
-      const err = (JSON.parse(errorBody) as { error?: { code?: unknown; type?: unknown } }).error;
-      code = typeof err?.code === 'string' ? err.code : typeof err?.type === 'string' ? err.type : null;
+      const body = JSON.parse(errorBody) as { error?: unknown; message?: unknown; type?: unknown };
+      // OpenAI/vLLM `{"error":{…}}`, SGLang/FastAPI `{"message":…}` or `{"detail":…}`, Anthropic `{"type":"error","error":{…}}`.
+      const err = (typeof body.error === 'object' && body.error !== null ? body.error : body) as { code?: unknown; type?: unknown; message?: unknown; detail?: unknown };
+      code = typeof err.code === 'string' ? err.code : null;
+      type = typeof err.type === 'string' ? err.type : null;
+      message = typeof err.message === 'string' ? err.message : typeof err.detail === 'string' ? err.detail : typeof body.error === 'string' ? body.error : null;
     } catch {
-      code = null;
+      message = errorBody; // plain text
     }
     const status = this.status > 599 ? 599 : this.status;
+    const retryAfterMs = retryAfterFromHeaders(this.responseHeaders ?? {});
     return {
       kind: 'failed',
-      outcome: { kind: 'http_status', status, errorClass: classifyStatus(status, code), retryAfterMs: retryAfterFromHeaders(this.responseHeaders ?? {}) },
+      outcome: { kind: 'http_status', status, errorClass: classifyUpstreamError({ status, code: code ?? type, type, message, retryAfterMs }), retryAfterMs },
       errorBody,
     };
   }

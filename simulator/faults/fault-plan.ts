@@ -5,8 +5,7 @@
  * dispatches at from_ms and not at to_ms), calls `applyEdge` when one fires and asks `onDispatch`
  * for every attempt. Draws are keyed by (fault, request, client try) — see simulator/crn.ts.
  */
-import type { Outcome } from '../../core/lifecycle/outcome.ts';
-import { classifyStatus } from '../../core/lifecycle/outcome.ts';
+import { classifyStatus, type Outcome } from '../../core/index.ts';
 import { keyedBase, keyedUniform } from '../crn.ts';
 import type { Fault } from './fault-config.ts';
 import { PER_ATTEMPT_KINDS } from './fault-config.ts';

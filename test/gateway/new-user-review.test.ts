@@ -141,8 +141,11 @@ describe('max_tokens / max_completion_tokens', () => {
     expect(e.message).toMatch(/'max_tokens' is 8193.*8192/);
     const err2 = await client.chat.completions.create({ model: 'ctx', messages: hello, max_completion_tokens: 9000 }).catch((x: unknown) => x);
     expect(err2).toMatchObject({ code: 'context_length_exceeded', param: 'max_completion_tokens' });
-    // At the limit: routed.
-    expect((await client.chat.completions.create({ model: 'ctx', messages: hello, max_tokens: 8192 })).choices.length).toBe(1);
+    // Prompt estimate plus max_tokens within the largest window: routed (to the 8,192-token route).
+    expect((await client.chat.completions.create({ model: 'ctx', messages: hello, max_tokens: 8000 })).choices.length).toBe(1);
+    // max_tokens alone fits, but not with the prompt: the core's context-window floor refuses it.
+    const err3 = await client.chat.completions.create({ model: 'ctx', messages: hello, max_tokens: 8192 }).catch((x: unknown) => x);
+    expect(err3).toMatchObject({ status: 400, code: 'context_length_exceeded' });
     // A route without context_length: the gateway does not guess.
     expect((await client.chat.completions.create({ model: 'open', messages: hello, max_tokens: 100_000 })).choices.length).toBe(1);
   }, 30_000);

@@ -1,5 +1,5 @@
 /** Outcome fixtures shared by the health tests. */
-import type { HttpErrorClass, Outcome } from '../../../core/lifecycle/outcome.ts';
+import type { HttpErrorClass, Outcome } from '../../../core/index.ts';
 
 function http(status: number, errorClass: HttpErrorClass): Outcome {
   return { kind: 'http_status', status, errorClass, retryAfterMs: null };

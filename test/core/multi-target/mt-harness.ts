@@ -45,7 +45,7 @@ export const s503: Outcome = { kind: 'http_status', status: 503, errorClass: 'se
 export const s500: Outcome = { kind: 'http_status', status: 500, errorClass: 'server_error', retryAfterMs: null };
 export const s429: Outcome = { kind: 'http_status', status: 429, errorClass: 'rate_limited', retryAfterMs: null };
 export const s400: Outcome = { kind: 'http_status', status: 400, errorClass: 'client_error', retryAfterMs: null };
-export const s408: Outcome = { kind: 'http_status', status: 408, errorClass: 'client_error', retryAfterMs: null };
+export const s408: Outcome = { kind: 'http_status', status: 408, errorClass: 'request_timeout', retryAfterMs: null };
 export const reset: Outcome = { kind: 'transport', cause: 'reset' };
 
 export function mreq(over: Partial<RouteRequest> = {}): RouteRequest {

@@ -167,7 +167,7 @@ describe('retry policy', () => {
     expect(classifyFailure({ kind: 'client_gone' }, rules)).toBe('terminal');
     expect(() => classifyFailure({ kind: 'ok' }, rules)).toThrow();
   });
-  it('backoff grows exponentially with equal jitter, is capped, and honours Retry-After up to the cap', () => {
+  it('backoff grows exponentially with equal jitter, is capped, and honours Retry-After in full', () => {
     fc.assert(
       fc.property(fc.integer({ min: 1, max: 12 }), fc.integer(), (retry, seed) => {
         const d = backoffMs(retry, 200, 5_000, null, seeded(seed));
@@ -176,7 +176,11 @@ describe('retry policy', () => {
       }),
     );
     expect(backoffMs(1, 200, 5_000, 3_000, seeded(1))).toBe(3_000);
-    expect(backoffMs(1, 200, 5_000, 60_000, seeded(1))).toBe(5_000);
+    expect(backoffMs(1, 200, 5_000, 60_000, seeded(1))).toBe(60_000);
+    expect(backoffMs(3, 200, 5_000, null, seeded(1), 'none')).toBe(800);
+    const full = backoffMs(3, 200, 5_000, null, seeded(1), 'full');
+    expect(full).toBeGreaterThanOrEqual(0);
+    expect(full).toBeLessThanOrEqual(800);
   });
 });
 
