@@ -12,6 +12,7 @@
  * | `prefill_elephant_tokens`         | `ROUTING_PREFILL_ELEPHANT_TOKENS` | 200 000 | `prefillElephantTokens`       |
  * | `prefill_elephant_limit`          | `ROUTING_PREFILL_ELEPHANT_LIMIT`  | 1       | `prefillElephantLimit`        |
  * | `prefill_affinity_ceiling`        | `ROUTING_PREFILL_AFFINITY_CEILING`| 150 000 | `prefillAffinityCeilingTokens`|
+ * | `prefill_affinity_exclude_own`    | `ROUTING_PREFILL_AFFINITY_EXCLUDE_OWN` | false | `prefillAffinityExcludeOwn` |
  * | `prefill_hint_ttl_sec`            | `ROUTING_PREFILL_HINT_TTL_SEC`    | 1 200   | `prefillHintTtlSec`           |
  * | `affinity_enabled`                | `ROUTING_AFFINITY_ENABLED`        | true    | `affinityEnabled`             |
  * | `affinity_max_age_sec`            | `ROUTING_AFFINITY_MAX_AGE_SEC`    | 86 400  | `affinityMaxAgeSec`           |
@@ -37,6 +38,12 @@
  * output, request bounds a non-streaming attempt, stream idle bounds the gap between chunks of a
  * stream (armed only once the driver reports `chunk` events), overall bounds the whole life.
  *
+ * `prefill_affinity_exclude_own` is Switchyard's extension, off by default: with it, the tokens
+ * of the caller's own requests still in prefill on its pinned endpoint do not count towards the
+ * affinity ceiling. Seed 000 measures the endpoint's whole backlog; on the Mooncake reference
+ * slice of `bench/` the exemption let heavy callers pile onto their pinned replica and doubled
+ * the `fixed` strategy's TTFT p99, so the spec's rule stays the default.
+ *
  * The first eight come from seed 000 ("prefill 感知的选路", "会话亲和"); the spec fixes the
  * affinity TTL (300 s) and sweep threshold (1 000) as constants — Switchyard exposes them so an
  * experiment can sweep them, with the spec's values as defaults.
@@ -59,6 +66,9 @@ export interface RoutingSettings {
   /** A pinned endpoint whose prefill backlog exceeds this many tokens is bypassed and the pin
    *  moves. Integer ≥ 0. Default 150 000. */
   readonly prefillAffinityCeilingTokens: number;
+  /** Leave the caller's own requests still in prefill out of the backlog the ceiling compares
+   *  (Switchyard's extension; seed 000 counts the whole backlog). Default false. */
+  readonly prefillAffinityExcludeOwn: boolean;
   /** How long a (caller, endpoint) prompt-size hint is trusted, seconds ≥ 0 (0 = no hints). Default 1 200. */
   readonly prefillHintTtlSec: number;
   /** Session affinity in the `fixed` router. Default true. */
@@ -104,6 +114,7 @@ export const DEFAULT_ROUTING_SETTINGS: Readonly<RoutingSettings> = Object.freeze
   prefillElephantTokens: 200_000,
   prefillElephantLimit: 1,
   prefillAffinityCeilingTokens: 150_000,
+  prefillAffinityExcludeOwn: false,
   prefillHintTtlSec: 1_200,
   affinityEnabled: true,
   affinityMaxAgeSec: 86_400,
@@ -132,6 +143,7 @@ export const RoutingSettingsSchema = z
     prefill_elephant_tokens: tokens(1).optional(),
     prefill_elephant_limit: tokens(1).optional(),
     prefill_affinity_ceiling: tokens(0).optional(),
+    prefill_affinity_exclude_own: z.boolean().optional(),
     prefill_hint_ttl_sec: z.number().nonnegative().optional(),
     affinity_enabled: z.boolean().optional(),
     affinity_max_age_sec: z.number().nonnegative().optional(),
@@ -160,6 +172,7 @@ const FIELD_OF: Readonly<Record<SnakeKey, keyof RoutingSettings>> = {
   prefill_elephant_tokens: 'prefillElephantTokens',
   prefill_elephant_limit: 'prefillElephantLimit',
   prefill_affinity_ceiling: 'prefillAffinityCeilingTokens',
+  prefill_affinity_exclude_own: 'prefillAffinityExcludeOwn',
   prefill_hint_ttl_sec: 'prefillHintTtlSec',
   affinity_enabled: 'affinityEnabled',
   affinity_max_age_sec: 'affinityMaxAgeSec',
@@ -178,7 +191,7 @@ const FIELD_OF: Readonly<Record<SnakeKey, keyof RoutingSettings>> = {
   timeout_overall_sec: 'overallDeadlineSec',
 };
 const SNAKE_KEYS = Object.keys(FIELD_OF) as SnakeKey[];
-const BOOLEAN_KEYS: ReadonlySet<SnakeKey> = new Set(['prefill_aware_enabled', 'affinity_enabled', 'upstream_concurrency_enabled']);
+const BOOLEAN_KEYS: ReadonlySet<SnakeKey> = new Set(['prefill_aware_enabled', 'prefill_affinity_exclude_own', 'affinity_enabled', 'upstream_concurrency_enabled']);
 
 /**
  * The environment variable for a snake_case key, e.g. `ROUTING_PREFILL_INTERVENE_TOKENS`;

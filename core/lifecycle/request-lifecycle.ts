@@ -282,7 +282,7 @@ export class RequestLifecycle implements RequestLife {
         if (route === null) {
           this.deps.affinity.dropIfPinnedTo(key, model.id, affinityPin.endpointId); // no longer admissible
           affinityPin = null;
-        } else if (this.deps.prefill.backlogTokens(route.endpointId) - this.deps.prefill.callerBacklogTokens(route.endpointId, this.request.callerId) > this.deps.settings.prefillAffinityCeilingTokens) {
+        } else if (this.affinityBacklogTokens(route.endpointId) > this.deps.settings.prefillAffinityCeilingTokens) {
           bypassed = route.endpointId; // backlogged: draw among the others, re-pin below
         } else {
           const claim = this.health.beginDispatch(route.endpointId, nowMs);
@@ -518,7 +518,7 @@ export class RequestLifecycle implements RequestLife {
   private send(a: LiveAttempt, nowMs: number, out: LifecycleAction[]): void {
     this.disarm(a, 'queue');
     a.phase = 'sent';
-    a.lease = this.deps.prefill.acquire(a.route.endpointId, this.request.callerId, this.request.inputTokens, nowMs, this.affinityKey !== null);
+    a.lease = this.deps.prefill.acquire(a.route.endpointId, this.request.callerId, this.request.inputTokens, nowMs, this.affinityKey !== null && this.deps.settings.prefillAffinityExcludeOwn);
     this.leasesTaken++;
     const s = this.deps.settings;
     const totalAtMs = this.request.stream ? this.overallAtMs : Math.min(this.overallAtMs, nowMs + s.requestTimeoutSec * 1000);
@@ -763,6 +763,16 @@ export class RequestLifecycle implements RequestLife {
     const out: LifecycleAction[] = [];
     this.send(a, nowMs, out);
     return out;
+  }
+
+  /**
+   * The prefill backlog of `endpointId` that the affinity ceiling compares, tokens: the whole
+   * backlog (seed 000), less the caller's own requests still in prefill there when
+   * `prefillAffinityExcludeOwn` is set (their leases are tracked only then).
+   */
+  private affinityBacklogTokens(endpointId: string): number {
+    const all = this.deps.prefill.backlogTokens(endpointId);
+    return this.deps.settings.prefillAffinityExcludeOwn ? all - this.deps.prefill.callerBacklogTokens(endpointId, this.request.callerId) : all;
   }
 
   /** The route of `endpointId` among `modal` if it has weight, is not cooling and its breaker admits now, else null. */

@@ -17,6 +17,7 @@ describe('routing settings', () => {
       prefillElephantTokens: 200_000,
       prefillElephantLimit: 1,
       prefillAffinityCeilingTokens: 150_000,
+      prefillAffinityExcludeOwn: false,
       prefillHintTtlSec: 1_200,
       affinityEnabled: true,
       affinityMaxAgeSec: 86_400,

@@ -315,19 +315,24 @@ describe.each(KINDS)('request life contract: $name', (kind) => {
     expect(d.sentTo).toEqual([kind.ep('a'), kind.ep('b')]);
   });
 
-  it.skipIf(kind.name === 'alias')('session affinity: a caller’s own prefill does not count against its own ceiling', () => {
-    // Multi-target aliases have no session affinity (seed 003 has none).
-    const core = new RoutingCore(parseModelsConfig({ models: [{ id: 'm', router: 'fixed', route: [route({ name: 'a' }), route({ name: 'b' })] }] }), { settings: { prefill_affinity_ceiling: 1_000 } });
-    const first = new Drive(core, mreq({ callerId: 'key:1', inputTokens: 5_000 }));
-    const pinned = first.last.endpointId;
-    first.succeed();
-    const big = new Drive(core, mreq({ callerId: 'key:1', inputTokens: 12_000 })); // 7,000 beyond its cached prefix
-    expect(big.last.endpointId).toBe(pinned);
-    // While its own 7,000-token prefill runs there, the same caller's next turn stays pinned.
-    expect(core.prefill.backlogTokens(pinned)).toBeGreaterThan(1_000);
-    const again = new Drive(core, mreq({ callerId: 'key:1', inputTokens: 10 }));
-    again.succeed();
-    expect(again.done?.metadata).toMatchObject({ endpointId: pinned, reason: 'affinity' });
-    big.succeed();
-  });
+  for (const excludeOwn of [false, true]) {
+    it.skipIf(kind.name === 'alias')(`session affinity: a caller’s own prefill ${excludeOwn ? 'does not count (prefill_affinity_exclude_own)' : 'counts against its ceiling (seed 000, the default)'}`, () => {
+      // Multi-target aliases have no session affinity (seed 003 has none).
+      const settings = { prefill_affinity_ceiling: 1_000, ...(excludeOwn ? { prefill_affinity_exclude_own: true } : {}) };
+      const core = new RoutingCore(parseModelsConfig({ models: [{ id: 'm', router: 'fixed', route: [route({ name: 'a' }), route({ name: 'b' })] }] }), { settings });
+      const first = new Drive(core, mreq({ callerId: 'key:1', inputTokens: 5_000 }));
+      const pinned = first.last.endpointId;
+      first.succeed();
+      const big = new Drive(core, mreq({ callerId: 'key:1', inputTokens: 12_000 })); // 7,000 beyond its cached prefix
+      expect(big.last.endpointId).toBe(pinned);
+      expect(core.prefill.backlogTokens(pinned)).toBeGreaterThan(1_000);
+      // While its own 7,000-token prefill runs there, the same caller's next turn stays pinned
+      // only when its own backlog is exempt; by default it is moved like anyone else's.
+      const again = new Drive(core, mreq({ callerId: 'key:1', inputTokens: 10 }));
+      again.succeed();
+      if (excludeOwn) expect(again.done?.metadata).toMatchObject({ endpointId: pinned, reason: 'affinity' });
+      else expect(again.done?.metadata?.endpointId).not.toBe(pinned);
+      big.succeed();
+    });
+  }
 });
