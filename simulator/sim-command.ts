@@ -9,10 +9,11 @@
 import { execFileSync } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import { basename, isAbsolute, relative } from 'node:path';
-import { parseArgs } from 'node:util';
 import { randomUUID } from 'node:crypto';
 import cliProgress from 'cli-progress';
 import { UsageError, type CliCommand } from '../bin/command.ts';
+import { parseRunArgs } from './run-args.ts';
+import { cellSummaryOptions } from './sweep/cell-runner.ts';
 import { readTrace } from '../traces/arrow-trace.ts';
 import { describeReplicas } from './engine/replica-config.ts';
 import { experimentOutputPath, loadExperiment, resolveProviders, type Experiment } from './experiment.ts';
@@ -200,14 +201,7 @@ export async function runExperiment(file: string, opts: SimOptions = {}): Promis
         await store.appendAttempts(res.attempts);
         await store.appendTimeseries(res.samples);
         await store.appendEvents(res.events);
-        const s = await store.computeSummary(cell.runId, cell.run.label, {
-          sloTtftMs: cell.experiment.slo.ttft_ms,
-          sloTpotMs: cell.experiment.slo.tpot_ms,
-          durationMs: Math.max(1, res.durationMs),
-          fixedCostUsd: res.costs.fixedUsd,
-          gpuHours: res.costs.gpuHours,
-          gpuCostUsd: res.costs.gpuUsd,
-        });
+        const s = await store.computeSummary(cell.runId, cell.run.label, cellSummaryOptions(cell, res));
         summaries.push(s);
         if (shard) await exportRunParquet((sql) => store.query(sql), output, cell.runId);
         if (!showProgress) {
@@ -300,59 +294,18 @@ options:
                   SLURM_ARRAY_TASK_COUNT (Slurm job array)
   --shard-count N number of shards for --shard env (a Job's spec.completions)`;
 
-/**
- * Rewrites `--seed -1` as `--seed=-1`: node's parseArgs reads a value starting with '-' after a
- * string option as ambiguous, and a negative seed is a valid seed.
- */
-function joinNegativeValues(args: readonly string[]): string[] {
-  const out: string[] = [];
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i]!;
-    const next = args[i + 1];
-    if ((a === '--seed' || a === '--jobs') && next !== undefined && /^-\d/.test(next)) {
-      out.push(`${a}=${next}`);
-      i++;
-    } else out.push(a);
-  }
-  return out;
-}
-
 /** The `sim` command: `switchyard sim <experiment.yaml> [--seed N] [--output FILE] [--jobs N] [--no-progress]`. */
 export const simCommand: CliCommand = {
   name: 'sim',
   summary: 'replay a trace through the routing strategies (and sweep grid) of an experiment; results in DuckDB',
   usage: SIM_USAGE,
   async run(args) {
-    let parsed;
-    try {
-      parsed = parseArgs({
-        args: joinNegativeValues(args),
-        allowPositionals: true,
-        options: { seed: { type: 'string' }, output: { type: 'string' }, jobs: { type: 'string' }, 'no-progress': { type: 'boolean' }, shard: { type: 'string' }, 'shard-count': { type: 'string' } },
-      });
-    } catch (err) {
-      // parseArgs' own mistakes (unknown option, missing value) are usage errors.
-      if ((err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) throw new UsageError((err as Error).message);
-      throw err;
-    }
-    const { values, positionals } = parsed;
-    const file = positionals[0];
-    if (!file || positionals.length > 1) throw new UsageError('sim takes exactly one experiment file');
-    let seed: number | undefined;
-    if (values.seed !== undefined) {
-      seed = Number(values.seed);
-      if (!Number.isInteger(seed)) throw new UsageError(`--seed must be an integer, got '${values.seed}'`);
-    }
-    let jobs: number | undefined;
-    if (values.jobs !== undefined) {
-      jobs = Number(values.jobs);
-      if (!Number.isInteger(jobs) || jobs < 1) throw new UsageError(`--jobs must be an integer ≥ 1, got '${values.jobs}'`);
-    }
+    const { file, seed, jobs, values } = parseRunArgs('sim', args, { shard: { type: 'string' }, 'shard-count': { type: 'string' } });
     if (values['shard-count'] !== undefined && values.shard === undefined) throw new UsageError('--shard-count goes with --shard env');
     let shard: Shard | undefined;
     if (values.shard !== undefined) {
       try {
-        shard = resolveShard(values.shard, values['shard-count'], process.env);
+        shard = resolveShard(values.shard as string, values['shard-count'] as string | undefined, process.env);
       } catch (err) {
         throw new UsageError((err as Error).message);
       }
@@ -361,8 +314,8 @@ export const simCommand: CliCommand = {
       ...(shard && { shard }),
       ...(seed !== undefined && { seed }),
       ...(jobs !== undefined && { jobs }),
-      ...(values.output !== undefined && { output: values.output }),
-      ...(values['no-progress'] && { progress: false }),
+      ...(typeof values.output === 'string' && { output: values.output }),
+      ...(values['no-progress'] === true && { progress: false }),
     });
     return 0;
   },

@@ -15,12 +15,12 @@
  */
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { parseArgs } from 'node:util';
 import cliProgress from 'cli-progress';
-import { UsageError, type CliCommand } from '../../bin/command.ts';
+import type { CliCommand } from '../../bin/command.ts';
 import { experimentOutputPath, loadExperiment, runLabel } from '../experiment.ts';
 import { checkResultsOutput, checkTraceFiles, traceNotFound, validateCellRouting } from '../preflight.ts';
 import { ResultsStore } from '../results/results-store.ts';
+import { parseRunArgs } from '../run-args.ts';
 import { TraceCache } from '../sweep/cell-runner.ts';
 import { expandGrid } from '../sweep/grid.ts';
 import { roundRate, searchMaxRate, searchMinCount, type SearchProbe } from './capacity-search.ts';
@@ -328,31 +328,12 @@ export const planCommand: CliCommand = {
   summary: 'capacity planner: max rate, fewest replicas and cheapest offload settings that hold an SLO, with intervals',
   usage: PLAN_USAGE,
   async run(args) {
-    let parsed;
-    try {
-      parsed = parseArgs({ args, allowPositionals: true, options: { seed: { type: 'string' }, output: { type: 'string' }, jobs: { type: 'string' }, 'no-progress': { type: 'boolean' } } });
-    } catch (err) {
-      if ((err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) throw new UsageError((err as Error).message);
-      throw err;
-    }
-    const { values, positionals } = parsed;
-    const file = positionals[0];
-    if (!file || positionals.length > 1) throw new UsageError('plan takes exactly one experiment file');
-    let seed: number | undefined;
-    if (values.seed !== undefined) {
-      seed = Number(values.seed);
-      if (!Number.isInteger(seed)) throw new UsageError(`--seed must be an integer, got '${values.seed}'`);
-    }
-    let jobs: number | undefined;
-    if (values.jobs !== undefined) {
-      jobs = Number(values.jobs);
-      if (!Number.isInteger(jobs) || jobs < 1) throw new UsageError(`--jobs must be an integer ≥ 1, got '${values.jobs}'`);
-    }
+    const { file, seed, jobs, values } = parseRunArgs('plan', args);
     await runPlan(file, {
       ...(seed !== undefined && { seed }),
       ...(jobs !== undefined && { jobs }),
-      ...(values.output !== undefined && { output: values.output }),
-      ...(values['no-progress'] && { progress: false }),
+      ...(typeof values.output === 'string' && { output: values.output }),
+      ...(values['no-progress'] === true && { progress: false }),
     });
     return 0;
   },

@@ -12,7 +12,7 @@ import type { Experiment } from '../experiment.ts';
 import type { RunResult } from '../replay.ts';
 import type { ResultsStore } from '../results/results-store.ts';
 import type { SummaryRow } from '../results/result-rows.ts';
-import type { TraceCache } from '../sweep/cell-runner.ts';
+import { cellSummaryOptions, type TraceCache } from '../sweep/cell-runner.ts';
 import { expandGrid, type Cell } from '../sweep/grid.ts';
 import type { AxisValue } from '../sweep/sweep-config.ts';
 import { runCells } from '../sweep/worker-pool.ts';
@@ -188,14 +188,7 @@ export class ProbeRunner {
   private async store(cell: Cell, res: RunResult, wallSeconds: number): Promise<ProbeRun> {
     const { scratch, store, plan } = this.opts;
     await scratch.appendRequests(res.requests);
-    const summary = await scratch.computeSummary(cell.runId, cell.run.label, {
-      sloTtftMs: cell.experiment.slo.ttft_ms,
-      sloTpotMs: cell.experiment.slo.tpot_ms,
-      durationMs: Math.max(1, res.durationMs),
-      fixedCostUsd: res.costs.fixedUsd,
-      gpuHours: res.costs.gpuHours,
-      gpuCostUsd: res.costs.gpuUsd,
-    });
+    const summary = await scratch.computeSummary(cell.runId, cell.run.label, cellSummaryOptions(cell, res));
     await scratch.query('DELETE FROM requests; DELETE FROM summary;');
     await store.addRun({
       runId: cell.runId,

@@ -8,6 +8,7 @@ import type { TraceMeta, TraceRow } from '../../traces/trace-row.ts';
 import { buildReplica, resolveReplicas } from '../engine/replica-config.ts';
 import type { Experiment } from '../experiment.ts';
 import { replayRun, type RunResult } from '../replay.ts';
+import type { SummaryOptions } from '../results/results-store.ts';
 import type { Cell } from './grid.ts';
 
 /** What a finished cell hands back for the results store. */
@@ -76,4 +77,19 @@ export async function runCell(cell: Cell, cache: TraceCache, onProgress?: (done:
     e.message = `run ${cell.runId}: ${e.message}`;
     throw e;
   }
+}
+
+/**
+ * What `ResultsStore.computeSummary` needs for a cell's run besides its rows: the cell's SLOs
+ * (ms), the run's virtual duration (ms, at least 1) and its costs (USD, GPU-hours).
+ */
+export function cellSummaryOptions(cell: Cell, res: Pick<RunResult, 'durationMs' | 'costs'>): SummaryOptions {
+  return {
+    sloTtftMs: cell.experiment.slo.ttft_ms,
+    sloTpotMs: cell.experiment.slo.tpot_ms,
+    durationMs: Math.max(1, res.durationMs),
+    fixedCostUsd: res.costs.fixedUsd,
+    gpuHours: res.costs.gpuHours,
+    gpuCostUsd: res.costs.gpuUsd,
+  };
 }
