@@ -34,7 +34,7 @@ Convert a public request trace into a Switchyard Arrow trace file (schema: trace
   <dst>     Arrow IPC file to write (overwritten; missing folders are created)
 
 Example:
-  switchyard trace import mooncake ../shared/traces/mooncake-fast25/conversation_trace.jsonl traces/mooncake/conversation.arrow`;
+  switchyard trace import mooncake traces/samples/mooncake-fast25/conversation_trace.head-300.jsonl /tmp/conv.arrow`;
 
 /**
  * Converts `src` (in `format`) to the Arrow trace `dst`, creating `dst`'s folder if needed.

@@ -187,7 +187,7 @@ export async function importGeneric(format: GenericFormat, src: string, dst: str
   }
   const need = (row: SourceRow, field: MapField): unknown => {
     const col = map[field]!;
-    if (!row.has(col)) throw rowError(src, row, col, `missing (mapped to ${field})`);
+    if (!row.has(col)) throw rowError(src, row, col, `missing (mapped to ${field}; name the right column with --map ${field}=COLUMN)`);
     return row.get(col);
   };
   const optional = (row: SourceRow, field: MapField): unknown => {
