@@ -16,7 +16,7 @@
  * others) and moved to the new choice. Every fresh primary choice is pinned. A failure on the
  * pinned endpoint drops the pin (cancellation and client disconnects are not its failures).
  *
- * The full life (issue #6; seed 000 "出站并发", "排队等待卸载", "引擎等待", "引擎队列上限",
+ * The full life (seed 000 "出站并发", "排队等待卸载", "引擎等待", "引擎队列上限",
  * "最大卸载输入"): an attempt is first *queued* for an outbound slot (non-local routes, adaptive
  * limiter per provider key) or an engine-hold place (local engines of a model with an
  * `engine_queue_limit`), then *sent* (`dispatch`), then waits for its first output and token.

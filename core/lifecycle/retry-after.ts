@@ -3,7 +3,7 @@
  * per-endpoint not-before times it sets. Header parsing lives here, pure, so both drivers share
  * it: they call `parseRetryAfterMs` on a 429/503 and put the result on the Outcome's
  * `retryAfterMs`. The lifecycle then records `nowMs + retryAfterMs` as the endpoint's not-before
- * time and skips the endpoint until then (issue #6 item 4).
+ * time and skips the endpoint until then.
  */
 
 /**

@@ -68,7 +68,7 @@ export type LifecycleEvent =
   /** First bytes of the upstream response (headers or a non-token SSE event). */
   | { kind: 'first_output'; attemptId: number }
   /**
-   * First content or tool-call delta: the commit point of a stream (issue #6 item 3). Role-only
+   * First content or tool-call delta: the commit point of a stream. Role-only
    * or empty deltas and keep-alive comments are `first_output`, held back by the driver.
    */
   | { kind: 'first_token'; attemptId: number }

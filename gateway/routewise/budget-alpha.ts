@@ -1,5 +1,5 @@
 /**
- * The per-request budget override of RouteWise (issue #13): `x-switchyard-budget-alpha: <α>`
+ * The per-request budget override of RouteWise: `x-switchyard-budget-alpha: <α>`
  * with α a number in [0, 1] replaces the model's `budget_alpha` for that one request
  * (B = c_min + α·(c_max − c_min); 0 = cheapest, 1 = no cost limit).
  *

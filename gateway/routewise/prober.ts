@@ -1,5 +1,5 @@
 /**
- * The gateway's driver of RouteWise's idle-route prober (issue #13: "an optional prober
+ * The gateway's driver of RouteWise's idle-route prober ("an optional prober
  * (gateway: 1-token requests to routes idle ≥ 900 s, every 300 s, one probe per process at a
  * time)"). The planner decides (`RouteWisePlanner.probeDue` / `recordProbe`, `ProbeScheduler` in
  * core/strategies/routewise/cold-start.ts); this module owns the timer and the socket:

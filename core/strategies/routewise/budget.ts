@@ -1,5 +1,5 @@
 /**
- * The per-request cost budget (issue #13 item 2; RouteWise paper §4): B = c_min + α·(c_max − c_min)
+ * The per-request cost budget (RouteWise paper §4): B = c_min + α·(c_max − c_min)
  * over the effective costs of the routes eligible for this request. α = 0 asks for the cheapest
  * route's cost, α = 1 puts no cost limit on the choice; in between the budget interpolates, so it
  * follows the request's size and the routes' current prices instead of being a fixed dollar cap.

@@ -1,5 +1,5 @@
 /**
- * Cold start (issue #13 item 9; seed 000 "RouteWise": without measurements RouteWise cannot tell
+ * Cold start (seed 000 "RouteWise": without measurements RouteWise cannot tell
  * which route is faster, so it would send everything to the cheapest and never measure the rest).
  *
  * - Exploration: the cheapest unprofiled route gets probability

@@ -1,5 +1,5 @@
 /**
- * The cost envelope (L, U) that prices quota routes (issue #13 item 7; seed 000 "RouteWise",
+ * The cost envelope (L, U) that prices quota routes (seed 000 "RouteWise",
  * cold start; RouteWise paper §4): the low and high quantiles (P10 / P90 by default) of what
  * recent requests would have cost on the cheapest on-demand route ("API-equivalent cost"), over a
  * rolling window (24 h by default). A quota route's shadow price ψ(z) = L·(U/L)^z moves inside it.
@@ -32,7 +32,7 @@ export interface CostEnvelopeOptions {
   readonly maxSamples?: number;
 }
 
-/** The floor applied when L ≤ 0 or L ≥ U: L := U·ENVELOPE_FLOOR_RATIO (issue #13 item 7). */
+/** The floor applied when L ≤ 0 or L ≥ U: L := U·ENVELOPE_FLOOR_RATIO. */
 export const ENVELOPE_FLOOR_RATIO = 1e-3;
 
 /** L := U·1e-3 when L ≤ 0 or L ≥ U; otherwise (L, U) unchanged. */

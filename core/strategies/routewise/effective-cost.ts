@@ -1,5 +1,5 @@
 /**
- * Effective cost of one request on one route, in USD (issue #13 item 1; seed 000 "RouteWise";
+ * Effective cost of one request on one route, in USD (seed 000 "RouteWise";
  * RouteWise paper §4, EuroSys '27). Three provider types price differently:
  * - on-demand APIs bill tokens: (p_in·(n_in − n_cached) + p_cached·n_cached + p_out·L̂) / 1e6, with
  *   prices in USD per 1M tokens and L̂ the predicted output length;
@@ -22,7 +22,7 @@ export interface TokenPricing {
 
 /**
  * The highest used fraction ψ is evaluated at: at z = 1 the quota is exhausted and the route is
- * excluded; just below it the price is (almost) U rather than jumping (issue #13 item 1).
+ * excluded; just below it the price is (almost) U rather than jumping.
  */
 export const QUOTA_Z_CAP = 0.9999;
 

@@ -1,5 +1,5 @@
 /**
- * Latest-safe hedging (issue #13 item 5; RouteWise paper §5): when to send one backup attempt for
+ * Latest-safe hedging (RouteWise paper §5): when to send one backup attempt for
  * a request whose primary has not answered yet, and where.
  *
  * With TTFT SLO S, checkpoints t run from 0.25·S to 0.90·S every 0.025·S (27 points for the

@@ -1,5 +1,5 @@
 /**
- * The exact budgeted-latency LP of RouteWise (issue #13 item 3; RouteWise paper §4):
+ * The exact budgeted-latency LP of RouteWise (RouteWise paper §4):
  *
  *   minimise Σ π_j·T̄_j   subject to   Σ π_j·c_j ≤ B,   Σ π_j = 1,   π ≥ 0
  *

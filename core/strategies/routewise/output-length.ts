@@ -1,5 +1,5 @@
 /**
- * Predicted output length L̂ for pricing on-demand routes (issue #13 item 6; RouteWise paper §4).
+ * Predicted output length L̂ for pricing on-demand routes (RouteWise paper §4).
  * Output length loosely follows prompt size, so completed requests are averaged per
  * ⌊log2(input tokens)⌋ bucket. The prediction cascades: the caller's own estimate when it gives
  * one; else the request's bucket mean once the bucket has `bucketMinSamples`; else the global mean
@@ -7,7 +7,7 @@
  * cumulative (no window): output-length habits drift slowly, and every sample is O(1).
  */
 
-/** Options of the predictor (defaults from issue #13). */
+/** Options of the predictor (RouteWise's defaults). */
 export interface OutputLengthOptions {
   readonly bucketMinSamples: number;
   readonly globalMinSamples: number;

@@ -1,6 +1,6 @@
 /**
  * Every `router_params` key of `router: routewise`, in one strict zod schema with defaults
- * (issue #13 item 10; seed 000 "RouteWise": the per-model keys are algorithm parameters only —
+ * (seed 000 "RouteWise": the per-model keys are algorithm parameters only —
  * budget interpolation, hedging mode, latency SLO and window, cost-envelope quantiles / window /
  * minimum samples, the output-length predictor and the prefix-cache switch). Resource semantics
  * (provider type, prices, quota, concurrency, pools) live on the route entries; naming one of

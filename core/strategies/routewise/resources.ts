@@ -1,5 +1,5 @@
 /**
- * Quota and concurrency resources of subscription routes (issue #13 item 8; seed 000
+ * Quota and concurrency resources of subscription routes (seed 000
  * "RouteWise": `provider_type`, `quota`, `concurrency`, `quota_pool`, `concurrency_pool`, and the
  * process-local reservations that make them stateful).
  *

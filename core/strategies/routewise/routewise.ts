@@ -1,6 +1,6 @@
 /**
  * `routewise`: minimise mean time-to-first-token under an expected-cost budget across on-demand
- * APIs, quota subscriptions and concurrency subscriptions (issue #13; seed 000 "RouteWise";
+ * APIs, quota subscriptions and concurrency subscriptions (seed 000 "RouteWise";
  * RouteWise: Latency–Cost Optimization for Multi-Provider LLM Routing, EuroSys '27).
  *
  * One decision, given the admitted candidates of a request:
