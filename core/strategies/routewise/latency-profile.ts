@@ -1,5 +1,6 @@
 /**
- * One route's time-to-first-token profile over a causal rolling window (RouteWise paper §4–5): the mean T̄ the LP minimises and the distribution F hedging reads.
+ * One route's time-to-first-token profile over a causal rolling window (RouteWise paper §4–5):
+ * the mean T̄ the LP minimises and the distribution F hedging reads.
  *
  * Three kinds of observation enter the window, each stamped with the time it was observed:
  * - a success: the first token came after `ttftMs`;
