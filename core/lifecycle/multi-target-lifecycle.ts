@@ -53,6 +53,7 @@ import type { ResolvedMultiTarget, ResolvedTarget } from '../multi-target/multi-
 import { selectCandidates } from '../multi-target/candidates.ts';
 import { backoffMs, classifyFailure } from '../multi-target/retry-policy.ts';
 import { contextNeedTokens, fitsWindow, noWindowFitsMessage, refusalFloorTokens } from '../request/candidates/context-floor.ts';
+import { idleDeadlineFired, recordStreamChunk, type StreamIdleState } from '../request/policy/stream-idle.ts';
 
 /** Process-wide state a multi-target life uses, owned by `RoutingCore`. */
 export interface MultiTargetDeps {
@@ -67,7 +68,7 @@ export interface MultiTargetDeps {
   readonly retryAfter: RetryAfterTable;
 }
 
-interface LiveAttempt {
+interface LiveAttempt extends StreamIdleState {
   readonly attemptId: number;
   readonly target: ResolvedTarget;
   readonly startMs: number;
@@ -79,8 +80,6 @@ interface LiveAttempt {
   /** Whether this attempt is a same-target retry (it costs no fallback budget). */
   readonly retry: boolean;
   gotOutput: boolean;
-  lastChunkAtMs: number;
-  idleArmed: boolean;
 }
 
 type DeadlineKind = 'overall' | 'backoff' | 'queue' | 'headers' | 'idle';
@@ -285,10 +284,8 @@ export class MultiTargetLifecycle implements RequestLife {
       case 'chunk': {
         const a = this.liveAttempt(event.attemptId);
         if (!a || a.phase !== 'sent') return [];
-        a.lastChunkAtMs = nowMs;
-        if (a.idleArmed) return [];
-        a.idleArmed = true;
-        return [this.arm('idle', a.attemptId, nowMs + this.deps.settings.streamIdleTimeoutSec * 1000)];
+        const atMs = recordStreamChunk(a, nowMs, this.deps.settings.streamIdleTimeoutSec);
+        return atMs === null ? [] : [this.arm('idle', a.attemptId, atMs)];
       }
       case 'finished': {
         const a = this.liveAttempt(event.attemptId);
@@ -366,8 +363,8 @@ export class MultiTargetLifecycle implements RequestLife {
       case 'idle': {
         const a = this.liveAttempt(d.attemptId);
         if (!a || a.phase !== 'sent') return [];
-        const due = a.lastChunkAtMs + this.deps.settings.streamIdleTimeoutSec * 1000;
-        if (due > nowMs) return [this.arm('idle', a.attemptId, due)]; // chunks came since: re-arm lazily
+        const rearmAtMs = idleDeadlineFired(a, nowMs, this.deps.settings.streamIdleTimeoutSec);
+        if (rearmAtMs !== null) return [this.arm('idle', a.attemptId, rearmAtMs)]; // chunks came since
         return [{ kind: 'cancel', attemptId: a.attemptId }, ...this.onFailure(a, TIMEOUT, nowMs)];
       }
     }

@@ -63,6 +63,7 @@ import { EngineHold } from '../outbound/engine-hold.ts';
 import type { SlotTicket } from '../outbound/slot-pool.ts';
 import { RetryAfterTable } from './retry-after.ts';
 import type { OffloadPolicy } from '../offload/offload-policy.ts';
+import { idleDeadlineFired, recordStreamChunk, type StreamIdleState } from '../request/policy/stream-idle.ts';
 
 /** The process-wide state a life works with, owned by `RoutingCore`. */
 export interface LifecycleDeps {
@@ -116,7 +117,7 @@ type DeadlineKind = 'overall' | 'queue' | 'headers' | 'total' | 'idle' | 'engine
 const KIND_CODE: Readonly<Record<DeadlineKind, number>> = { overall: 1, queue: 2, headers: 3, total: 4, idle: 5, engine_wait: 6, hedge: 7 };
 const KIND_OF: readonly DeadlineKind[] = ['overall', 'overall', 'queue', 'headers', 'total', 'idle', 'engine_wait', 'hedge'];
 
-interface LiveAttempt {
+interface LiveAttempt extends StreamIdleState {
   readonly attemptId: number;
   readonly route: ResolvedRoute;
   /** Null when the attempt bypassed admission (explicit pin). */
@@ -130,8 +131,6 @@ interface LiveAttempt {
   /** Held from dispatch until the first token or the attempt's end; then null. */
   lease: PrefillLease | null;
   gotOutput: boolean;
-  lastChunkAtMs: number;
-  idleArmed: boolean;
 }
 
 const NEUTRAL: Outcome = { kind: 'cancelled' };
@@ -412,10 +411,8 @@ export class RequestLifecycle implements RequestLife {
       case 'chunk': {
         const a = this.liveAttempt(event.attemptId);
         if (!a || a.phase !== 'sent') return [];
-        a.lastChunkAtMs = nowMs;
-        if (a.idleArmed) return [];
-        a.idleArmed = true;
-        return [this.arm('idle', a.attemptId, nowMs + this.deps.settings.streamIdleTimeoutSec * 1000)];
+        const atMs = recordStreamChunk(a, nowMs, this.deps.settings.streamIdleTimeoutSec);
+        return atMs === null ? [] : [this.arm('idle', a.attemptId, atMs)];
       }
       case 'finished': {
         const a = this.liveAttempt(event.attemptId);
@@ -614,8 +611,8 @@ export class RequestLifecycle implements RequestLife {
       case 'total':
         return this.stalled(a, nowMs);
       case 'idle': {
-        const due = a.lastChunkAtMs + this.deps.settings.streamIdleTimeoutSec * 1000;
-        if (due > nowMs) return [this.arm('idle', a.attemptId, due)]; // chunks came since: re-arm lazily
+        const rearmAtMs = idleDeadlineFired(a, nowMs, this.deps.settings.streamIdleTimeoutSec);
+        if (rearmAtMs !== null) return [this.arm('idle', a.attemptId, rearmAtMs)]; // chunks came since
         return this.stalled(a, nowMs);
       }
     }
