@@ -54,9 +54,9 @@ export const RequestLogSchema = z
     buffer_rows: z.number().int().positive().default(50_000),
     /**
      * Rows per hand-over to the writer thread. Small and frequent hand-overs keep rows from
-     * outliving the young generation (measured: peak RSS 268 -> 218 MB over 120k requests at
-     * 1,000-row / 500 ms hand-overs vs 200 / 100 ms); the writer commits per 1,000 rows or
-     * 500 ms on its side.
+     * outliving the young generation, so they are never promoted to the old one (peak RSS is
+     * lower; `bench/request-log.bench.ts` measures the per-row costs); the writer commits per
+     * 1,000 rows or 500 ms on its side.
      */
     batch_rows: z.number().int().positive().default(256),
     /** Longest wait of a row before it is handed over, ms (its commit follows within 500 ms). */
