@@ -303,6 +303,11 @@ export class RoutingCore {
    * steps each `life` with its `event` (applying the actions as usual); repeat until empty.
    * A driver that never calls it still works: a granted waiter is sent at its give-up deadline.
    */
+  /** Whether granted slots wait for `drainWakeups` (a check that allocates nothing). */
+  get hasWakeups(): boolean {
+    return this.wakeups.length > 0;
+  }
+
   drainWakeups(): Array<{ life: RequestLife; event: LifecycleEvent }> {
     const out: Array<{ life: RequestLife; event: LifecycleEvent }> = [];
     for (const t of this.wakeups.splice(0)) {

@@ -21,7 +21,7 @@ import type { TraceRow } from '../traces/trace-row.ts';
 import { apiServerTerm, firstTokenDelayMs, streamDelayMs } from './engine/api-server.ts';
 import type { EngineEvent, EngineModel } from './engine/engine-model.ts';
 import { EngineEndpoint } from './engine-endpoint.ts';
-import { EventQueue } from './event-queue.ts';
+import { EventQueue, Popped } from './event-queue.ts';
 import { healthOptions, resolveProviders, runLabel, type Experiment } from './experiment.ts';
 import { faultParams } from './faults/fault-config.ts';
 import { FaultPlan, type AttemptFaultEffect } from './faults/fault-plan.ts';
@@ -70,10 +70,16 @@ export interface ReplayOptions {
   onProgress?: (done: number, total: number) => void;
 }
 
+/** FIFO lanes of the event queue: events scheduled at a fixed offset from now arrive in order. */
+const LANE_FIRST_TOKEN_DEADLINE = 0;
+const LANE_TOTAL_DEADLINE = 1;
+const LANE_LIFE_DEADLINE = 2;
+const LANE_CLIENT_TIMEOUT = 3;
+const LANES = 4;
+
+/** Heap and lane events; arrivals and engine step ends have their own sources in the queue. */
 type SimEvent =
-  | { k: 'arrival'; req: number }
   | { k: 'retry'; req: number; tryNo: number }
-  | { k: 'step'; ep: number; gen: number }
   | { k: 'att_fail'; gid: number; outcome: Outcome }
   | { k: 'att_first'; gid: number }
   | { k: 'att_finish'; gid: number }
@@ -275,7 +281,8 @@ export function replayRun(opts: ReplayOptions): RunResult {
   /** The replicas' API server delays what their engines produce (all 0 unless configured). */
   const apiServer = apiServerTerm(exp.replicas.api_server);
 
-  const q = new EventQueue<SimEvent>();
+  // One timer per endpoint: a replica's next step end (re-armed when it moves, disarmed on a crash).
+  const q = new EventQueue<SimEvent>(LANES, endpoints.length);
   const reqs: (ReqState | null)[] = new Array(rows.length).fill(null);
   const ended = new Uint8Array(rows.length);
   const atts: Attempt[] = [];
@@ -302,7 +309,9 @@ export function replayRun(opts: ReplayOptions): RunResult {
 
   // Fault edges first, so a window [from, to) covers arrivals at from_ms and not at to_ms.
   if (faults) for (const e of faults.edges) q.push(e.atMs, { k: 'fault_edge', fault: e.fault, start: e.start });
-  for (let i = 0; i < rows.length; i++) q.push(arrivalOf(i), { k: 'arrival', req: i });
+  const arrivalsMs = new Float64Array(rows.length);
+  for (let i = 0; i < rows.length; i++) arrivalsMs[i] = arrivalOf(i);
+  q.setArrivals(arrivalsMs);
   if (rows.length > 0) q.push(arrivalOf(0), { k: 'sample' });
 
   /**
@@ -319,7 +328,7 @@ export function replayRun(opts: ReplayOptions): RunResult {
       if (a.inEngine) {
         a.inEngine = false;
         const t = ep.engine.cancel(gid, now);
-        if (t !== null) q.push(t, { k: 'step', ep: a.ep, gen: ep.engine.generation });
+        if (t !== null) q.arm(a.ep, t);
       }
       return;
     }
@@ -348,8 +357,8 @@ export function replayRun(opts: ReplayOptions): RunResult {
     liveByEp[epIdx]!.add(gid);
     // The core's deadlines, enforced as the gateway does: no first token by firstTokenAtMs ⇒
     // first_token_timeout; not finished by totalAtMs ⇒ transport timeout.
-    if (deadlines.firstTokenAtMs !== null) q.push(Math.max(now, deadlines.firstTokenAtMs), { k: 'att_deadline', gid, first: true });
-    if (deadlines.totalAtMs !== null) q.push(Math.max(now, deadlines.totalAtMs), { k: 'att_deadline', gid, first: false });
+    if (deadlines.firstTokenAtMs !== null) q.pushLane(LANE_FIRST_TOKEN_DEADLINE, Math.max(now, deadlines.firstTokenAtMs), { k: 'att_deadline', gid, first: true });
+    if (deadlines.totalAtMs !== null) q.pushLane(LANE_TOTAL_DEADLINE, Math.max(now, deadlines.totalAtMs), { k: 'att_deadline', gid, first: false });
     const fx = faults ? faults.onDispatch(epIdx, reqIdx, lr.tryNo) : null;
     if (fx?.reply) {
       q.push(now + fx.reply.delayMs, { k: 'att_fail', gid, outcome: fx.reply.outcome });
@@ -361,7 +370,7 @@ export function replayRun(opts: ReplayOptions): RunResult {
     if (ep.engine) {
       a.inEngine = true;
       const t = ep.engine.enqueue({ attemptId: gid, inputTokens: row.inputTokens, outputTokens: row.outputTokens, hashIds: row.hashIds }, now, emit);
-      if (t !== null) q.push(t, { k: 'step', ep: epIdx, gen: ep.engine.generation });
+      if (t !== null) q.arm(epIdx, t);
       return;
     }
     const p = ep.provider!;
@@ -446,7 +455,7 @@ export function replayRun(opts: ReplayOptions): RunResult {
           break;
         }
         case 'wait_until':
-          q.push(a.atMs, { k: 'deadline', req: reqIdx, tryNo: lr.tryNo, deadlineId: a.deadlineId });
+          q.pushLane(LANE_LIFE_DEADLINE, a.atMs, { k: 'deadline', req: reqIdx, tryNo: lr.tryNo, deadlineId: a.deadlineId });
           break;
         case 'commit':
           break;
@@ -558,7 +567,7 @@ export function replayRun(opts: ReplayOptions): RunResult {
     );
     lr.life = life;
     reqOfLife.set(life, reqIdx);
-    if (client.timeout_ms !== undefined) q.push(now + client.timeout_ms, { k: 'client_timeout', req: reqIdx, tryNo: lr.tryNo });
+    if (client.timeout_ms !== undefined) q.pushLane(LANE_CLIENT_TIMEOUT, now + client.timeout_ms, { k: 'client_timeout', req: reqIdx, tryNo: lr.tryNo });
     apply(reqIdx, lr, actions);
   };
 
@@ -625,22 +634,37 @@ export function replayRun(opts: ReplayOptions): RunResult {
     });
     if (effect.kind === 'crash_start') {
       // Everything in flight on the endpoint is lost; the core sees transport resets.
-      ep.engine?.crash(now);
+      if (ep.engine) {
+        ep.engine.crash(now);
+        q.disarm(effect.endpoint);
+      }
       for (const gid of [...liveByEp[effect.endpoint]!]) failAttempt(gid, RESET);
     } else if (effect.kind === 'slow_change' && ep.engine) {
       const t = ep.engine.setSlowFactor(effect.factor, now);
-      if (t !== null) q.push(t, { k: 'step', ep: effect.endpoint, gen: ep.engine.generation });
+      if (t !== null) q.arm(effect.endpoint, t);
     }
   };
 
-  for (let ev = q.pop(); ev; ev = q.pop()) {
-    now = ev.atMs;
-    const d = ev.data;
-    // Once every request has ended, what is left is stale (timeouts, deadlines of ended lives)
-    // except fault windows, which are still written to `events`.
-    if (done === rows.length && d.k !== 'fault_edge') continue;
-    switch (d.k) {
-      case 'arrival': {
+  for (let src = q.next(); src !== Popped.None; src = q.next()) {
+    now = q.atMs;
+    if (src === Popped.Timer) {
+      if (done === rows.length) continue;
+      const e = endpoints[q.timer]!.engine!;
+      const t = e.completeStep(now, emit);
+      if (t !== null) q.arm(q.timer, t);
+    } else if (src === Popped.Arrival) {
+      onArrival(q.arrival);
+    } else {
+      const d = q.data!;
+      // Once every request has ended, what is left is stale (timeouts, deadlines of ended lives)
+      // except fault windows, which are still written to `events`.
+      if (done === rows.length && d.k !== 'fault_edge') continue;
+      onEvent(d);
+    }
+    afterEvent();
+  }
+
+  function onArrival(req: number) {
         const lr: ReqState = {
           life: null,
           tryNo: 0,
@@ -655,19 +679,14 @@ export function replayRun(opts: ReplayOptions): RunResult {
           queuedAt: new Map(),
           queueWaitMs: null,
         };
-        reqs[d.req] = lr;
-        const patience = plan.patienceMs[d.req]!;
-        if (patience !== Infinity) q.push(now + patience, { k: 'abandon', req: d.req });
-        startTry(d.req, lr);
-        break;
-      }
-      case 'step': {
-        const e = endpoints[d.ep]!.engine!;
-        if (d.gen !== e.generation) break; // rescheduled or crashed since
-        const t = e.completeStep(now, emit);
-        if (t !== null) q.push(t, { k: 'step', ep: d.ep, gen: e.generation });
-        break;
-      }
+        reqs[req] = lr;
+        const patience = plan.patienceMs[req]!;
+        if (patience !== Infinity) q.push(now + patience, { k: 'abandon', req });
+        startTry(req, lr);
+  }
+
+  function onEvent(d: SimEvent) {
+    switch (d.k) {
       case 'att_first': {
         const a = atts[d.gid]!;
         if (a.live) onFirstToken(d.gid);
@@ -728,9 +747,13 @@ export function replayRun(opts: ReplayOptions): RunResult {
         break;
       }
     }
+  }
+
+  function afterEvent() {
     if (emitted.length > 0) drainEngineEvents();
     // Slots the core granted to queued attempts: tell their lives (which then dispatch).
-    for (let w = core.drainWakeups(); w.length > 0; w = core.drainWakeups()) {
+    while (core.hasWakeups) {
+      const w = core.drainWakeups();
       for (const { life, event } of w) {
         const reqIdx = reqOfLife.get(life);
         const lr = reqIdx === undefined ? null : reqs[reqIdx];
@@ -738,7 +761,7 @@ export function replayRun(opts: ReplayOptions): RunResult {
       }
       if (emitted.length > 0) drainEngineEvents();
     }
-    drainBreakerEvents();
+    if (core.health.hasTransitions) drainBreakerEvents();
     result.eventsProcessed++;
     if (opts.checkInvariants) checkAll();
     if (opts.onProgress && (result.eventsProcessed & 2047) === 0) opts.onProgress(done, rows.length);

@@ -232,6 +232,11 @@ export class HealthRegistry {
     this.collect(this.entry(endpointId).breaker.degrade(nowMs));
   }
 
+  /** Whether `drainTransitions` would return any transition (a check that allocates nothing). */
+  get hasTransitions(): boolean {
+    return this.pending.length > 0;
+  }
+
   /** The transitions recorded since the last drain, oldest first; clears them. */
   drainTransitions(): BreakerTransition[] {
     const out = this.pending;
