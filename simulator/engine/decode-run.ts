@@ -31,3 +31,40 @@ export function walkDecodeRun(
   shape.decodeContextTokens = base;
   return { steps: j, endMs };
 }
+
+/**
+ * Writes the end time of every step of a decode run into `ends[0..steps-1]` (ms): the values
+ * `walkDecodeRun` passes through, bit for bit (the same additions in the same order), through the
+ * step-time model's own `decodeRunEnds` when it has one. `shape` is restored before return.
+ * @throws RangeError when `ends` is shorter than `steps`.
+ */
+export function fillDecodeRunEnds(stepTime: StepTimeModel, shape: BatchShape, startMs: number, steps: number, ends: Float64Array): void {
+  if (ends.length < steps) throw new RangeError(`decode run of ${steps} steps needs ${steps} slots, got ${ends.length}`);
+  if (stepTime.decodeRunEnds) {
+    stepTime.decodeRunEnds(shape, startMs, steps, ends);
+    return;
+  }
+  const base = shape.decodeContextTokens;
+  let endMs = startMs;
+  for (let j = 0; j < steps; j++) {
+    shape.decodeContextTokens = base + j * shape.decodeSeqs;
+    endMs += stepTime.stepMs(shape);
+    ends[j] = endMs;
+  }
+  shape.decodeContextTokens = base;
+}
+
+/**
+ * Steps of a run (with step ends `ends`, nondecreasing) that `walkDecodeRun(…, untilMs)` walks:
+ * up to and including the first whose end is ≥ `untilMs`, at most `steps`. Binary search.
+ */
+export function cutDecodeRun(ends: Float64Array, steps: number, untilMs: number): number {
+  let lo = 0;
+  let hi = steps;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (ends[mid]! >= untilMs) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo < steps ? lo + 1 : steps;
+}

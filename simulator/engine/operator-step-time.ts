@@ -164,6 +164,66 @@ export class OperatorStepTime implements StepTimeModel {
     return ms;
   }
 
+  /**
+   * End times of the steps of a decode run (`StepTimeModel.decodeRunEnds`): the terms that do not
+   * change within the run (dense operators, LM head, the batch axis of the attention lookup) are
+   * computed once; every step adds them in the same order as `stepMs`, so each end is bit-identical
+   * to summing `stepMs` step by step.
+   */
+  decodeRunEnds(b: BatchShape, startMs: number, steps: number, ends: Float64Array): void {
+    const decodes = b.decodeSeqs;
+    if (b.prefillTokens !== 0 || b.prefillSeqs !== 0 || decodes === 0) {
+      // Not a pure decode batch: the generic walk (never taken by the replicas' coalesced runs).
+      const base = b.decodeContextTokens;
+      let endMs = startMs;
+      for (let j = 0; j < steps; j++) {
+        b.decodeContextTokens = base + j * decodes;
+        endMs += this.stepMs(b);
+        ends[j] = endMs;
+      }
+      b.decodeContextTokens = base;
+      return;
+    }
+    const T = decodes;
+    let c = this.stepOverheadMs;
+    if (T <= this.cudaGraphMaxTokens) c += this.denseGraphMs[T]!;
+    else if (T <= this.maxTokens) c += this.denseEagerMs[T]!;
+    else c += (this.denseEagerMs[this.maxTokens]! * T) / this.maxTokens;
+    c += this.perSequenceOverheadMs * decodes;
+    c += decodes <= this.maxTokens ? this.lmHeadMs[decodes]! : (this.lmHeadMs[this.maxTokens]! * decodes) / this.maxTokens;
+    // `lookup(genLog2, nGenB, nLen, decodes, kv / decodes, 1)` with its batch axis hoisted.
+    const grid = this.genLog2;
+    const nB = this.nGenB;
+    const nL = this.nLen;
+    let extraB = 0;
+    let ub = 2 * Math.log2(decodes);
+    if (ub < 0) ub = 0;
+    else if (ub > nB - 1) {
+      extraB += (ub - (nB - 1)) / 2;
+      ub = nB - 1;
+    }
+    const i = ub === nB - 1 ? nB - 2 : Math.floor(ub);
+    const f = ub - i;
+    const base = b.decodeContextTokens;
+    let endMs = startMs;
+    for (let s = 0; s < steps; s++) {
+      const len = (base + s * decodes) / decodes;
+      let extra = extraB;
+      let ul = len > 1 ? 2 * Math.log2(len) : 0;
+      if (ul > nL - 1) {
+        extra += (ul - (nL - 1)) / 2;
+        ul = nL - 1;
+      }
+      const j = ul === nL - 1 ? nL - 2 : Math.floor(ul);
+      const g = ul - j;
+      const r0 = i * nL + j;
+      const r1 = r0 + nL;
+      const v = (1 - f) * ((1 - g) * grid[r0]! + g * grid[r0 + 1]!) + f * ((1 - g) * grid[r1]! + g * grid[r1 + 1]!);
+      endMs += c + 2 ** (v + extra);
+      ends[s] = endMs;
+    }
+  }
+
   /** Context-attention ms (all layers) of `seqs` sequences of `len` tokens each from an empty cache. */
   contextAttentionMs(seqs: number, len: number): number {
     return lookup(this.ctxLog2, this.nCtxB, this.nLen, seqs, len, 2);

@@ -44,7 +44,7 @@
 import type { EngineEvent, EngineLoad, EngineModel, EngineRequest } from './engine-model.ts';
 import { RadixCache, type RadixNode } from './radix-cache.ts';
 import type { BatchShape, StepTimeModel } from './step-time.ts';
-import { walkDecodeRun } from './decode-run.ts';
+import { cutDecodeRun, fillDecodeRunEnds } from './decode-run.ts';
 
 /** SGLang's `CLIP_MAX_NEW_TOKENS_ESTIMATION`: max output tokens reserved per request. */
 export const CLIP_MAX_NEW_TOKENS = 4096;
@@ -149,7 +149,8 @@ export class SglangReplica implements EngineModel {
   private readonly coalesce: boolean;
   /** Decode steps in the run in flight (1 = an ordinary step). */
   private runSteps = 1;
-  private runStartMs = 0;
+  /** End time of each step of the coalesced run in flight (ms; the first `runSteps` are valid). */
+  private readonly runEnds = new Float64Array(MAX_COALESCED_STEPS);
   private readonly shape: BatchShape = { prefillTokens: 0, prefillSeqs: 0, prefillAttnPairs: 0, decodeSeqs: 0, decodeContextTokens: 0 };
 
   private lookupTokens = 0;
@@ -439,11 +440,11 @@ export class SglangReplica implements EngineModel {
    */
   interrupt(nowMs: number): number | null {
     if (this.runSteps <= 1 || Number.isNaN(this.stepEnd)) return null;
-    const cut = walkDecodeRun(this.stepTime, this.shape, this.runStartMs, this.runSteps, nowMs);
-    if (cut.steps >= this.runSteps) return null;
-    this.runSteps = cut.steps;
-    this.stepEnd = cut.endMs;
-    return cut.endMs;
+    const steps = cutDecodeRun(this.runEnds, this.runSteps, nowMs);
+    if (steps >= this.runSteps) return null;
+    this.runSteps = steps;
+    this.stepEnd = this.runEnds[steps - 1]!;
+    return this.stepEnd;
   }
 
   /**
@@ -462,8 +463,8 @@ export class SglangReplica implements EngineModel {
     if (k <= 1 || (k - 1) * run.length > this.freeTokens()) return;
     const s = this.shape;
     this.runSteps = k;
-    this.runStartMs = nowMs;
-    this.stepEnd = walkDecodeRun(this.stepTime, s, nowMs, k, Infinity).endMs;
+    fillDecodeRunEnds(this.stepTime, s, nowMs, k, this.runEnds);
+    this.stepEnd = this.runEnds[k - 1]!;
   }
 
   /** SGLang `get_new_batch_prefill` + `PrefillAdder`; returns true when a prefill batch was formed. */

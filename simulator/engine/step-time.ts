@@ -48,6 +48,13 @@ export interface BatchShape {
 export interface StepTimeModel {
   /** Duration of one forward pass over `batch`, in milliseconds (≥ 0; 0 for an empty batch). */
   stepMs(batch: BatchShape): number;
+  /**
+   * Optional fast path of a decode run (`decode-run.ts`): writes into `ends[j]` the end time of
+   * step j of `steps` decode steps of `batch` starting at `startMs`, where step j sees
+   * `decodeContextTokens + j·decodeSeqs` — bit-identical to summing `stepMs` step by step.
+   * `batch` is left unchanged.
+   */
+  decodeRunEnds?(batch: BatchShape, startMs: number, steps: number, ends: Float64Array): void;
 }
 
 /** Coefficients of the linear step-time form (see the module doc). All are ≥ 0. */

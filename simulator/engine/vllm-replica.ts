@@ -35,7 +35,7 @@
  */
 import type { EngineEvent, EngineLoad, EngineModel, EngineRequest } from './engine-model.ts';
 import type { BatchShape, StepTimeModel } from './step-time.ts';
-import { walkDecodeRun } from './decode-run.ts';
+import { cutDecodeRun, fillDecodeRunEnds } from './decode-run.ts';
 
 /** Llama-2-70B KV bytes per token: 2 (K,V) × 80 layers × 8 KV heads × 128 head dim × 2 bytes (fp16). */
 export const LLAMA2_70B_KV_BYTES_PER_TOKEN = 2 * 80 * 8 * 128 * 2;
@@ -152,7 +152,8 @@ export class VllmReplica implements EngineModel {
   private readonly coalesce: boolean;
   /** Steps in the run in flight (1 = an ordinary step). */
   private runSteps = 1;
-  private runStartMs = 0;
+  /** End time of each step of the coalesced run in flight (ms; the first `runSteps` are valid). */
+  private readonly runEnds = new Float64Array(MAX_COALESCED_STEPS);
   private readonly shape: BatchShape = { prefillTokens: 0, prefillSeqs: 0, prefillAttnPairs: 0, decodeSeqs: 0, decodeContextTokens: 0 };
 
   private lookupTokens = 0;
@@ -482,11 +483,11 @@ export class VllmReplica implements EngineModel {
    */
   interrupt(nowMs: number): number | null {
     if (this.runSteps <= 1 || Number.isNaN(this.stepEnd)) return null;
-    const cut = walkDecodeRun(this.stepTime, this.shape, this.runStartMs, this.runSteps, nowMs);
-    if (cut.steps >= this.runSteps) return null;
-    this.runSteps = cut.steps;
-    this.stepEnd = cut.endMs;
-    return cut.endMs;
+    const steps = cutDecodeRun(this.runEnds, this.runSteps, nowMs);
+    if (steps >= this.runSteps) return null;
+    this.runSteps = steps;
+    this.stepEnd = this.runEnds[steps - 1]!;
+    return this.stepEnd;
   }
 
   /**
@@ -512,8 +513,8 @@ export class VllmReplica implements EngineModel {
     }
     if (extra > this.freeBlocks()) return;
     this.runSteps = k;
-    this.runStartMs = nowMs;
-    this.stepEnd = walkDecodeRun(this.stepTime, s, nowMs, k, Infinity).endMs;
+    fillDecodeRunEnds(this.stepTime, s, nowMs, k, this.runEnds);
+    this.stepEnd = this.runEnds[k - 1]!;
   }
 
   /** Put `n` tokens of `r` into the step's batch, allocating `need` more private blocks. */

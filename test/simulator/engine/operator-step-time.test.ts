@@ -4,6 +4,7 @@ import { loadArchitecture } from '../../../simulator/engine/architecture.ts';
 import { OperatorStepTime } from '../../../simulator/engine/operator-step-time.ts';
 import { loadOperatorTables, OPERATOR_TABLE_NAMES } from '../../../simulator/engine/operator-tables.ts';
 import type { BatchShape } from '../../../simulator/engine/step-time.ts';
+import { cutDecodeRun, fillDecodeRunEnds, walkDecodeRun } from '../../../simulator/engine/decode-run.ts';
 
 const vllmH100 = loadOperatorTables('h100_sxm', 'vllm', '0.14.0');
 const qwenTp2 = new OperatorStepTime({ tables: vllmH100, arch: loadArchitecture('qwen3-32b'), tp: 2, gemmDtype: 'bfloat16', maxTokens: 16_384 });
@@ -19,6 +20,34 @@ const shape = (c: number, p: number, d: number, ctx: number): BatchShape => ({
 });
 
 describe('OperatorStepTime', () => {
+  it('decode-run ends are bit-identical to walking stepMs step by step, and a cut matches the walk (fast-check)', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 600 }),
+        fc.integer({ min: 1, max: 200_000 }),
+        fc.integer({ min: 1, max: 300 }),
+        fc.double({ min: 0, max: 1e7, noNaN: true }),
+        fc.double({ min: 0, max: 1, noNaN: true }),
+        fc.boolean(),
+        (d, ctx, steps, startMs, cutAt, small) => {
+          const m = small ? llama8b : qwenTp2;
+          const b = shape(0, 0, d, ctx);
+          const ends = new Float64Array(steps);
+          fillDecodeRunEnds(m, b, startMs, steps, ends);
+          expect(b).toEqual(shape(0, 0, d, ctx));
+          const generic = new Float64Array(steps);
+          fillDecodeRunEnds({ stepMs: (x) => m.stepMs(x) }, b, startMs, steps, generic);
+          expect(Array.from(ends)).toEqual(Array.from(generic));
+          const until = startMs + (ends[steps - 1]! - startMs) * cutAt;
+          const walked = walkDecodeRun(m, b, startMs, steps, until);
+          const n = cutDecodeRun(ends, steps, until);
+          expect(n).toBe(walked.steps);
+          expect(ends[n - 1]).toBe(walked.endMs);
+        },
+      ),
+    );
+  });
+
   it('every committed tables file loads and builds a model for its configurations', () => {
     for (const name of OPERATOR_TABLE_NAMES) {
       const [gpu, engine, version] = name.split('-') as [string, string, string];
