@@ -1,20 +1,26 @@
 // @ts-check
 /**
- * Builds the gateway (`bin/gateway-main.ts` and, for `--workers N`, `gateway/server/worker.ts`,
- * with everything they import from this repository) into plain JavaScript with esbuild, for the
- * long-running `switchyard gateway`. A process that runs the bundle carries no TypeScript loader:
- * tsx keeps a loader thread with its transpiler alive for the whole life of the process (and one
- * per worker thread). Measured on the echo benchmark (external emulator, request log on): idle
- * 172 → 134 MB; after 30,000 requests at 64 connections 266–280 → 195–220 MB.
+ * Builds commands into plain JavaScript with esbuild, with everything they import from this
+ * repository:
+ * - the gateway (`bin/gateway-main.ts` and, for `--workers N`, `gateway/server/worker.ts`), for
+ *   the long-running `switchyard gateway`. A process that runs the bundle carries no TypeScript
+ *   loader: tsx keeps a loader thread with its transpiler alive for the whole life of the process
+ *   (and one per worker thread). Measured on the echo benchmark (external emulator, request log
+ *   on): idle 172 → 134 MB; after 30,000 requests at 64 connections 266–280 → 195–220 MB.
+ * - the simulator's commands (`bin/cli.ts`, whose commands load lazily, so each is its own chunk;
+ *   and the sweep worker `simulator/sweep/cell-worker.ts`), for `sim`, `plan`, `compare` and
+ *   `merge`: a planner or a short sweep starts many times, and loading the simulator through tsx
+ *   costs about 1 s of transpiling per process and again per worker thread.
  *
- * - Only the gateway's code is built: an error in another command's sources does not matter here.
+ * - Only the named entries' code is built: an error in another command's sources does not matter.
  * - Packages stay external: they resolve from node_modules as usual.
  * - `import.meta.url`, `import.meta.dirname` and `import.meta.filename` are replaced in each
  *   source file by that file's own values, so paths next to the sources (worker entries, data
  *   files) resolve exactly as under tsx.
- * - esbuild runs on every start (well under a second); its output is written once per content
- *   hash to `node_modules/.cache/switchyard-bundle/<hash>/` (the OS temp folder when that is not
- *   writable). A build folder with a missing or changed file is repaired, files are written
+ * - The output is written once per content hash to `node_modules/.cache/switchyard-bundle/<hash>/`
+ *   (the OS temp folder when that is not writable). esbuild runs again (well under a second) only
+ *   when a source file the last build read has changed size or mtime, or a built file is gone:
+ *   `last-<name>.json` records the build's inputs with their stats. A build folder with a missing or changed file is repaired, files are written
  *   aside and renamed into place (concurrent starts never see a half-written file), and builds
  *   unused for an hour beyond the newest three are removed.
  */
@@ -26,7 +32,8 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
-const ENTRIES = { gateway: join(REPO_ROOT, 'bin', 'gateway-main.ts'), worker: join(REPO_ROOT, 'gateway', 'server', 'worker.ts') };
+const GATEWAY_ENTRIES = { gateway: join(REPO_ROOT, 'bin', 'gateway-main.ts'), worker: join(REPO_ROOT, 'gateway', 'server', 'worker.ts') };
+const SIMULATOR_ENTRIES = { cli: join(REPO_ROOT, 'bin', 'cli.ts'), 'cell-worker': join(REPO_ROOT, 'simulator', 'sweep', 'cell-worker.ts') };
 const KEEP_BUILDS = 3;
 const STALE_MS = 60 * 60 * 1000;
 
@@ -65,13 +72,63 @@ function cacheRoot() {
  * @throws Error naming the first build error's file, line and text when the sources do not build.
  */
 export async function bundleGateway() {
-  const { build, stop } = await import('esbuild');
+  const out = await bundle('gateway', GATEWAY_ENTRIES);
+  return { gateway: out.gateway, worker: out.worker };
+}
+
+/**
+ * Builds (or reuses) the simulator bundle.
+ * @returns {Promise<{ cli: string, 'cell-worker': string }>} absolute paths of the CLI entry and the sweep worker entry.
+ * @throws Error naming the first build error's file, line and text when the sources do not build.
+ */
+export async function bundleSimulator() {
+  const out = await bundle('simulator', SIMULATOR_ENTRIES);
+  return { cli: out.cli, 'cell-worker': out['cell-worker'] };
+}
+
+/**
+ * The build recorded in `last-<name>.json` when every input still has the size and mtime it had
+ * and every output file exists; else null.
+ * @param {string} root
+ * @param {string} name
+ * @param {Record<string, string>} entries
+ * @returns {Record<string, string> | null}
+ */
+function reusable(root, name, entries) {
+  try {
+    const last = JSON.parse(readFileSync(join(root, `last-${name}.json`), 'utf8'));
+    if (JSON.stringify(last.entries) !== JSON.stringify(entries)) return null;
+    for (const [path, size, mtimeMs] of last.inputs) {
+      const st = statSync(path);
+      if (st.size !== size || st.mtimeMs !== mtimeMs) return null;
+    }
+    for (const f of last.files) if (!existsSync(join(last.dir, f))) return null;
+    const now = new Date();
+    utimesSync(last.dir, now, now);
+    return Object.fromEntries(Object.keys(entries).map((k) => [k, join(last.dir, `${k}.js`)]));
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Builds `entries` (output name → source path) into one build folder, or reuses the last one.
+ * @param {string} name
+ * @param {Record<string, string>} entries
+ * @returns {Promise<Record<string, string>>} output name → absolute path of its entry file
+ */
+async function bundle(name, entries) {
   const root = cacheRoot();
+  const reused = reusable(root, name, entries);
+  if (reused) return reused;
+  const { build, stop } = await import('esbuild');
+  const startedMs = Date.now();
   let result;
   try {
     result = await build({
       absWorkingDir: REPO_ROOT,
-      entryPoints: ENTRIES,
+      entryPoints: entries,
+      metafile: true,
       bundle: true,
       splitting: true,
       format: 'esm',
@@ -109,14 +166,28 @@ export async function bundleGateway() {
   const now = new Date();
   utimesSync(dir, now, now);
   prune(root, dir);
-  return { gateway: join(dir, 'gateway.js'), worker: join(dir, 'worker.js') };
+  // The inputs' stats, for reuse by later starts; none is recorded when a source changed while
+  // esbuild read it (its stat may not match what was built), so the next start builds again.
+  const inputs = Object.keys(result.metafile.inputs)
+    .map((p) => join(REPO_ROOT, p))
+    .filter((p) => existsSync(p))
+    .map((p) => {
+      const st = statSync(p);
+      return [p, st.size, st.mtimeMs];
+    });
+  if (inputs.some(([, , mtimeMs]) => mtimeMs >= startedMs - 1000)) return Object.fromEntries(Object.keys(entries).map((k) => [k, join(dir, `${k}.js`)]));
+  const record = join(root, `last-${name}.json`);
+  const aside = `${record}.${process.pid}.tmp`;
+  writeFileSync(aside, JSON.stringify({ entries, dir, files: files.map((f) => f.name), inputs }));
+  renameSync(aside, record);
+  return Object.fromEntries(Object.keys(entries).map((k) => [k, join(dir, `${k}.js`)]));
 }
 
 /** Removes builds unused for `STALE_MS` beyond the newest `KEEP_BUILDS` (never `current`). */
 function prune(root, current) {
   try {
     const builds = readdirSync(root)
-      .filter((n) => n !== 'out')
+      .filter((n) => n !== 'out' && !n.endsWith('.json') && !n.endsWith('.tmp'))
       .map((n) => ({ path: join(root, n), mtimeMs: statSync(join(root, n)).mtimeMs }))
       .sort((a, b) => b.mtimeMs - a.mtimeMs);
     const cutoff = Date.now() - STALE_MS;

@@ -1,12 +1,15 @@
 #!/usr/bin/env node
-// Entry shim. `switchyard gateway` runs from an esbuild bundle of the gateway's sources
-// (bin/bundle.mjs), so a long-running gateway carries no TypeScript loader; set
-// SWITCHYARD_BUNDLE=0 to run it through tsx like everything else. Every other command registers
+// Entry shim. `switchyard gateway` runs from an esbuild bundle of the gateway's sources, and the
+// simulator's commands (`sim`, `plan`, `compare`, `merge`) from a bundle of the CLI (bin/bundle.mjs),
+// so neither carries a TypeScript loader (and a sweep's worker threads start without one); set
+// SWITCHYARD_BUNDLE=0 to run them through tsx like everything else. Every other command registers
 // tsx and runs the TypeScript sources as they are (no build step).
 import { pathToFileURL } from 'node:url';
 
+const SIMULATOR_COMMANDS = new Set(['sim', 'plan', 'compare', 'merge']);
+const command = process.argv[2];
 let started = false;
-if (process.argv[2] === 'gateway' && process.env.SWITCHYARD_BUNDLE !== '0') {
+if (command === 'gateway' && process.env.SWITCHYARD_BUNDLE !== '0') {
   try {
     const { bundleGateway } = await import('./bundle.mjs');
     const entries = await bundleGateway();
@@ -18,6 +21,20 @@ if (process.argv[2] === 'gateway' && process.env.SWITCHYARD_BUNDLE !== '0') {
     // A build error, or a bundle file gone before it was linked (nothing of it has run then).
     delete process.env.SWITCHYARD_BUNDLED_WORKER;
     process.stderr.write(`switchyard: could not run the gateway bundle (${e.message}); running the sources through tsx\n`);
+  }
+} else if (command !== undefined && SIMULATOR_COMMANDS.has(command) && process.env.SWITCHYARD_BUNDLE !== '0') {
+  let entries = null;
+  try {
+    const { bundleSimulator } = await import('./bundle.mjs');
+    entries = await bundleSimulator();
+  } catch (e) {
+    process.stderr.write(`switchyard: could not build the simulator bundle (${e.message}); running the sources through tsx\n`);
+  }
+  if (entries) {
+    // Sweep worker threads run the bundled worker (simulator/sweep/worker-pool.ts).
+    process.env.SWITCHYARD_BUNDLED_SIM_WORKER = entries['cell-worker'];
+    await import(pathToFileURL(entries.cli).href);
+    started = true;
   }
 }
 if (!started) {

@@ -13,8 +13,7 @@ import { randomUUID } from 'node:crypto';
 import cliProgress from 'cli-progress';
 import { UsageError, type CliCommand } from '../bin/command.ts';
 import { parseRunArgs } from './run-args.ts';
-import { cellSummaryOptions } from './sweep/cell-runner.ts';
-import { readTrace } from '../traces/arrow-trace.ts';
+import { cellSummaryOptions, TraceCache } from './sweep/cell-runner.ts';
 import { describeReplicas } from './engine/replica-config.ts';
 import { experimentOutputPath, loadExperiment, resolveProviders, type Experiment } from './experiment.ts';
 import { ResultsStore } from './results/results-store.ts';
@@ -22,7 +21,7 @@ import type { ComparisonRow, SummaryRow } from './results/result-rows.ts';
 import { expandGrid } from './sweep/grid.ts';
 import { resolveShard, shardCells, shardExperimentId, writeShardManifest, type Shard } from './sweep/shard.ts';
 import { exportExperimentsParquet, exportRunParquet, prepareParquetDir } from './results/parquet-dir.ts';
-import { runCells } from './sweep/worker-pool.ts';
+import { defaultJobs, runCells } from './sweep/worker-pool.ts';
 import { compareInStore, formatComparisons } from './compare/paired-comparison.ts';
 import { checkResultsOutput, checkTraceFiles, traceNotFound, validateCellRouting } from './preflight.ts';
 
@@ -37,7 +36,7 @@ export interface SimOptions {
   output?: string;
   /** Show a progress bar (default: when stderr is a TTY). */
   progress?: boolean;
-  /** Worker threads (default: available cores; 1 = run in this thread). */
+  /** Worker threads (default: `defaultJobs`, one per core but one, capped at the cells; 1 = run in this thread). */
   jobs?: number;
   /** Where text goes (default: process.stdout.write). */
   print?: (line: string) => void;
@@ -46,7 +45,20 @@ export interface SimOptions {
    * directory `output` (default: the experiment's output without `.duckdb`, plus `-shards`).
    */
   shard?: Shard;
+  /** What the results keep of each run (`StoreLevel`); default `full`. */
+  store?: StoreLevel;
 }
+
+/**
+ * What a run writes to the results: `full` — requests, attempts, endpoint samples and events
+ * (what the dashboard draws); `requests` — requests only; `summary` — only the run and its
+ * summary row (the requests pass through an in-memory table to compute it), what a planner or a
+ * large sweep needs. Every level writes `experiments`, `runs` and `summary`.
+ */
+export type StoreLevel = 'summary' | 'requests' | 'full';
+
+/** The `--store` values, in order of what they keep. */
+export const STORE_LEVELS: readonly StoreLevel[] = ['summary', 'requests', 'full'];
 
 /** What a finished experiment returns. */
 export interface SimReport {
@@ -118,19 +130,21 @@ export async function runExperiment(file: string, opts: SimOptions = {}): Promis
   const seed = opts.seed ?? exp.seed;
   const shard = opts.shard;
   const output = opts.output ?? (shard ? `${experimentOutputPath(exp).replace(/\.duckdb$/i, '')}-shards` : experimentOutputPath(exp));
-  const jobs = opts.jobs ?? availableParallelism();
   print(`seed ${seed}  (reproduce with --seed ${seed})`);
   print(`experiment ${exp.name}: ${describeEndpoints(exp)}, rate_scale ${exp.rate_scale}`);
 
   // Everything that can be checked without the trace is checked before the output is touched.
   const grid = expandGrid(exp, seed);
   const cells = shard ? shardCells(grid, shard) : grid;
+  const jobs = opts.jobs ?? defaultJobs(cells.length, availableParallelism());
   validateCellRouting(exp, cells);
   checkTraceFiles(exp, cells);
   if (shard) print(`shard ${shard.index}/${shard.count}: ${cells.length} of ${grid.length} cells, Parquet files into ${output}/`);
   else await checkResultsOutput(output);
 
-  const { meta, rows: allRows } = await readTrace(exp.tracePath).catch((err: NodeJS.ErrnoException) => {
+  // Read once here; cells run in this thread (--jobs 1) replay these same parsed rows.
+  const traces = new TraceCache();
+  const { meta, sorted: allRows } = await traces.get(exp.tracePath).catch((err: NodeJS.ErrnoException) => {
     throw err.code === 'ENOENT' ? traceNotFound(exp, exp.tracePath) : err;
   });
   print(`trace ${exp.trace}: ${exp.limit === undefined ? allRows.length : Math.min(exp.limit, allRows.length)} requests (source: ${meta.source.split('\n')[0]})`);
@@ -142,6 +156,9 @@ export async function runExperiment(file: string, opts: SimOptions = {}): Promis
 
   // A shard keeps rows in memory only until each cell's Parquet files are written.
   const store = shard ? await ResultsStore.open(':memory:') : await ResultsStore.open(output, { overwrite: true });
+  const level = opts.store ?? 'full';
+  // `summary`: requests go to an in-memory store just long enough to compute the summary row.
+  const scratch = level === 'summary' ? await ResultsStore.open(':memory:') : null;
   // Portable (no absolute paths), so shards on different machines derive the same experiment id.
   const configJson = JSON.stringify(storedConfig(exp, seed));
   const experimentId = shard ? shardExperimentId(configJson) : randomUUID();
@@ -173,6 +190,7 @@ export async function runExperiment(file: string, opts: SimOptions = {}): Promis
   try {
     await runCells(cells, {
       jobs,
+      cache: traces,
       onProgress: (index, done) => {
         doneSum += done - doneBy[index]!;
         doneBy[index] = done;
@@ -197,11 +215,21 @@ export async function runExperiment(file: string, opts: SimOptions = {}): Promis
           label: cell.run.label,
           pairKey: cell.pairKey,
         });
-        await store.appendRequests(res.requests);
-        await store.appendAttempts(res.attempts);
-        await store.appendTimeseries(res.samples);
-        await store.appendEvents(res.events);
-        const s = await store.computeSummary(cell.runId, cell.run.label, cellSummaryOptions(cell, res));
+        let s: SummaryRow;
+        if (scratch) {
+          await scratch.appendRequests(res.requests);
+          s = await scratch.computeSummary(cell.runId, cell.run.label, cellSummaryOptions(cell, res));
+          await scratch.query('DELETE FROM requests; DELETE FROM summary;');
+          await store.addSummary(s);
+        } else {
+          await store.appendRequests(res.requests);
+          if (level === 'full') {
+            await store.appendAttempts(res.attempts);
+            await store.appendTimeseries(res.samples);
+            await store.appendEvents(res.events);
+          }
+          s = await store.computeSummary(cell.runId, cell.run.label, cellSummaryOptions(cell, res));
+        }
         summaries.push(s);
         if (shard) await exportRunParquet((sql) => store.query(sql), output, cell.runId);
         if (!showProgress) {
@@ -224,6 +252,7 @@ export async function runExperiment(file: string, opts: SimOptions = {}): Promis
   } finally {
     bar?.stop();
     await store.close();
+    await scratch?.close();
   }
   print('');
   print(formatSummaryTable(summaries, labelsRepeat));
@@ -272,7 +301,7 @@ export function formatSummaryTable(rows: readonly SummaryRow[], byRunId = false)
   return [line(header), ...body.map(line), slo].join('\n');
 }
 
-const SIM_USAGE = `usage: switchyard sim <experiment.yaml> [--seed N] [--output FILE] [--jobs N] [--no-progress] [--shard i/N|env [--shard-count N]]
+const SIM_USAGE = `usage: switchyard sim <experiment.yaml> [--seed N] [--output FILE] [--jobs N] [--no-progress] [--store summary|requests|full] [--shard i/N|env [--shard-count N]]
 
 Replays the experiment's trace through each of its runs (and sweep grid) and writes the results
 to a DuckDB file. Paths in the experiment are relative to the experiment file.
@@ -282,8 +311,12 @@ options:
                   every run is reproducible from it. Negative seeds: --seed=-1 or --seed -1
   --output FILE   results DuckDB file, overriding the experiment's output:. An earlier
                   results file there is replaced; any other existing file is left alone (error)
-  --jobs N        worker threads running cells in parallel (default: the machine's cores;
-                  1 = run in this thread); results do not depend on it
+  --jobs N        worker threads running cells in parallel (default: the machine's cores
+                  less one, for the thread writing results, at most the cells; 1 = run in
+                  this thread); results do not depend on it
+  --store LEVEL   what each run writes: full (default: requests, attempts, endpoint samples,
+                  events), requests (requests only) or summary (the summary row only; the
+                  planner's choice); runs and summaries are written at every level
   --no-progress   no progress bar; print one line per finished run instead
                   (the bar is shown only when stderr is a terminal)
   --shard i/N     run only shard i (0-based) of N: the cells whose grid index mod N is i; write
@@ -300,7 +333,9 @@ export const simCommand: CliCommand = {
   summary: 'replay a trace through the routing strategies (and sweep grid) of an experiment; results in DuckDB',
   usage: SIM_USAGE,
   async run(args) {
-    const { file, seed, jobs, values } = parseRunArgs('sim', args, { shard: { type: 'string' }, 'shard-count': { type: 'string' } });
+    const { file, seed, jobs, values } = parseRunArgs('sim', args, { shard: { type: 'string' }, 'shard-count': { type: 'string' }, store: { type: 'string' } });
+    const store = values.store as string | undefined;
+    if (store !== undefined && !STORE_LEVELS.includes(store as StoreLevel)) throw new UsageError(`--store must be one of ${STORE_LEVELS.join(', ')}, got '${store}'`);
     if (values['shard-count'] !== undefined && values.shard === undefined) throw new UsageError('--shard-count goes with --shard env');
     let shard: Shard | undefined;
     if (values.shard !== undefined) {
@@ -313,6 +348,7 @@ export const simCommand: CliCommand = {
     await runExperiment(file, {
       ...(shard && { shard }),
       ...(seed !== undefined && { seed }),
+      ...(store !== undefined && { store: store as StoreLevel }),
       ...(jobs !== undefined && { jobs }),
       ...(typeof values.output === 'string' && { output: values.output }),
       ...(values['no-progress'] === true && { progress: false }),

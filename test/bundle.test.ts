@@ -9,7 +9,11 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 // @ts-expect-error plain JS module without declarations
-import { bundleGateway } from '../bin/bundle.mjs';
+import { bundleGateway, bundleSimulator } from '../bin/bundle.mjs';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { ResultsStore } from '../simulator/results/results-store.ts';
+import { mooncakeConversation } from './simulator/fixtures.ts';
 
 const repoRoot = join(import.meta.dirname, '..');
 
@@ -49,6 +53,33 @@ describe('gateway bundle', () => {
     const tsx = await idleRssKb({ SWITCHYARD_BUNDLE: '0' }, await port());
     // Measured 161 vs 240 MB: under tsx each worker thread registers its own loader.
     expect(bundled).toBeLessThan(tsx - 40_000);
+  }, 90_000);
+});
+
+describe('simulator bundle', () => {
+  it('an unchanged tree reuses one build; `switchyard sim --jobs 2` runs from it (workers too) and writes the rows tsx writes', async () => {
+    const a = (await bundleSimulator()) as { cli: string; 'cell-worker': string };
+    expect(await bundleSimulator()).toEqual(a);
+    const dir = mkdtempSync(join(tmpdir(), 'switchyard-sim-bundle-'));
+    const file = join(dir, 'e.yaml');
+    writeFileSync(
+      file,
+      `name: e\ntrace: ${mooncakeConversation}\nseed: 5\nrate_scale: 0.2\nlimit: 200\nmodel: kimi\nreplicas: { count: 2, profile: llama2-70b-h100-tp4 }\nruns:\n  - strategy: fixed\n  - strategy: round_robin\noutput: out.duckdb\n`,
+    );
+    const run = async (env: Record<string, string>, out: string) => {
+      const { stdout, stderr } = await promisify(execFile)(process.execPath, [join(repoRoot, 'bin', 'switchyard.mjs'), 'sim', file, '--jobs', '2', '--no-progress', '--output', join(dir, out)], { env: { ...process.env, ...env } });
+      expect(stderr).not.toMatch(/could not/);
+      expect(stdout).toMatch(/2 jobs/);
+      const store = await ResultsStore.open(join(dir, out));
+      try {
+        return await store.query('select * exclude (run_id) from requests order by run_id, request_id');
+      } finally {
+        await store.close();
+      }
+    };
+    const bundled = await run({}, 'bundled.duckdb');
+    expect(bundled.length).toBe(400);
+    expect(await run({ SWITCHYARD_BUNDLE: '0' }, 'tsx.duckdb')).toEqual(bundled);
   }, 90_000);
 });
 

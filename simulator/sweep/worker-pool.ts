@@ -4,9 +4,20 @@
  * results database is the same with any `--jobs`. Each worker reads the trace once and runs one
  * cell at a time; a failed cell stops the sweep with its run id in the error.
  */
+import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { Cell } from './grid.ts';
 import { runCell, TraceCache, type CellOutput } from './cell-runner.ts';
+
+/**
+ * Worker threads worth starting for `cells` cells on `cores` cores: one core is left to the
+ * thread that writes the results (DuckDB appends and summaries run there), so
+ * `min(cells, cores − 1)`; 1 (run in this thread) when that is 1 or less, since a single worker
+ * only adds its start-up and the copy of every result back to this thread.
+ */
+export function defaultJobs(cells: number, cores: number): number {
+  return Math.max(1, Math.min(cells, cores - 1));
+}
 
 /** Options of `runCells`. */
 export interface PoolOptions {
@@ -72,7 +83,9 @@ export async function runCells(cells: readonly Cell[], opts: PoolOptions): Promi
       if (nextCell < cells.length) w.postMessage({ type: 'run', cell: cells[nextCell++]! });
     };
     for (let i = 0; i < jobs; i++) {
-      const w = new Worker(new URL('./cell-worker-boot.mjs', import.meta.url));
+      // Under the simulator bundle (bin/switchyard.mjs) the worker is plain JavaScript; else tsx boots the sources.
+      const bundled = process.env.SWITCHYARD_BUNDLED_SIM_WORKER;
+      const w = new Worker(bundled ? new URL(pathToFileURL(bundled).href) : new URL('./cell-worker-boot.mjs', import.meta.url));
       workers.push(w);
       w.on('message', (m: FromWorker) => {
         if (failed) return;

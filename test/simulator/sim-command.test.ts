@@ -72,6 +72,30 @@ describe('switchyard sim', () => {
     expect(await requestsOf(join(dir, 'c.duckdb'))).not.toEqual(a);
   });
 
+  it('--store summary and requests keep less, with the same summaries as full', async () => {
+    const file = writeExperiment('levels');
+    const counts = async (path: string) => {
+      const store = await ResultsStore.open(path);
+      try {
+        const tables = ['runs', 'summary', 'requests', 'attempts', 'endpoint_timeseries'];
+        const n = await Promise.all(tables.map(async (t) => Number((await store.query<{ n: bigint }>(`select count(*) as n from ${t}`))[0]!.n)));
+        return Object.fromEntries(tables.map((t, i) => [t, n[i]]));
+      } finally {
+        await store.close();
+      }
+    };
+    const full = await runExperiment(file, { jobs: 1, progress: false, print: () => {}, output: join(dir, 'full.duckdb') });
+    const summary = await runExperiment(file, { jobs: 1, progress: false, print: () => {}, output: join(dir, 'summary.duckdb'), store: 'summary' });
+    const requests = await runExperiment(file, { jobs: 1, progress: false, print: () => {}, output: join(dir, 'requests.duckdb'), store: 'requests' });
+    expect(summary.summaries).toEqual(full.summaries);
+    expect(requests.summaries).toEqual(full.summaries);
+    const f = await counts(join(dir, 'full.duckdb'));
+    expect(f.requests).toBe(600);
+    expect(f.attempts).toBeGreaterThan(0);
+    expect(await counts(join(dir, 'summary.duckdb'))).toEqual({ runs: 2, summary: 2, requests: 0, attempts: 0, endpoint_timeseries: 0 });
+    expect(await counts(join(dir, 'requests.duckdb'))).toEqual({ runs: 2, summary: 2, requests: 600, attempts: 0, endpoint_timeseries: 0 });
+  });
+
   it('a bad experiment names the field and what is allowed', () => {
     const file = writeExperiment('bad', 'rate_scale_typo: 1\n').replace('.yaml', '.yaml');
     expect(() => loadExperiment(file)).toThrow(/rate_scale_typo/);
