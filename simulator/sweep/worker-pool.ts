@@ -12,8 +12,9 @@ import { runCell, TraceCache, type CellOutput } from './cell-runner.ts';
 /**
  * Worker threads worth starting for `cells` cells on `cores` cores: one core is left to the
  * thread that writes the results (DuckDB appends and summaries run there), so
- * `min(cells, cores − 1)`; 1 (run in this thread) when that is 1 or less, since a single worker
- * only adds its start-up and the copy of every result back to this thread.
+ * `min(cells, cores − 1)`; 1 — run in this thread — when that is 1 or less: on two busy cores
+ * one worker loses more to its start-up, its own trace read and the copy of every result than
+ * it gains by replaying while this thread writes.
  */
 export function defaultJobs(cells: number, cores: number): number {
   return Math.max(1, Math.min(cells, cores - 1));
@@ -21,8 +22,10 @@ export function defaultJobs(cells: number, cores: number): number {
 
 /** Options of `runCells`. */
 export interface PoolOptions {
-  /** Worker threads; ≤ 1 runs the cells in this thread. */
+  /** Worker threads; ≤ 1 runs the cells in this thread unless `inThread` is false. */
   jobs: number;
+  /** Run in this thread (default: when jobs ≤ 1); false with jobs 1 runs one worker thread. */
+  inThread?: boolean;
   /** Progress of one cell: requests finished so far. */
   onProgress?: (index: number, done: number) => void;
   /** Receives each output in cell order; the next is not delivered before this resolves. */
@@ -42,7 +45,7 @@ type FromWorker =
  */
 export async function runCells(cells: readonly Cell[], opts: PoolOptions): Promise<void> {
   const jobs = Math.max(1, Math.min(Math.floor(opts.jobs), cells.length));
-  if (jobs <= 1) {
+  if (opts.inThread ?? jobs <= 1) {
     const cache = opts.cache ?? new TraceCache();
     for (const cell of cells) {
       const out = await runCell(cell, cache, opts.onProgress && ((done) => opts.onProgress!(cell.index, done)));
