@@ -123,9 +123,9 @@ export class EngineEndpoint {
     this.lastTau = tau;
   }
 
-  /** Current load of the engine. */
-  load() {
-    return this.engine.load();
+  /** Load of the engine at `nowMs` (the loop's clock). */
+  load(nowMs: number) {
+    return this.engine.load(this.tau(nowMs));
   }
 
   /** Prefix-cache statistics over every engine this endpoint has run (crashed ones included). */

@@ -51,8 +51,11 @@ export interface EngineModel {
   completeStep(nowMs: number, emit: (e: EngineEvent) => void): number | null;
   /** Drop a request wherever it is (queue or batch), freeing its KV blocks. No event is emitted. */
   cancel(attemptId: number): void;
-  /** Current load. */
-  load(): EngineLoad;
+  /**
+   * Current load; with `nowMs` (the engine's clock, inside the step in flight) a coalesced run's
+   * blocks are counted up to the step in flight, as per-step scheduling would hold them.
+   */
+  load(nowMs?: number): EngineLoad;
   /** Cumulative prefix-cache statistics: prompt tokens looked up and tokens found cached. */
   prefixCacheStats(): { lookupTokens: number; hitTokens: number };
   /** Throws when an internal invariant is broken (negative counts, KV over budget, …). */

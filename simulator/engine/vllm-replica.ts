@@ -25,11 +25,13 @@
  * pressure interact as in the real engine (a cold cache costs nothing; a busy replica evicts it).
  * `prefixCacheBlocks` optionally caps the number of evictable entries kept (0 disables caching).
  *
- * Step coalescing (opt-in, `coalesceDecodeSteps`): when every running request is decoding, nothing
- * waits, no request finishes before step k and free blocks cover k more tokens each, the k steps
- * are returned as one run (their durations still summed step by step, so times are identical);
- * a loop must call `interrupt` before handing the replica a request or a cancel (see
- * `EngineModel.interrupt`). While a run is in flight `load().kvUsage` lags by the run's tokens.
+ * Step coalescing (opt-in, `coalesceDecodeSteps`): when every running request is decoding, no
+ * request finishes before step k, and free blocks plus evictions that per-step scheduling would
+ * make cover k more tokens each (requests may wait when their admission cannot succeed within the
+ * run; see `tryCoalesce`), the k steps are returned as one run (their durations still summed step
+ * by step, so times are identical); a loop must call `interrupt` before handing the replica a
+ * request or a cancel (see `EngineModel.interrupt`). `load(nowMs)` counts the blocks the run's
+ * steps up to `nowMs` hold, as per-step scheduling would; `load()` without a time lags by them.
  *
  * Deterministic, no clock: times are the virtual ms handed in by the loop.
  */
@@ -154,6 +156,12 @@ export class VllmReplica implements EngineModel {
   private runSteps = 1;
   /** End time of each step of the coalesced run in flight (ms; the first `runSteps` are valid). */
   private readonly runEnds = new Float64Array(MAX_COALESCED_STEPS);
+  /** Free blocks when the coalesced run in flight started (after its first step's allocations). */
+  private runFree0 = 0;
+  /** Cache entries the run in flight has evicted so far (to make room for its decodes). */
+  private runEvicted = 0;
+  /** Prefix entries the queue head pinned in this step's failed admission attempt (0 when none was made). */
+  private headPins = 0;
   private readonly shape: BatchShape = { prefillTokens: 0, prefillSeqs: 0, prefillAttnPairs: 0, decodeSeqs: 0, decodeContextTokens: 0 };
 
   private lookupTokens = 0;
@@ -235,6 +243,7 @@ export class VllmReplica implements EngineModel {
     const k = this.runSteps;
     if (k > 1) {
       // A coalesced run of k decode steps: every request in it decoded k tokens.
+      this.settleRunEvictions(k);
       this.runSteps = 1;
       this.nSteps += k - 1;
       for (let i = 0; i < running.length; i++) {
@@ -315,11 +324,13 @@ export class VllmReplica implements EngineModel {
    * count their whole prompt (+ generated tokens if preempted; the cache is looked up only at
    * admission), running ones their uncomputed prompt tokens.
    */
-  load(): EngineLoad {
+  load(nowMs?: number): EngineLoad {
+    let priv = this.privateTotal;
+    if (nowMs !== undefined && this.runSteps > 1 && !Number.isNaN(this.stepEnd)) priv += this.runBlocksThrough(cutDecodeRun(this.runEnds, this.runSteps, nowMs));
     return {
       running: this.running.length,
       waiting: this.waiting.length - this.wHead,
-      kvUsage: (this.privateTotal + this.bph * (this.cache.size - this.evictable.size)) / this.kvBlocks,
+      kvUsage: (priv + this.bph * (this.cache.size - this.evictable.size)) / this.kvBlocks,
       prefillBacklogTokens: this.backlog,
     };
   }
@@ -420,6 +431,7 @@ export class VllmReplica implements EngineModel {
     s.decodeContextTokens = 0;
     let budget = this.maxNumBatchedTokens;
     let preempted = false;
+    this.headPins = 0;
     const running = this.running;
     for (let i = 0; i < running.length && budget > 0; i++) {
       const r = running[i]!;
@@ -449,6 +461,7 @@ export class VllmReplica implements EngineModel {
         const n = Math.min(r.input + r.generated - r.computed, budget);
         const need = this.blocksFor(Math.max(0, r.computed + n - r.pins.length * this.hashBlockTokens));
         if (!this.ensureFree(need)) {
+          this.headPins = r.pins.length;
           this.unpin(r);
           r.computed = 0;
           this.backlog += this.backlogOf(r);
@@ -484,6 +497,8 @@ export class VllmReplica implements EngineModel {
   interrupt(nowMs: number): number | null {
     if (this.runSteps <= 1 || Number.isNaN(this.stepEnd)) return null;
     const steps = cutDecodeRun(this.runEnds, this.runSteps, nowMs);
+    // Per-step scheduling would have made the evictions of every step up to the one in flight.
+    this.settleRunEvictions(Math.min(steps, this.runSteps));
     if (steps >= this.runSteps) return null;
     this.runSteps = steps;
     this.stepEnd = this.runEnds[steps - 1]!;
@@ -492,13 +507,22 @@ export class VllmReplica implements EngineModel {
 
   /**
    * Turn the step just scheduled into a run of k decode steps when nothing can change the batch
-   * before the k-th: every running request is decoding, nothing waits, no request finishes before
-   * step k, and free KV blocks (not counting evictable ones, so no eviction happens) cover all k.
+   * before the k-th: every running request is decoding, no request finishes before step k, and
+   * free KV blocks (not counting evictable ones, so no eviction happens) cover all k.
+   *
+   * Requests may wait: this step's admission stopped at the queue head (the batch is at
+   * `maxNumSeqs`, the token budget is spent, or the head's blocks do not fit in free plus
+   * evictable KV), and within the run none of that can change — the batch and its token count are
+   * fixed, free blocks only shrink as decodes grow, nothing is released (a finish ends the run, an
+   * enqueue or cancel cuts it) and the cache is not written. Each per-step admission attempt
+   * would fail the same way; its only effect, pinning and unpinning the head's cached prefix
+   * (moving those entries to the recent end of the LRU order), was made by this step and repeating
+   * it leaves the order as it is.
    */
   private tryCoalesce(nowMs: number): void {
     const s = this.shape;
     const running = this.running;
-    if (s.prefillTokens !== 0 || s.decodeSeqs !== running.length || this.wHead < this.waiting.length) return;
+    if (s.prefillTokens !== 0 || s.decodeSeqs !== running.length) return;
     let k = MAX_COALESCED_STEPS;
     for (let i = 0; i < running.length; i++) {
       const r = running[i]!;
@@ -511,10 +535,45 @@ export class VllmReplica implements EngineModel {
       const r = running[i]!;
       extra += this.blocksFor(Math.max(0, r.computed + k - r.pins.length * this.hashBlockTokens)) - r.privateBlocks;
     }
-    if (extra > this.freeBlocks()) return;
+    const free = this.freeBlocks();
+    if (extra > free) {
+      // The run evicts LRU cache entries as its decodes cross block boundaries, as per-step
+      // scheduling would (`settleRunEvictions`); never the queue head's prefix, which its failed
+      // admission moved to the recent end (so the head's lookup and need stay as they are).
+      const evictions = Math.ceil((extra - free) / this.bph);
+      if (evictions > this.evictable.size - this.headPins) return;
+    }
+    this.runFree0 = free;
+    this.runEvicted = 0;
     this.runSteps = k;
     fillDecodeRunEnds(this.stepTime, s, nowMs, k, this.runEnds);
     this.stepEnd = this.runEnds[k - 1]!;
+  }
+
+  /**
+   * Evicts what per-step scheduling would have evicted by the end of step `steps` of the run in
+   * flight: its decodes allocate a block each time they cross a block boundary, evicting the
+   * least recently used entry (`bph` blocks) whenever no block is free, so after A blocks beyond
+   * the free ones at the run's start, ⌈(A − free₀)/bph⌉ entries are gone. The first step's
+   * blocks were allocated when it was scheduled; `A` counts the blocks of steps 2..`steps`.
+   */
+  private settleRunEvictions(steps: number): void {
+    if (this.evictable.size === 0) return;
+    const allocated = this.runBlocksThrough(steps);
+    const due = allocated > this.runFree0 ? Math.ceil((allocated - this.runFree0) / this.bph) : 0;
+    for (; this.runEvicted < due; this.runEvicted++) this.evictLru();
+  }
+
+  /** Blocks the run in flight allocates in its steps 2..`steps` (the first step's are allocated). */
+  private runBlocksThrough(steps: number): number {
+    let allocated = 0;
+    const running = this.running;
+    for (let i = 0; i < running.length; i++) {
+      const r = running[i]!;
+      if (r.stepTokens === 0) continue;
+      allocated += this.blocksFor(Math.max(0, r.computed + steps - r.pins.length * this.hashBlockTokens)) - r.privateBlocks;
+    }
+    return allocated;
   }
 
   /** Put `n` tokens of `r` into the step's batch, allocating `need` more private blocks. */

@@ -11,7 +11,7 @@ export function onSample(s: ReplayState): void {
   for (let i = 0; i < endpoints.length; i++) {
     const ep = endpoints[i]!;
     if (ep.engine) {
-      const l = ep.engine.load();
+      const l = ep.engine.load(now);
       result.samples.push({ runId, endpointId: ep.endpointId, atMs: now, running: l.running, waiting: l.waiting, kvUsage: l.kvUsage, prefillBacklogTokens: l.prefillBacklogTokens });
     } else {
       result.samples.push({ runId, endpointId: ep.endpointId, atMs: now, running: ep.provider!.running, waiting: 0, kvUsage: 0, prefillBacklogTokens: 0 });

@@ -276,7 +276,7 @@ describe('EngineEndpoint', () => {
     ep.crash(5);
     expect(made).toBe(1);
     expect(ep.generation).toBe(gen + 1);
-    expect(ep.load().running).toBe(0);
+    expect(ep.load(0).running).toBe(0);
     expect(() => ep.completeStep(10, () => {})).toThrow(/no step in flight/);
     expect(ep.enqueue(req(2), 6, () => {})).toBe(16);
   });

@@ -2,7 +2,7 @@
 // invariants after every event, determinism by seed, and breaker transitions from a fault window.
 import { beforeAll, describe, expect, it } from 'vitest';
 import { readTrace } from '../../traces/arrow-trace.ts';
-import { replicaFactory } from '../../simulator/engine/replica-config.ts';
+import { buildReplica, replicaFactory, resolveReplicas } from '../../simulator/engine/replica-config.ts';
 import { replayRun, type RunResult } from '../../simulator/replay.ts';
 import { selectRows } from '../../simulator/sim-command.ts';
 import type { TraceRow } from '../../traces/trace-row.ts';
@@ -27,6 +27,24 @@ function run(over: Record<string, unknown> = {}, seed = 7, strategy = 'fixed', c
 }
 
 describe('replayRun', () => {
+  it('coalesced decode runs under KV pressure (waiting requests, evictions) give exactly the per-step rows and samples', () => {
+    // The default experiment's replicas at a rate where KV fills: decodes evict cache entries and
+    // requests wait for room, the case coalesced runs settle at their cuts.
+    const exp = smallExperiment({ limit: 1500, rate_scale: 0.4, replicas: { count: 2, engine: 'vllm', gpu: 'h100_sxm', model: 'llama-3.1-70b', tp: 4 } });
+    const rows = selectRows(allRows, exp);
+    const resolved = resolveReplicas(exp.replicas);
+    const go = (coalesceDecodeSteps: boolean) =>
+      replayRun({ experiment: exp, rows, run: { strategy: 'round_robin', params: {}, label: 'rr' }, runId: 'r', seed: 3, makeReplica: () => buildReplica(resolved, 512, { coalesceDecodeSteps }) });
+    const perStep = go(false);
+    const coalesced = go(true);
+    expect(perStep.samples.some((s) => s.waiting > 0)).toBe(true);
+    expect(coalesced.eventsProcessed).toBeLessThan(perStep.eventsProcessed);
+    expect(coalesced.requests).toEqual(perStep.requests);
+    expect(coalesced.attempts).toEqual(perStep.attempts);
+    expect(coalesced.samples).toEqual(perStep.samples);
+    expect(coalesced.prefixCache).toEqual(perStep.prefixCache);
+  });
+
   it('every trace request ends exactly once, with invariants checked after every event', () => {
     const res = run({ limit: 200 });
     expect(res.requests).toHaveLength(200);
