@@ -10,6 +10,7 @@
  *   GET /api/experiments/:db/:experiment/metrics?slo_ttft_ms=&slo_tpot_ms=
  *   GET /api/experiments/:db/:experiment/cdf?metric=ttft|tpot|e2e|queue_wait&points=10..1000
  *   GET /api/experiments/:db/:experiment/comparisons
+ *   GET /api/experiments/:db/:experiment/plans
  *   GET /api/experiments/:db/:experiment/runs/:run/timeline?from_ms=&to_ms=&max_points=
  *   GET /api/experiments/:db/:experiment/runs/:run/requests?status=&endpoint=&metric=&min_ms=&max_ms=&sort=&order=&limit=&offset=
  *   GET /api/experiments/:db/:experiment/runs/:run/requests/:request
@@ -24,6 +25,7 @@ import type { ReadOnlyDb } from './read-only-db.ts';
 import { listRequests, REQUEST_SORT_KEYS, requestDetail } from './request-queries.ts';
 import type { ResultsCatalog } from './results-catalog.ts';
 import { runTimeline } from './timeline-queries.ts';
+import { planTables } from './plan-queries.ts';
 
 /** What a handler gets: the catalog, the path's named segments and query parameters (checked). */
 interface RouteContext {
@@ -125,6 +127,14 @@ const ROUTES: readonly Route[] = [
     async handle(ctx) {
       const { db, experimentId } = await experimentScope(ctx);
       return experimentComparisons(db, experimentId);
+    },
+  },
+  {
+    pattern: ['experiments', ':db', ':experiment', 'plans'],
+    query: [],
+    async handle(ctx) {
+      const { db, experimentId } = await experimentScope(ctx);
+      return planTables(db, experimentId);
     },
   },
   {

@@ -297,3 +297,46 @@ export interface RequestDetail {
   request: RequestListRow;
   attempts: AttemptInfo[];
 }
+
+/** One evaluated run of a capacity-planner probe (`plan_points`): where it ran and how it did. */
+export interface PlanPoint {
+  question: string;
+  config: string;
+  label: string;
+  rateScale: number;
+  replicas: number;
+  seed: number;
+  runId: string;
+  goodput: number;
+  ttftMs: number | null;
+  tpotMs: number | null;
+  /** The run held the SLO. */
+  holds: boolean;
+  costPerHourUsd: number;
+  costPer1kRequestsUsd: number;
+  /** The probe's verdict over its seeds (`holds`, `fails`, `undecided`). */
+  probeVerdict: string;
+}
+
+/** One answer of the planner (`plans`): the value with its interval, per question and configuration. */
+export interface PlanAnswer {
+  question: string;
+  config: string;
+  label: string;
+  status: string;
+  answer: number | null;
+  low: number | null;
+  high: number | null;
+  unit: string;
+  confidence: number;
+  costPerHourUsd: number | null;
+  costPer1kRequestsUsd: number | null;
+  rank: number | null;
+}
+
+/** `GET …/plans`: a planner's points and answers; `available: false` when the file has no plan tables. */
+export interface PlansResponse {
+  available: boolean;
+  points: PlanPoint[];
+  answers: PlanAnswer[];
+}
