@@ -9,6 +9,7 @@ import { h, note } from './ui/dom.ts';
 import { renderComparePage } from './pages/compare-page.ts';
 import { renderExperimentsPage } from './pages/experiments-page.ts';
 import type { PageContext, PageRenderer, ParamPatch } from './pages/page-kit.ts';
+import { renderPlansPage } from './pages/plans-page.ts';
 import { renderRequestsPage } from './pages/requests-page.ts';
 import { renderSweepPage } from './pages/sweep-page.ts';
 import { renderTimelinePage } from './pages/timeline-page.ts';
@@ -19,6 +20,7 @@ const RENDERERS: Readonly<Record<PageName, PageRenderer>> = {
   timeline: renderTimelinePage,
   sweep: renderSweepPage,
   requests: renderRequestsPage,
+  plans: renderPlansPage,
 };
 
 const TITLES: Readonly<Record<PageName, string>> = {
@@ -27,6 +29,7 @@ const TITLES: Readonly<Record<PageName, string>> = {
   timeline: 'Timeline',
   sweep: 'Sweep',
   requests: 'Requests',
+  plans: 'Plans',
 };
 
 /** Parameters that follow the reader from page to page (which experiment, which run). */

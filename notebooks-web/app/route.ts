@@ -6,7 +6,7 @@
  */
 
 /** Pages of the app. */
-export const PAGES = ['experiments', 'compare', 'timeline', 'sweep', 'requests'] as const;
+export const PAGES = ['experiments', 'compare', 'timeline', 'sweep', 'requests', 'plans'] as const;
 
 /** A page name. */
 export type PageName = (typeof PAGES)[number];
