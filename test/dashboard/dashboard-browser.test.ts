@@ -9,7 +9,7 @@ import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDashboard } from '../../notebooks-web/dashboard-command.ts';
 import type { DashboardServer } from '../../notebooks-web/server/dashboard-server.ts';
-import { LEGACY_EXP, SWEEP, SWEEP_EXP, writeLegacyFixture, writeSweepFixture } from './fixtures.ts';
+import { LEGACY_EXP, SWEEP, SWEEP_EXP, writeLegacyFixture, writePlanFixture, writeSweepFixture } from './fixtures.ts';
 
 const CHROMIUM = process.env.SWITCHYARD_CHROMIUM ?? '/usr/bin/chromium';
 const HAVE_CHROMIUM = existsSync(CHROMIUM);
@@ -27,6 +27,7 @@ describe.skipIf(!HAVE_CHROMIUM)(`dashboard in Chromium${HAVE_CHROMIUM ? '' : ` (
     dir = mkdtempSync(join(tmpdir(), 'switchyard-dash-ui-'));
     await writeSweepFixture(join(dir, 'results', 'sweep.duckdb'));
     await writeLegacyFixture(join(dir, 'results', 'legacy.duckdb'));
+    await writePlanFixture(join(dir, 'results', 'plan.duckdb'), 'plan-1');
     server = await startDashboard({ paths: [join(dir, 'results')], port: 0, host: '127.0.0.1' });
     mkdirSync(ARTIFACTS, { recursive: true });
     context = await chromium.launchPersistentContext(join(dir, 'profile'), {
@@ -70,10 +71,10 @@ describe.skipIf(!HAVE_CHROMIUM)(`dashboard in Chromium${HAVE_CHROMIUM ? '' : ` (
     expect(problems).toEqual([]);
   }
 
-  it('experiments list: both files, provenance columns, sortable', async () => {
+  it('experiments list: every file, provenance columns, sortable', async () => {
     await open('#/experiments', 'experiments');
     const rows = page.locator('[data-table="experiments"] tbody tr');
-    await expect.poll(() => rows.count()).toBe(2);
+    await expect.poll(() => rows.count()).toBe(3);
     const header = await page.locator('[data-table="experiments"] thead').innerText();
     for (const col of ['name', 'trace', 'date', 'runs', 'seed', 'git revision']) expect(header).toContain(col);
     // Default: newest first (the sweep fixture is from 2026, the legacy one from 2025).
@@ -84,7 +85,8 @@ describe.skipIf(!HAVE_CHROMIUM)(`dashboard in Chromium${HAVE_CHROMIUM ? '' : ` (
     await page.locator('[data-table="experiments"] th[data-key="runs"] button').click();
     await ready('experiments');
     expect(page.url()).toContain('sort=runs%3Aasc');
-    expect(await rows.first().innerText()).toContain('legacy');
+    // The plan fixture has no runs rows (only its plan tables), so it sorts first.
+    expect(await rows.first().innerText()).toContain('plan');
     await shot('experiments');
     expectNoProblems();
   });
@@ -174,6 +176,19 @@ describe.skipIf(!HAVE_CHROMIUM)(`dashboard in Chromium${HAVE_CHROMIUM ? '' : ` (
     await ready('timeline');
     expect(page.url()).toContain(`run=${encodeURIComponent(run)}`);
     expect(await page.locator('.page-head h1').innerText()).toContain(run);
+    expectNoProblems();
+  });
+
+  it('plans: attainment against rate per configuration, the answers by cost and in a table; a non-plan says so', async () => {
+    await open('#/plans?db=plan&exp=plan-1', 'plans');
+    expect(await page.locator('[data-chart="plan-attainment"] path.cdf-line').count()).toBe(1);
+    expect(await page.locator('[data-chart="plan-front"] svg').count()).toBe(1);
+    const rows = page.locator('[data-table="plan-answers"] tbody tr');
+    expect(await rows.count()).toBe(1);
+    expect(await rows.first().innerText()).toContain('0.7 rate_scale');
+    await shot('plans');
+    await open(`#/plans?db=sweep&exp=${SWEEP_EXP}`, 'plans');
+    expect(await page.locator('.page').innerText()).toContain('not a capacity plan');
     expectNoProblems();
   });
 

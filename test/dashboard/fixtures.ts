@@ -2,9 +2,12 @@
 // taken from simulator/results/schema.ts on purpose: `sweep` has the columns sweeps, cost
 // accounting and `switchyard compare` add (runs.label / pair_key, summary cost, comparisons);
 // `legacy` has only the columns of the first results schema. The dashboard must read both.
+// The plan fixture is written through the simulator's own store and plan tables.
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
+import { addPlan, addPlanPoints, createPlanTables, type PlanPointRow } from '../../simulator/plan/plan-tables.ts';
+import { ResultsStore } from '../../simulator/results/results-store.ts';
 
 /** Experiment id of the sweep fixture. */
 export const SWEEP_EXP = 'exp-sweep';
@@ -189,4 +192,46 @@ export async function writeLegacyFixture(path: string): Promise<void> {
     await run(COMMON_SQL);
     await run(SUMMARY_SQL(''));
   });
+}
+
+const point = (planId: string, rateScale: number, seed: number, holds: boolean): PlanPointRow => ({
+  planId,
+  question: 'max_rate',
+  config: 'replicas=4',
+  label: 'round_robin',
+  strategy: 'round_robin',
+  rateScale,
+  replicas: 4,
+  paramsJson: '{}',
+  seed,
+  runId: `rr/r${rateScale}/s${seed}`,
+  requests: 500,
+  goodput: holds ? 0.97 : 0.6,
+  ttftMs: holds ? 800 : 9000,
+  tpotMs: 40,
+  slack: holds ? 0.02 : -0.35,
+  holds,
+  costPerHourUsd: 40,
+  costPer1kRequestsUsd: 0.8 / rateScale,
+  probeVerdict: holds ? 'holds' : 'fails',
+  probeSlackMean: holds ? 0.02 : -0.35,
+  probeSlackLow: holds ? 0.01 : -0.4,
+  probeSlackHigh: holds ? 0.03 : -0.3,
+});
+
+/**
+ * A results file holding a capacity plan `planId`: its experiment row, three `plan_points` rows
+ * (round_robin on 4 replicas: rate 0.5 held by 2 seeds, rate 1 failed by 1), one row of another
+ * plan, and one `plans` answer (0.7 rate_scale in [0.5, 1]).
+ */
+export async function writePlanFixture(path: string, planId: string): Promise<void> {
+  const store = await ResultsStore.open(path, { overwrite: true });
+  try {
+    await store.addExperiment({ experimentId: planId, name: 'plan', tracePath: 't.arrow', traceSource: 'fixture', startedAt: '2024-06-01T00:00:00.000Z', configJson: '{}', seed: 1 });
+    await createPlanTables(store);
+    await addPlanPoints(store, [point(planId, 0.5, 1, true), point(planId, 0.5, 2, true), point(planId, 1, 1, false), point('other-plan', 2, 1, false)]);
+    await addPlan(store, { planId, question: 'max_rate', config: 'replicas=4', label: 'round_robin', status: 'found', answer: 0.7, low: 0.5, high: 1, unit: 'rate_scale', confidence: 0.9, costPerHourUsd: 40, costPer1kRequestsUsd: 1.1, rank: null, detailJson: '{}' });
+  } finally {
+    await store.close();
+  }
 }

@@ -8,51 +8,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PlansResponse } from '../../notebooks-web/shared/api-types.ts';
 import { startDashboardServer, type DashboardServer } from '../../notebooks-web/server/dashboard-server.ts';
 import { ResultsCatalog } from '../../notebooks-web/server/results-catalog.ts';
-import { addPlan, addPlanPoints, createPlanTables, type PlanPointRow } from '../../simulator/plan/plan-tables.ts';
 import { ResultsStore } from '../../simulator/results/results-store.ts';
+import { writePlanFixture } from './fixtures.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'switchyard-dash-plans-'));
 let server: DashboardServer;
 
-const point = (planId: string, rateScale: number, seed: number, holds: boolean): PlanPointRow => ({
-  planId,
-  question: 'max_rate',
-  config: 'replicas=4',
-  label: 'round_robin',
-  strategy: 'round_robin',
-  rateScale,
-  replicas: 4,
-  paramsJson: '{}',
-  seed,
-  runId: `rr/r${rateScale}/s${seed}`,
-  requests: 500,
-  goodput: holds ? 0.97 : 0.6,
-  ttftMs: holds ? 800 : 9000,
-  tpotMs: 40,
-  slack: holds ? 0.02 : -0.35,
-  holds,
-  costPerHourUsd: 40,
-  costPer1kRequestsUsd: 0.8 / rateScale,
-  probeVerdict: holds ? 'holds' : 'fails',
-  probeSlackMean: holds ? 0.02 : -0.35,
-  probeSlackLow: holds ? 0.01 : -0.4,
-  probeSlackHigh: holds ? 0.03 : -0.3,
-});
-
-async function writePlanFile(path: string, planId: string): Promise<void> {
-  const store = await ResultsStore.open(path, { overwrite: true });
-  try {
-    await store.addExperiment({ experimentId: planId, name: 'plan', tracePath: 't.arrow', traceSource: 'fixture', startedAt: '2026-01-01T00:00:00.000Z', configJson: '{}', seed: 1 });
-    await createPlanTables(store);
-    await addPlanPoints(store, [point(planId, 0.5, 1, true), point(planId, 0.5, 2, true), point(planId, 1, 1, false), point('other-plan', 2, 1, false)]);
-    await addPlan(store, { planId, question: 'max_rate', config: 'replicas=4', label: 'round_robin', status: 'found', answer: 0.7, low: 0.5, high: 1, unit: 'rate_scale', confidence: 0.9, costPerHourUsd: 40, costPer1kRequestsUsd: 1.1, rank: null, detailJson: '{}' });
-  } finally {
-    await store.close();
-  }
-}
-
 beforeAll(async () => {
-  await writePlanFile(join(root, 'plan.duckdb'), 'plan-1');
+  await writePlanFixture(join(root, 'plan.duckdb'), 'plan-1');
   const plain = await ResultsStore.open(join(root, 'plain.duckdb'), { overwrite: true });
   await plain.addExperiment({ experimentId: 'exp-plain', name: 'plain', tracePath: 't.arrow', traceSource: 'fixture', startedAt: '2026-01-01T00:00:00.000Z', configJson: '{}', seed: 1 });
   await plain.close();
