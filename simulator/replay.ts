@@ -18,8 +18,9 @@ import { parseModelsConfig } from '../core/config/models-config.ts';
 import type { AttemptDeadlines, LifecycleAction, RequestLife, RoutingMetadata } from '../core/lifecycle/seam.ts';
 import type { Outcome } from '../core/lifecycle/outcome.ts';
 import type { TraceRow } from '../traces/trace-row.ts';
-import { apiServerTerm, firstTokenDelayMs, streamDelayMs } from './engine/api-server.ts';
+import { firstTokenDelayMs, streamDelayMs } from './engine/api-server.ts';
 import type { EngineEvent, EngineModel } from './engine/engine-model.ts';
+import { replicaApiServer } from './engine/replica-config.ts';
 import { EngineEndpoint } from './engine-endpoint.ts';
 import { EventQueue } from './event-queue.ts';
 import { healthOptions, resolveProviders, runLabel, type Experiment } from './experiment.ts';
@@ -272,8 +273,8 @@ export function replayRun(opts: ReplayOptions): RunResult {
     deriveRng(seed, 'workload/callers'),
   );
   const arrivalOf = (i: number) => rows[i]!.arrivalMs / exp.rate_scale;
-  /** The replicas' API server delays what their engines produce (all 0 unless configured). */
-  const apiServer = apiServerTerm(exp.replicas.api_server);
+  /** The replicas' API server delays what their engines produce (`replicaApiServer`: calibrated by default). */
+  const apiServer = replicaApiServer(exp.replicas);
 
   const q = new EventQueue<SimEvent>();
   const reqs: (ReqState | null)[] = new Array(rows.length).fill(null);

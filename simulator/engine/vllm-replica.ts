@@ -62,6 +62,8 @@ export interface VllmReplicaOptions {
   kvBlocks?: number;
   /** Tokens per KV block (vLLM `block_size`). Default 16. */
   blockTokens?: number;
+  /** Longest prompt + output accepted (vLLM `max_model_len`); longer requests are rejected. Default unlimited. */
+  maxModelLen?: number;
   /** Tokens per trace hash id (prefix-cache entry); a multiple of `blockTokens`. Default 512. */
   hashBlockTokens?: number;
   /**
@@ -125,6 +127,8 @@ interface Req {
  */
 export class VllmReplica implements EngineModel {
   readonly maxNumSeqs: number;
+  /** Longest prompt + output accepted, tokens (Infinity: no limit). */
+  readonly maxModelLen: number;
   readonly maxNumBatchedTokens: number;
   readonly kvBlocks: number;
   readonly blockTokens: number;
@@ -164,6 +168,7 @@ export class VllmReplica implements EngineModel {
   constructor(opts: VllmReplicaOptions) {
     this.stepTime = opts.stepTime;
     this.maxNumSeqs = posInt('maxNumSeqs', opts.maxNumSeqs ?? 256);
+    this.maxModelLen = opts.maxModelLen === undefined ? Infinity : posInt('maxModelLen', opts.maxModelLen);
     this.maxNumBatchedTokens = posInt('maxNumBatchedTokens', opts.maxNumBatchedTokens ?? 8192);
     this.kvBlocks = posInt('kvBlocks', opts.kvBlocks ?? DEFAULT_KV_BLOCKS_LLAMA2_70B_TP4_H100);
     this.blockTokens = posInt('blockTokens', opts.blockTokens ?? 16);
@@ -194,7 +199,7 @@ export class VllmReplica implements EngineModel {
     }
     const input = Math.max(1, req.inputTokens);
     // Largest KV footprint: the prompt plus all outputs but the last (never fed back).
-    if (this.blocksFor(input + Math.max(1, req.outputTokens) - 1) > this.kvBlocks) {
+    if (this.blocksFor(input + Math.max(1, req.outputTokens) - 1) > this.kvBlocks || input + req.outputTokens > this.maxModelLen) {
       emit({ kind: 'rejected', attemptId: req.attemptId, atMs: nowMs, reason: 'context_too_long' });
       return null;
     }
