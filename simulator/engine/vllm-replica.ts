@@ -36,6 +36,7 @@
 import type { EngineEvent, EngineLoad, EngineModel, EngineRequest } from './engine-model.ts';
 import type { BatchShape, StepTimeModel } from './step-time.ts';
 import { walkDecodeRun } from './decode-run.ts';
+import { type CacheEntry, VllmBlockPool } from './vllm-block-pool.ts';
 
 /** Llama-2-70B KV bytes per token: 2 (K,V) × 80 layers × 8 KV heads × 128 head dim × 2 bytes (fp16). */
 export const LLAMA2_70B_KV_BYTES_PER_TOKEN = 2 * 80 * 8 * 128 * 2;
@@ -80,12 +81,6 @@ export interface VllmReplicaOptions {
 
 /** Longest coalesced run, in steps (bounds the O(run) boundary recomputation of `interrupt`). */
 export const MAX_COALESCED_STEPS = 4096;
-
-/** One cached hash block. `ref` = number of running requests' pins on it. */
-interface CacheEntry {
-  readonly hash: number;
-  ref: number;
-}
 
 const NONE = 0;
 const WAITING = 1;
@@ -146,10 +141,8 @@ export class VllmReplica implements EngineModel {
   /** Running batch in admission order (the tail is the preemption victim). */
   private readonly running: Req[] = [];
 
-  private readonly cache = new Map<number, CacheEntry>();
-  /** Unreferenced entries; Map iteration order = LRU first. */
-  private readonly evictable = new Map<number, CacheEntry>();
-  private privateTotal = 0;
+  /** KV blocks and the prefix cache (`vllm-block-pool.ts`). */
+  private readonly pool: VllmBlockPool;
   private backlog = 0;
   /** End of the step in flight (virtual ms), NaN when idle (a double field: no boxing per step). */
   private stepEnd = NaN;
@@ -184,6 +177,7 @@ export class VllmReplica implements EngineModel {
     this.cacheEnabled = cap > 0;
     this.coalesce = opts.coalesceDecodeSteps ?? false;
     this.bph = this.hashBlockTokens / this.blockTokens;
+    this.pool = new VllmBlockPool(this.kvBlocks, this.bph, cap);
   }
 
   /**
@@ -248,7 +242,7 @@ export class VllmReplica implements EngineModel {
         r.computed += k;
         r.generated += k;
         const priv = this.blocksFor(Math.max(0, r.computed - r.pins.length * this.hashBlockTokens));
-        this.privateTotal += priv - r.privateBlocks;
+        this.pool.privateTotal += priv - r.privateBlocks;
         r.privateBlocks = priv;
         if (r.generated >= r.output) {
           emit({ kind: 'finished', attemptId: r.id, atMs: nowMs });
@@ -323,7 +317,7 @@ export class VllmReplica implements EngineModel {
     return {
       running: this.running.length,
       waiting: this.waiting.length - this.wHead,
-      kvUsage: (this.privateTotal + this.bph * (this.cache.size - this.evictable.size)) / this.kvBlocks,
+      kvUsage: this.pool.usedBlocks() / this.kvBlocks,
       prefillBacklogTokens: this.backlog,
     };
   }
@@ -345,12 +339,12 @@ export class VllmReplica implements EngineModel {
 
   /** KV blocks not owned by a request nor holding a cache entry (evictable entries are not free). */
   freeBlocks(): number {
-    return this.kvBlocks - this.privateTotal - this.bph * this.cache.size;
+    return this.pool.freeBlocks();
   }
 
   /** Number of prefix-cache entries (pinned + evictable), in hash blocks. */
   cachedHashBlocks(): number {
-    return this.cache.size;
+    return this.pool.cache.size;
   }
 
   /**
@@ -362,12 +356,8 @@ export class VllmReplica implements EngineModel {
     const fail = (msg: string): never => {
       throw new Error(`VllmReplica invariant: ${msg}`);
     };
-    if (this.privateTotal < 0 || this.backlog < 0) fail(`negative totals private=${this.privateTotal} backlog=${this.backlog}`);
+    if (this.backlog < 0) fail(`negative backlog ${this.backlog}`);
     if (this.running.length > this.maxNumSeqs) fail(`running ${this.running.length} > maxNumSeqs ${this.maxNumSeqs}`);
-    if (this.privateTotal + this.bph * this.cache.size > this.kvBlocks) {
-      fail(`KV over budget: private ${this.privateTotal} + cached ${this.bph * this.cache.size} > ${this.kvBlocks}`);
-    }
-    if (this.evictable.size > this.prefixCacheBlocks) fail(`evictable ${this.evictable.size} > cap ${this.prefixCacheBlocks}`);
     const seen = new Set<number>();
     const refs = new Map<CacheEntry, number>();
     let priv = 0;
@@ -399,16 +389,8 @@ export class VllmReplica implements EngineModel {
     }
     for (const r of this.running) check(r, RUNNING);
     if (seen.size !== this.byId.size) fail(`byId has ${this.byId.size} requests, queues ${seen.size}`);
-    if (priv !== this.privateTotal) fail(`private total ${this.privateTotal} != Σ ${priv}`);
     if (backlog !== this.backlog) fail(`backlog ${this.backlog} != Σ ${backlog}`);
-    for (const [h, e] of this.cache) {
-      if (e.hash !== h) fail(`cache key ${h} holds entry ${e.hash}`);
-      if (e.ref < 0) fail(`entry ${h} refcount ${e.ref} < 0`);
-      if (e.ref !== (refs.get(e) ?? 0)) fail(`entry ${h} refcount ${e.ref} != pins ${refs.get(e) ?? 0}`);
-      if ((e.ref === 0) !== this.evictable.has(h)) fail(`entry ${h} evictable state`);
-    }
-    for (const e of refs.keys()) if (this.cache.get(e.hash) !== e) fail(`pinned entry ${e.hash} not in cache`);
-    for (const h of this.evictable.keys()) if (!this.cache.has(h)) fail(`evictable ${h} not in cache`);
+    this.pool.invariants(refs, priv, fail);
     if (Number.isNaN(this.stepEnd) && (this.running.length > 0 || this.waiting.length > this.wHead)) fail('work but no step');
   }
 
@@ -430,7 +412,7 @@ export class VllmReplica implements EngineModel {
       const n = Math.min(r.input + r.generated - r.computed, budget);
       const need = this.blocksFor(Math.max(0, r.computed + n - r.pins.length * this.hashBlockTokens)) - r.privateBlocks;
       let selfPreempted = false;
-      while (need > 0 && !this.ensureFree(need)) {
+      while (need > 0 && !this.pool.ensureFree(need)) {
         const victim = running.pop()!;
         this.preempt(victim);
         preempted = true;
@@ -452,8 +434,8 @@ export class VllmReplica implements EngineModel {
         r.computed = hit;
         const n = Math.min(r.input + r.generated - r.computed, budget);
         const need = this.blocksFor(Math.max(0, r.computed + n - r.pins.length * this.hashBlockTokens));
-        if (!this.ensureFree(need)) {
-          this.unpin(r);
+        if (!this.pool.ensureFree(need)) {
+          this.pool.unpin(r.pins);
           r.computed = 0;
           this.backlog += this.backlogOf(r);
           break;
@@ -526,7 +508,7 @@ export class VllmReplica implements EngineModel {
     r.stepTokens = n;
     if (need > 0) {
       r.privateBlocks += need;
-      this.privateTotal += need;
+      this.pool.privateTotal += need;
     }
     const s = this.shape;
     if (r.generated > 0 && n === 1 && r.computed + 1 === r.input + r.generated) {
@@ -564,35 +546,13 @@ export class VllmReplica implements EngineModel {
   }
 
   /**
-   * Make `need` blocks free by evicting LRU unreferenced cache entries. Evicts nothing and returns
-   * false when even evicting all of them would not suffice (vLLM counts evictable blocks as free).
-   */
-  private ensureFree(need: number): boolean {
-    if (this.freeBlocks() + this.bph * this.evictable.size < need) return false;
-    while (this.freeBlocks() < need) this.evictLru();
-    return true;
-  }
-
-  private evictLru(): void {
-    const h = this.evictable.keys().next().value as number;
-    this.evictable.delete(h);
-    this.cache.delete(h);
-  }
-
-  /**
    * Longest cached prefix of the prompt's full hash blocks; pins those entries.
    * @returns cached tokens = min(input − 1, matched × hashBlockTokens) (≥ 1 token is always computed).
    */
   private lookupAndPin(r: Req): number {
     const ids = r.hashIds;
     if (!this.cacheEnabled || ids === null) return 0;
-    const full = Math.min(ids.length, Math.floor(r.input / this.hashBlockTokens));
-    for (let k = 0; k < full; k++) {
-      const e = this.cache.get(ids[k]!);
-      if (e === undefined) break;
-      if (e.ref++ === 0) this.evictable.delete(e.hash);
-      r.pins.push(e);
-    }
+    this.pool.pinCachedPrefix(ids, Math.min(ids.length, Math.floor(r.input / this.hashBlockTokens)), r.pins);
     return Math.min(r.input - 1, r.pins.length * this.hashBlockTokens);
   }
 
@@ -603,38 +563,16 @@ export class VllmReplica implements EngineModel {
     if (ids === null) return;
     const full = Math.min(ids.length, Math.floor(r.input / this.hashBlockTokens));
     if (r.pins.length >= full) return;
-    for (let k = r.pins.length; k < full; k++) {
-      const h = ids[k]!;
-      let e = this.cache.get(h);
-      if (e === undefined) {
-        e = { hash: h, ref: 1 };
-        this.cache.set(h, e);
-      } else if (e.ref++ === 0) {
-        // Same content computed twice (it was cached after our lookup): share the existing copy.
-        this.evictable.delete(h);
-      }
-      r.pins.push(e);
-    }
+    this.pool.insertAndPin(ids, full, r.pins);
     // The covered tokens' blocks move from private to the pinned entries (net zero or a saving).
     const priv = this.blocksFor(Math.max(0, r.computed - r.pins.length * this.hashBlockTokens));
-    this.privateTotal += priv - r.privateBlocks;
+    this.pool.privateTotal += priv - r.privateBlocks;
     r.privateBlocks = priv;
   }
 
-  /** Drop the request's pins (tail first, so its tail blocks are evicted first, as vLLM frees them). */
-  private unpin(r: Req): void {
-    const pins = r.pins;
-    for (let k = pins.length - 1; k >= 0; k--) {
-      const e = pins[k]!;
-      if (--e.ref === 0) this.evictable.set(e.hash, e);
-    }
-    pins.length = 0;
-    while (this.evictable.size > this.prefixCacheBlocks) this.evictLru();
-  }
-
   private release(r: Req): void {
-    this.unpin(r);
-    this.privateTotal -= r.privateBlocks;
+    this.pool.unpin(r.pins);
+    this.pool.privateTotal -= r.privateBlocks;
     r.privateBlocks = 0;
   }
 
