@@ -37,6 +37,12 @@ export interface EngineLoad {
   kvUsage: number;
   /** Prompt tokens admitted or queued that still need prefill (uncached), tokens. */
   prefillBacklogTokens: number;
+  /** Tokens (prefill chunks + decodes) of the step in flight; 0 when idle. */
+  batchTokens: number;
+  /** Steps completed or started so far (cumulative; a coalesced run counts once it is done). */
+  steps: number;
+  /** Preemptions (vLLM recompute) or retractions (SGLang) so far (cumulative). */
+  preemptions: number;
 }
 
 /** One simulated replica. Implementations are deterministic: no clock, no randomness. */

@@ -319,6 +319,9 @@ export class VllmReplica implements EngineModel {
       waiting: this.waiting.length - this.wHead,
       kvUsage: this.pool.usedBlocks() / this.kvBlocks,
       prefillBacklogTokens: this.backlog,
+      batchTokens: Number.isNaN(this.stepEnd) ? 0 : this.shape.prefillTokens + this.shape.decodeSeqs,
+      steps: this.nSteps,
+      preemptions: this.nPreemptions,
     };
   }
 
