@@ -63,7 +63,7 @@ export async function runValidateSim(opts: ValidateSimOptions = {}) {
         print(`  step ${k.stepOverheadMs} ms + ${k.perSequenceOverheadMs} ms/seq, elementwise ×${k.elementwiseScale}, API ${k.apiServer.requestMs} ms + ${k.apiServer.perPromptTokenMs} ms/prompt token (fit half: TPOT ${f.tpotMedianAbsPct.toFixed(1)} %, TTFT ${f.ttftMedianAbsPct.toFixed(1)} %)`);
       }
     }
-    const cal: CalibrationFile = { vllm: engineLevel('vllm', groups), sglang: engineLevel('sglang', groups), groups };
+    const cal: CalibrationFile = { vllm: engineLevelCalibration('vllm', groups), sglang: engineLevelCalibration('sglang', groups), groups };
     writeFileSync(CALIBRATION_PATH, `${JSON.stringify(cal, null, 2)}\n`);
     clearCalibrationCache();
   }
@@ -91,18 +91,23 @@ export async function runValidateSim(opts: ValidateSimOptions = {}) {
 }
 
 /**
- * The engine-level entry (for models and TPs without a group entry): the median of each constant
- * over the engine's fitted groups.
+ * The engine-level entry (for models and TPs without a group entry): the step-time constants are
+ * the medians over the engine's bfloat16 groups (fusion and overheads depend on the dtype; bf16 is
+ * the default), the API-server terms the medians over all its groups (the frontend does not depend
+ * on the model's dtype or TP).
  */
-function engineLevel(engine: 'vllm' | 'sglang', groups: Record<string, EngineCalibration>): EngineCalibration {
-  const gs = Object.entries(groups).filter(([k]) => k.startsWith(`${engine}/`)).map(([, g]) => g);
-  const med = (f: (g: EngineCalibration) => number) => Number(median(gs.map(f)).toFixed(4));
+export function engineLevelCalibration(engine: 'vllm' | 'sglang', groups: Record<string, EngineCalibration>): EngineCalibration {
+  const all = Object.entries(groups).filter(([k]) => k.startsWith(`${engine}/`));
+  const bf16 = all.filter(([k]) => k.includes('/bfloat16/')).map(([, g]) => g);
+  const gs = all.map(([, g]) => g);
+  const step = bf16.length > 0 ? bf16 : gs;
+  const med = (xs: EngineCalibration[], f: (g: EngineCalibration) => number) => Number(median(xs.map(f)).toFixed(4));
   return {
-    stepOverheadMs: med((g) => g.stepOverheadMs),
-    perSequenceOverheadMs: med((g) => g.perSequenceOverheadMs),
-    elementwiseScale: med((g) => g.elementwiseScale),
-    apiServer: { requestMs: med((g) => g.apiServer.requestMs), perPromptTokenMs: med((g) => g.apiServer.perPromptTokenMs), perOutputTokenMs: 0 },
-    fittedOn: `median over the ${gs.length} ${engine} groups`,
+    stepOverheadMs: med(step, (g) => g.stepOverheadMs),
+    perSequenceOverheadMs: med(step, (g) => g.perSequenceOverheadMs),
+    elementwiseScale: med(step, (g) => g.elementwiseScale),
+    apiServer: { requestMs: med(gs, (g) => g.apiServer.requestMs), perPromptTokenMs: med(gs, (g) => g.apiServer.perPromptTokenMs), perOutputTokenMs: 0 },
+    fittedOn: `medians: step constants over the ${step.length} ${engine} bfloat16 groups, API server over all ${gs.length} ${engine} groups`,
     method: FIT_METHOD,
   };
 }

@@ -156,8 +156,9 @@ export function renderValidationMarkdown(inp: ReportInputs): string {
   p('(1) per-step overhead, per-sequence overhead and the elementwise fraction (the share of the tables\' eager');
   p('elementwise time left after kernel fusion) minimising the median |TPOT error|; (2) the API server\'s');
   p('per-request and per-prompt-token terms (bounded to ≤ 20 ms and ≤ 5 µs per token, so they stay physical)');
-  p('minimising the median |TTFT error|. The engine rows (used for models and TPs without a group) are the');
-  p('medians over the engine\'s groups. Stored in `simulator/engine/calibration.json`.');
+  p('minimising the median |TTFT error|. The engine rows (used for models and TPs without a group) take the');
+  p('step constants as medians over the engine\'s bfloat16 groups and the API-server terms as medians over all');
+  p('its groups. Stored in `simulator/engine/calibration.json`.');
   p();
   p('| group | per step (ms) | per sequence (ms) | elementwise fraction | API per request (ms) | API per prompt token (ms) | fitted on |');
   p('| --- | ---: | ---: | ---: | ---: | ---: | --- |');
