@@ -20,7 +20,7 @@
 import { deriveRng } from '../core/rng.ts';
 import { RoutingCore } from '../core/routing-core.ts';
 import type { TraceRow } from '../traces/trace-row.ts';
-import { apiServerTerm } from './engine/api-server.ts';
+import { replicaApiServer } from './engine/replica-config.ts';
 import type { EngineEvent, EngineModel } from './engine/engine-model.ts';
 import { EngineEndpoint } from './engine-endpoint.ts';
 import { EventQueue, Popped } from './event-queue.ts';
@@ -95,7 +95,7 @@ function initialState(opts: ReplayOptions): ReplayState {
     strategyRng: deriveRng(seed, `strategy/${run.strategy}`),
     callers: assignCallers(rows.map((r) => r.sessionId), exp.callers.count, exp.callers.zipf_s, deriveRng(seed, 'workload/callers')),
     arrivalsMs,
-    apiServer: apiServerTerm(exp.replicas.api_server),
+    apiServer: replicaApiServer(exp.replicas),
     q,
     reqs: new Array(rows.length).fill(null),
     ended: new Uint8Array(rows.length),

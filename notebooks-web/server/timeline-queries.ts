@@ -67,6 +67,14 @@ export async function runTimeline(db: ReadOnlyDb, runId: string, win: TimelineWi
   const bucketMs = bucketWidthMs(fromMs, toMs, win.maxPoints);
   const range = { ...run, from: doubleParam(fromMs), to: doubleParam(toMs), bucket: doubleParam(bucketMs) };
 
+  // Result files written before the engine counters existed have no such columns: they read as 0.
+  const [hasCounters] = await db.query<{ n: number }>(
+    `SELECT count(*)::INTEGER AS n FROM information_schema.columns WHERE table_name = 'endpoint_timeseries' AND column_name = 'batch_tokens'`,
+    {},
+  );
+  const counters = (hasCounters?.n ?? 0) > 0
+    ? 'max(batch_tokens) AS batch_tokens, (max(preemptions) - min(preemptions))::DOUBLE AS preemptions, (max(steps) - min(steps))::DOUBLE AS steps'
+    : '0 AS batch_tokens, 0 AS preemptions, 0 AS steps';
   const samples = await db.query<{
     endpoint_id: string;
     at_ms: number;
@@ -74,10 +82,13 @@ export async function runTimeline(db: ReadOnlyDb, runId: string, win: TimelineWi
     waiting: number;
     kv_usage: number;
     backlog: number;
+    batch_tokens: number;
+    preemptions: number;
+    steps: number;
   }>(
     `SELECT endpoint_id, floor(at_ms / $bucket) * $bucket AS at_ms,
             max(running) AS running, max(waiting) AS waiting, max(kv_usage) AS kv_usage,
-            max(prefill_backlog_tokens) AS backlog
+            max(prefill_backlog_tokens) AS backlog, ${counters}
      FROM endpoint_timeseries
      WHERE run_id = $run AND at_ms >= $from AND at_ms <= $to
      GROUP BY ALL ORDER BY endpoint_id, at_ms`,
@@ -86,7 +97,7 @@ export async function runTimeline(db: ReadOnlyDb, runId: string, win: TimelineWi
   const byEndpoint = new Map<string, EndpointPoint[]>();
   for (const s of samples) {
     const list = byEndpoint.get(s.endpoint_id) ?? [];
-    list.push({ atMs: s.at_ms, running: s.running, waiting: s.waiting, kvUsage: s.kv_usage, prefillBacklogTokens: s.backlog });
+    list.push({ atMs: s.at_ms, running: s.running, waiting: s.waiting, kvUsage: s.kv_usage, prefillBacklogTokens: s.backlog, batchTokens: s.batch_tokens, preemptions: s.preemptions, steps: s.steps });
     byEndpoint.set(s.endpoint_id, list);
   }
 

@@ -191,6 +191,12 @@ export interface EndpointPoint {
   /** KV-cache usage fraction, 0..1. */
   kvUsage: number;
   prefillBacklogTokens: number;
+  /** Tokens of the engine step in flight (maximum over the bucket). */
+  batchTokens: number;
+  /** Preemptions (vLLM) or retractions (SGLang) during the bucket (increase of the cumulative count). */
+  preemptions: number;
+  /** Engine steps during the bucket (increase of the cumulative count). */
+  steps: number;
 }
 
 /** One request-rate bucket: arrivals and failed requests per virtual second. */

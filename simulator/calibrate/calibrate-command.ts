@@ -14,8 +14,7 @@ import { basename, dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { parse as parseYaml } from 'yaml';
 import { UsageError, type CliCommand } from '../../bin/command.ts';
-import { apiServerTerm } from '../engine/api-server.ts';
-import type { ReplicasConfig } from '../engine/replica-config.ts';
+import { type ReplicasConfig, replicaApiServer } from '../engine/replica-config.ts';
 import { parseExperiment, resolveProviders, type Experiment } from '../experiment.ts';
 import { quantile } from '../engine/validation.ts';
 import { writeCalibrationFile, type CalibrationFile } from './calibration-file.ts';
@@ -91,7 +90,7 @@ const measured = (e: EndpointRequests) => {
 /** Engine endpoints' comparisons for `replicas`. */
 function engineReports(eps: readonly EndpointRequests[], replicas: ReplicasConfig): EndpointReport[] {
   const times = replayEndpoints(eps, replicas);
-  const api = apiServerTerm(replicas.api_server);
+  const api = replicaApiServer(replicas);
   return eps.map((e, k) => {
     const p = predictLatencies(e.requests, times[k]!, api);
     const predicted = { ttftMs: p.ttftMs, e2eMs: p.e2eMs, tpotMs: tpotOf(p.ttftMs, p.e2eMs, e.requests.map((r) => r.outputTokens)) };

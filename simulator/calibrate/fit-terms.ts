@@ -21,7 +21,7 @@
  * Deterministic: no randomness, no clock.
  */
 import { type ApiServerTerm, firstTokenDelayMs, streamDelayMs } from '../engine/api-server.ts';
-import { loadCalibration } from '../engine/calibration.ts';
+import { calibrationFor, loadCalibration } from '../engine/calibration.ts';
 import { buildReplica, resolveReplicas, type ReplicasConfig } from '../engine/replica-config.ts';
 import { OverheadStepTime, replayOnEngine, type EngineTimes } from './endpoint-replay.ts';
 import type { LoggedRequest } from './request-log-source.ts';
@@ -64,7 +64,7 @@ export interface StepOverheads {
 /** The overheads a calibrated block runs with (its own, else the committed calibration's); null for a legacy profile. */
 export function effectiveOverheads(replicas: ReplicasConfig): StepOverheads | null {
   if (replicas.profile !== undefined) return null;
-  const cal = loadCalibration()[replicas.engine];
+  const cal = replicas.model !== undefined && replicas.tp !== undefined ? calibrationFor(replicas.engine, replicas.model, replicas.dtype ?? 'bfloat16', replicas.tp) : loadCalibration()[replicas.engine];
   return { stepOverheadMs: replicas.step_overhead_ms ?? cal.stepOverheadMs, perSequenceOverheadMs: replicas.per_sequence_overhead_ms ?? cal.perSequenceOverheadMs };
 }
 

@@ -1,17 +1,32 @@
 /**
- * The per-step overhead constants of each engine — the only numbers of the step-time model not
- * read from measured operator tables. They stand for the CPU side of an iteration (scheduling,
- * input preparation, sampling, output processing) and are fitted by `switchyard validate-sim --fit`
- * on one validation group per engine (the other groups are held out); the fit and its provenance
- * are stored in `calibration.json` beside this file.
+ * The fitted constants of the engine models — the only numbers of the step-time and API-server
+ * models not read from measured operator tables or engine defaults:
+ *  - per step and per sequence in the step (ms): the CPU side of an iteration (scheduling, input
+ *    preparation, sampling, output processing);
+ *  - `elementwiseScale`: the fraction of the tables' eager elementwise time a step still pays
+ *    where the engine fuses those ops (vLLM's torch.compile passes);
+ *  - the API-server terms (`api-server.ts`): per request and per prompt token, added to TTFT.
+ * `switchyard validate-sim --fit` fits them per validation group (engine × model × dtype × TP) on a
+ * seeded half of the group's measured points and reports the errors on the other half; the
+ * engine-level entry (used for any other model or TP) is the median over that engine's groups.
+ * The fit and its provenance are stored in `calibration.json` beside this file.
  */
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
+import type { ApiServerTerm } from './api-server.ts';
 
 /** Path of the committed calibration file. */
 export const CALIBRATION_PATH = join(dirname(fileURLToPath(import.meta.url)), 'calibration.json');
+
+const ApiServerCalibrationSchema = z
+  .object({
+    requestMs: z.number().finite().nonnegative(),
+    perPromptTokenMs: z.number().finite().nonnegative(),
+    perOutputTokenMs: z.number().finite().nonnegative(),
+  })
+  .strict();
 
 const EngineCalibrationSchema = z
   .object({
@@ -19,6 +34,10 @@ const EngineCalibrationSchema = z
     stepOverheadMs: z.number().finite().nonnegative(),
     /** ms per sequence in the step. */
     perSequenceOverheadMs: z.number().finite().nonnegative(),
+    /** Fraction (0..1] of eager elementwise time paid. Default 1. */
+    elementwiseScale: z.number().gt(0).max(1).default(1),
+    /** API-server terms, ms. Default none. */
+    apiServer: ApiServerCalibrationSchema.default({ requestMs: 0, perPromptTokenMs: 0, perOutputTokenMs: 0 }),
     /** Validation group(s) the constants were fitted on. */
     fittedOn: z.string(),
     /** How they were fitted. */
@@ -26,13 +45,25 @@ const EngineCalibrationSchema = z
   })
   .strict();
 
-/** Calibration of one engine. */
+/** Calibration of one engine (or one engine × model × dtype × TP group). */
 export type EngineCalibration = z.infer<typeof EngineCalibrationSchema>;
 
-const CalibrationFileSchema = z.object({ vllm: EngineCalibrationSchema, sglang: EngineCalibrationSchema }).strict();
+const CalibrationFileSchema = z
+  .object({
+    vllm: EngineCalibrationSchema,
+    sglang: EngineCalibrationSchema,
+    /** Per group, keyed by {@link calibrationGroupKey}. */
+    groups: z.record(z.string(), EngineCalibrationSchema).default({}),
+  })
+  .strict();
 
-/** The calibration file: one entry per engine. */
+/** The calibration file: one entry per engine, and per fitted group. */
 export type CalibrationFile = z.infer<typeof CalibrationFileSchema>;
+
+/** Key of a group entry: `engine/model/dtype/tpN`, e.g. `vllm/qwen3-32b/bfloat16/tp4`. */
+export function calibrationGroupKey(engine: 'vllm' | 'sglang', model: string, dtype: string, tp: number): string {
+  return `${engine}/${model}/${dtype}/tp${tp}`;
+}
 
 let cached: CalibrationFile | null = null;
 
@@ -40,6 +71,15 @@ let cached: CalibrationFile | null = null;
 export function clearCalibrationCache(): void {
   cached = null;
 }
+
+const ZERO: EngineCalibration = {
+  stepOverheadMs: 0,
+  perSequenceOverheadMs: 0,
+  elementwiseScale: 1,
+  apiServer: { requestMs: 0, perPromptTokenMs: 0, perOutputTokenMs: 0 },
+  fittedOn: 'none',
+  method: 'no calibration file',
+};
 
 /**
  * Load `calibration.json` (cached). A missing file means zero overheads.
@@ -51,11 +91,23 @@ export function loadCalibration(path: string = CALIBRATION_PATH): CalibrationFil
   try {
     raw = JSON.parse(readFileSync(path, 'utf8'));
   } catch {
-    const zero = { stepOverheadMs: 0, perSequenceOverheadMs: 0, fittedOn: 'none', method: 'no calibration file' };
-    return { vllm: zero, sglang: zero };
+    return { vllm: ZERO, sglang: ZERO, groups: {} };
   }
   const r = CalibrationFileSchema.safeParse(raw);
   if (!r.success) throw new Error(`${path}: ${r.error.issues.map((i) => `field ${i.path.join('.')}: ${i.message}`).join('; ')}`);
   if (path === CALIBRATION_PATH) cached = r.data;
   return r.data;
+}
+
+/**
+ * The constants for one replica: the group entry when that engine × model × dtype × TP was fitted,
+ * else the engine-level entry.
+ */
+export function calibrationFor(engine: 'vllm' | 'sglang', model: string, dtype: string, tp: number, cal: CalibrationFile = loadCalibration()): EngineCalibration {
+  return cal.groups[calibrationGroupKey(engine, model, dtype, tp)] ?? cal[engine];
+}
+
+/** The API-server term of a calibration entry. */
+export function calibratedApiServer(c: EngineCalibration): ApiServerTerm {
+  return { requestMs: c.apiServer.requestMs, perPromptTokenMs: c.apiServer.perPromptTokenMs, perOutputTokenMs: c.apiServer.perOutputTokenMs };
 }

@@ -18,6 +18,7 @@
  * that arrives exactly at a step's end joins the step after (the engine has already scheduled it).
  */
 import { deriveRng } from '../../core/rng.ts';
+import { type ApiServerTerm, firstTokenDelayMs, NO_API_SERVER, streamDelayMs } from './api-server.ts';
 import type { EngineEvent, EngineModel } from './engine-model.ts';
 
 /** Parameters of one closed-loop run. Counts are positive integers. */
@@ -39,6 +40,18 @@ export interface ClosedLoopSpec {
   maxArrivalDelayMs?: number;
   /** Seed of the arrival-delay stream. Default 1. */
   seed?: number;
+  /**
+   * Spread of the clients' first sends, ms (≥ 0): client c of C sends its first request at
+   * c × startSpreadMs / C instead of all at t = 0 (a harness that ramps its clients up), and
+   * likewise the opening burst of a measured phase after a drained warm-up. Default 0.
+   */
+  startSpreadMs?: number;
+  /**
+   * API-server delivery delay (`api-server.ts`): each token reaches the client this much after the
+   * engine produced it, so TTFT and E2E include it and a client sends its next request only when
+   * its last token was delivered. Default none.
+   */
+  apiServer?: ApiServerTerm;
 }
 
 /** Per-request outcome of a closed-loop run (measured requests only, in send order). Times in ms. */
@@ -105,8 +118,30 @@ export function runClosedLoop(replica: EngineModel, spec: ClosedLoopSpec): Close
   const drain = spec.drainWarmup === true && spec.warmupRequests > 0;
   // Requests that may be sent before the current phase ends.
   let sendLimit = drain ? spec.warmupRequests : total;
-  for (let c = 0; c < Math.min(spec.concurrency, sendLimit); c++) send(0);
+  const spread = spec.startSpreadMs ?? 0;
+  if (!(spread >= 0)) throw new Error(`closed loop: startSpreadMs must be ≥ 0, got ${spread}`);
+  const api = spec.apiServer ?? NO_API_SERVER;
+  const deliveryMs = firstTokenDelayMs(api, spec.inputTokens) + streamDelayMs(api, spec.outputTokens);
+  // Sends due later (ramped first sends; clients waiting for their last token's delivery), ascending.
+  const dueSends: number[] = [];
+  const sendAt = (t: number): void => {
+    let i = dueSends.length;
+    while (i > 0 && dueSends[i - 1]! > t) i--;
+    dueSends.splice(i, 0, t);
+  };
+  const firstSends = Math.min(spec.concurrency, sendLimit);
+  for (let c = 0; c < firstSends; c++) {
+    const t = (c * spread) / spec.concurrency;
+    if (t === 0) send(0);
+    else sendAt(t);
+  }
   while (finished < total) {
+    const due = dueSends[0];
+    if (due !== undefined && (stepEnd === null || due < stepEnd) && (inFlight[0] === undefined || due <= inFlight[0].t)) {
+      dueSends.shift();
+      send(due);
+      continue;
+    }
     const next = inFlight[0];
     if (next !== undefined && (stepEnd === null || next.t < stepEnd)) {
       inFlight.shift();
@@ -118,11 +153,19 @@ export function runClosedLoop(replica: EngineModel, spec: ClosedLoopSpec): Close
     newlyFinished.length = 0;
     stepEnd = replica.completeStep(t, emit);
     steps++;
-    for (let i = 0; i < newlyFinished.length && sent < sendLimit; i++) send(t);
+    for (let i = 0; i < newlyFinished.length && sent + dueSends.length < sendLimit; i++) {
+      if (deliveryMs > 0) sendAt(t + deliveryMs);
+      else send(t);
+    }
     if (finished === sendLimit && sendLimit < total) {
       // Warm-up drained: the measured phase starts with a burst of `concurrency` requests.
       sendLimit = total;
-      for (let c = 0; c < spec.concurrency && sent < total; c++) send(t);
+      const t0 = t + deliveryMs;
+      for (let c = 0; c < spec.concurrency && sent + dueSends.length < total; c++) {
+        const at = t0 + (c * spread) / spec.concurrency;
+        if (at > t) sendAt(at);
+        else send(t);
+      }
     }
   }
   const n = spec.measuredRequests;
@@ -131,10 +174,12 @@ export function runClosedLoop(replica: EngineModel, spec: ClosedLoopSpec): Close
   let last = 0;
   for (let i = 0; i < n; i++) {
     const id = spec.warmupRequests + i;
-    ttftMs[i] = firstAt[id]! - sentAt[id]!;
-    tpotMs[i] = spec.outputTokens > 1 ? (doneAt[id]! - firstAt[id]!) / (spec.outputTokens - 1) : NaN;
+    const firstDeliveredAt = firstAt[id]! + firstTokenDelayMs(api, spec.inputTokens);
+    const lastDeliveredAt = doneAt[id]! + deliveryMs;
+    ttftMs[i] = firstDeliveredAt - sentAt[id]!;
+    tpotMs[i] = spec.outputTokens > 1 ? (lastDeliveredAt - firstDeliveredAt) / (spec.outputTokens - 1) : NaN;
   }
-  for (let i = 0; i < total; i++) last = Math.max(last, doneAt[i]!);
+  for (let i = 0; i < total; i++) last = Math.max(last, doneAt[i]! + deliveryMs);
   return { ttftMs, tpotMs, durationMs: last, steps };
 }
 

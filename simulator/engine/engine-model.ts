@@ -37,6 +37,12 @@ export interface EngineLoad {
   kvUsage: number;
   /** Prompt tokens admitted or queued that still need prefill (uncached), tokens. */
   prefillBacklogTokens: number;
+  /** Tokens (prefill chunks + decodes) of the step in flight; 0 when idle. */
+  batchTokens: number;
+  /** Steps completed or started so far (cumulative; inside a coalesced run, as per-step scheduling would count them when `load` is given the time). */
+  steps: number;
+  /** Preemptions (vLLM recompute) or retractions (SGLang) so far (cumulative). */
+  preemptions: number;
 }
 
 /** One simulated replica. Implementations are deterministic: no clock, no randomness. */

@@ -83,11 +83,6 @@ export function vllmKvBlocks(m: VllmMemoryInputs): number {
   return blocks;
 }
 
-/** SGLang's default `mem_fraction_static` by TP size (SGLang 0.4/0.5 `ServerArgs`: 0.88, 0.87, 0.85, 0.81). */
-export function sglangDefaultMemFraction(tp: number): number {
-  return tp >= 8 ? 0.81 : tp >= 4 ? 0.85 : tp >= 2 ? 0.87 : 0.88;
-}
-
 /** Inputs of {@link sglangKvTokens}. */
 export interface SglangMemoryInputs {
   gpu: GpuName;
@@ -95,7 +90,7 @@ export interface SglangMemoryInputs {
   tp: number;
   gemmDtype: Dtype;
   kvDtype: Dtype;
-  /** Fraction of GPU memory for weights + KV pool (SGLang `mem_fraction_static`). */
+  /** Fraction of GPU memory for weights + KV pool (SGLang `mem_fraction_static`; defaults by version in `engine-profiles.ts`). */
   memFractionStatic: number;
 }
 

@@ -2,7 +2,7 @@
  * Step time from measured GPU operators (the AIConfigurator / Vidur decomposition of one iteration):
  *
  *   stepMs = stepOverheadMs + perSequenceOverheadMs · sequences
- *          + layers × ( GEMM(T) + elementwise(T) + 2 · allReduce(T · hidden)      [TP > 1]
+ *          + layers × ( GEMM(T) + elementwiseScale · elementwise(T) + 2 · allReduce(T · hidden)      [TP > 1]
  *                     + contextAttention(prefill chunks) + generationAttention(decodes) )
  *          + lmHead(sampled sequences)
  *
@@ -51,6 +51,12 @@ export interface OperatorStepTimeOptions {
   stepOverheadMs?: number;
   /** Cost per sequence in the step: per-request scheduling, input preparation, output processing (ms). Default 0. */
   perSequenceOverheadMs?: number;
+  /**
+   * Fraction (0..1] of the tables' eager elementwise time (RMSNorm, residual adds, activation,
+   * rotary, FP8 quantisation) a step still pays: below 1 where the engine fuses these ops into
+   * neighbouring kernels (vLLM's torch.compile fusion passes). Default 1.
+   */
+  elementwiseScale?: number;
 }
 
 /**
@@ -70,6 +76,7 @@ export class OperatorStepTime implements StepTimeModel {
   readonly gemmDtype: Dtype;
   readonly stepOverheadMs: number;
   readonly perSequenceOverheadMs: number;
+  readonly elementwiseScale: number;
   readonly cudaGraphMaxTokens: number;
   readonly cudaGraphDecodeOnly: boolean;
   readonly maxTokens: number;
@@ -99,6 +106,8 @@ export class OperatorStepTime implements StepTimeModel {
     this.stepOverheadMs = opts.stepOverheadMs ?? 0;
     this.perSequenceOverheadMs = opts.perSequenceOverheadMs ?? 0;
     if (!(this.perSequenceOverheadMs >= 0)) throw new Error(`perSequenceOverheadMs must be ≥ 0, got ${this.perSequenceOverheadMs}`);
+    this.elementwiseScale = opts.elementwiseScale ?? 1;
+    if (!(this.elementwiseScale > 0 && this.elementwiseScale <= 1)) throw new Error(`elementwiseScale must be in (0, 1], got ${this.elementwiseScale}`);
     this.cudaGraphMaxTokens = opts.cudaGraphMaxTokens ?? 512;
     this.cudaGraphDecodeOnly = opts.cudaGraphDecodeOnly ?? false;
     this.maxTokens = opts.maxTokens ?? 65_536;
@@ -121,18 +130,19 @@ export class OperatorStepTime implements StepTimeModel {
     const at = (ys: readonly number[], m: number) => lerpProportional(toks, ys, m);
     const arMs = (m: number, graph: boolean) =>
       ar ? 2 * logLogInterp(ar.elements, graph ? ar.graphMs : ar.eagerMs, m * arch.hiddenSize) : 0;
+    const ew = this.elementwiseScale;
     const N = this.maxTokens;
     this.denseEagerMs = new Float64Array(N + 1);
     this.lmHeadMs = new Float64Array(N + 1);
     for (let m = 1; m <= N; m++) {
-      this.denseEagerMs[m] = L * (at(g.layerGemmMs, m) + at(g.layerElementwiseMs, m) + arMs(m, false));
+      this.denseEagerMs[m] = L * (at(g.layerGemmMs, m) + ew * at(g.layerElementwiseMs, m) + arMs(m, false));
       this.lmHeadMs[m] = at(g.lmHeadMs, m);
     }
     const G = Math.min(this.cudaGraphMaxTokens, N);
     this.denseGraphMs = new Float64Array(G + 1);
     for (let m = 1; m <= G; m++) {
       const p = Math.min(captureSize(m), G);
-      this.denseGraphMs[m] = L * (at(g.layerGemmMs, p) + at(g.layerElementwiseMs, p) + arMs(p, true));
+      this.denseGraphMs[m] = L * (at(g.layerGemmMs, p) + ew * at(g.layerElementwiseMs, p) + arMs(p, true));
     }
     this.nLen = tables.contextAttention.lenHalfOctaves.length;
     this.nCtxB = tables.contextAttention.batchHalfOctaves.length;

@@ -3,7 +3,7 @@
  * latencies reduced to what one simulated step needs (per-layer GEMM and elementwise time by token
  * count, LM-head time by sequence count, context and generation attention on half-octave grids, and
  * all-reduce by message size). Built from NVIDIA AIConfigurator's measurements by
- * `build-operator-tables.ts`; read here without `../shared`, so a plain clone runs.
+ * `simulator/engine-build/build-operator-tables.ts` (a build script, outside the runtime folder); read here without `../shared`, so a plain clone runs.
  * See `operator-tables/SOURCE.txt` for provenance and licences.
  */
 import { readFileSync } from 'node:fs';

@@ -9,11 +9,12 @@
  *  - legacy: `profile:` names a linear step-time fit under `profiles/` (vLLM only), as before.
  */
 import { z } from 'zod';
-import { ApiServerSchema } from './api-server.ts';
+import { ApiServerSchema, type ApiServerTerm, apiServerTerm, NO_API_SERVER } from './api-server.ts';
 import { ARCHITECTURE_NAMES, type Architecture, type Dtype, DtypeSchema, loadArchitecture } from './architecture.ts';
-import { loadCalibration } from './calibration.ts';
+import { calibratedApiServer, calibrationFor } from './calibration.ts';
 import type { EngineModel } from './engine-model.ts';
-import { GPUS, type GpuName, sglangDefaultMemFraction, sglangKvTokens, vllmKvBlocks } from './gpu-memory.ts';
+import { engineProfile, EngineProfileNameSchema, sglangProfileDefaults, vllmProfileDefaults } from './engine-profiles.ts';
+import { GPUS, type GpuName, sglangKvTokens, vllmKvBlocks } from './gpu-memory.ts';
 import { OperatorStepTime } from './operator-step-time.ts';
 import { loadOperatorTables } from './operator-tables.ts';
 import { SglangReplica } from './sglang-replica.ts';
@@ -40,10 +41,20 @@ export const ReplicasSchema = z
     dtype: DtypeSchema.optional(),
     /** Engine version of the operator tables (vLLM 0.14.0, SGLang 0.5.9). */
     engine_version: z.string().optional(),
+    /**
+     * Version profile whose defaults fill unset settings (`engine-profiles.ts`): vllm-0.8,
+     * vllm-0.10, vllm-0.14 (default for vLLM), sglang-0.4, sglang-0.5 (default for SGLang).
+     */
+    engine_profile: EngineProfileNameSchema.optional(),
     /** Per-step overheads (ms); default: the committed calibration for the engine. */
     step_overhead_ms: z.number().nonnegative().optional(),
     per_sequence_overhead_ms: z.number().nonnegative().optional(),
-    /** API-server latency outside the engine's steps (`api-server.ts`); default none. */
+    /** Fraction (0..1] of the tables' eager elementwise time paid (fusion); default: the committed calibration. */
+    elementwise_scale: z.number().gt(0).max(1).optional(),
+    /**
+     * API-server latency outside the engine's steps (`api-server.ts`); default for calibrated
+     * replicas: the committed calibration's terms for the engine × model × TP (on); `{}` turns it off.
+     */
     api_server: ApiServerSchema.optional(),
     // vLLM settings
     max_num_seqs: z.number().int().positive().optional(),
@@ -56,6 +67,8 @@ export const ReplicasSchema = z
     gpu_memory_utilization: z.number().gt(0).max(1).optional(),
     /** vLLM automatic prefix caching. Default true. */
     enable_prefix_caching: z.boolean().optional(),
+    /** vLLM: longest prompt + output a request may have, tokens; longer ones are rejected. Default: the model's context length. */
+    max_model_len: z.number().int().positive().optional(),
     // SGLang settings
     /** SGLang: fraction of GPU memory for weights + KV pool. Default by TP (0.88/0.87/0.85/0.81). */
     mem_fraction_static: z.number().gt(0).max(1).optional(),
@@ -89,7 +102,10 @@ export const ReplicasSchema = z
     if (c.engine_version !== undefined && !versions.includes(c.engine_version)) {
       issue('engine_version', `${c.engine} operator tables exist for ${versions.join(', ')}; got ${c.engine_version}`);
     }
-    const vllmOnly = ['max_num_seqs', 'max_num_batched_tokens', 'kv_blocks', 'block_size', 'gpu_memory_utilization', 'enable_prefix_caching'] as const;
+    if (c.engine_profile !== undefined && !c.engine_profile.startsWith(`${c.engine}-`)) {
+      issue('engine_profile', `${c.engine_profile} is not a ${c.engine} profile`);
+    }
+    const vllmOnly = ['max_num_seqs', 'max_num_batched_tokens', 'kv_blocks', 'block_size', 'gpu_memory_utilization', 'enable_prefix_caching', 'max_model_len'] as const;
     const sglangOnly = ['mem_fraction_static', 'kv_tokens', 'chunked_prefill_size', 'max_prefill_tokens', 'max_running_requests', 'schedule_policy', 'enable_mixed_chunk', 'disable_radix_cache'] as const;
     for (const k of c.engine === 'vllm' ? sglangOnly : vllmOnly) {
       if (c[k] !== undefined) issue(k, `is a${c.engine === 'vllm' ? 'n SGLang' : ' vLLM'} setting; this block has engine ${c.engine}`);
@@ -117,6 +133,9 @@ export type ResolvedReplicas =
       kvBlocks: number;
       blockTokens: number;
       prefixCaching: boolean;
+      /** Version profile the defaults came from. */
+      engineProfile: string;
+      maxModelLen: number;
     }
   | {
       kind: 'calibrated';
@@ -135,12 +154,14 @@ export type ResolvedReplicas =
       schedulePolicy: 'fcfs' | 'lpm';
       enableMixedChunk: boolean;
       radixCache: boolean;
+      /** Version profile the defaults came from. */
+      engineProfile: string;
     };
 
-/** vLLM's defaults for the OpenAI server on ≥ 70 GiB GPUs (V1 `EngineArgs`). */
+/** Defaults of legacy (profile:) vLLM replicas, which predate version profiles. */
 export const VLLM_DEFAULTS = { maxNumSeqs: 256, maxNumBatchedTokens: 8192, blockTokens: 16, gpuMemoryUtilization: 0.9 } as const;
-/** SGLang's defaults on an 80 GB GPU (`ServerArgs`). */
-export const SGLANG_DEFAULTS = { chunkedPrefillSize: 8192, maxPrefillTokens: 16384, maxRunningRequests: 1024 } as const;
+/** SGLang's `max_running_requests` cap when unset (the KV pool usually binds first). */
+export const SGLANG_DEFAULTS = { maxRunningRequests: 1024 } as const;
 
 const stepTimeCache = new Map<string, OperatorStepTime>();
 
@@ -170,10 +191,11 @@ export function resolveReplicas(config: ReplicasConfig): ResolvedReplicas {
   const arch = loadArchitecture(config.model);
   const tp = config.tp;
   const dtype = config.dtype ?? 'bfloat16';
-  const cal = loadCalibration()[config.engine];
+  const cal = calibrationFor(config.engine, arch.name, dtype, tp);
   const stepOverheadMs = config.step_overhead_ms ?? cal.stepOverheadMs;
   const perSequenceOverheadMs = config.per_sequence_overhead_ms ?? cal.perSequenceOverheadMs;
-  const key = [gpu, config.engine, engineVersion, arch.name, tp, dtype, stepOverheadMs, perSequenceOverheadMs].join('|');
+  const elementwiseScale = config.elementwise_scale ?? cal.elementwiseScale;
+  const key = [gpu, config.engine, engineVersion, arch.name, tp, dtype, stepOverheadMs, perSequenceOverheadMs, elementwiseScale].join('|');
   let stepTime = stepTimeCache.get(key);
   if (!stepTime) {
     const tables = loadOperatorTables(gpu, config.engine, engineVersion);
@@ -184,6 +206,7 @@ export function resolveReplicas(config: ReplicasConfig): ResolvedReplicas {
       gemmDtype: dtype,
       stepOverheadMs,
       perSequenceOverheadMs,
+      elementwiseScale,
       // vLLM captures CUDA graphs for mixed and decode steps up to 512 tokens; SGLang for decode batches only.
       cudaGraphMaxTokens: 512,
       cudaGraphDecodeOnly: config.engine === 'sglang',
@@ -192,15 +215,20 @@ export function resolveReplicas(config: ReplicasConfig): ResolvedReplicas {
     stepTimeCache.set(key, stepTime);
   }
   if (config.engine === 'vllm') {
-    const maxNumSeqs = config.max_num_seqs ?? VLLM_DEFAULTS.maxNumSeqs;
-    const maxNumBatchedTokens = config.max_num_batched_tokens ?? VLLM_DEFAULTS.maxNumBatchedTokens;
-    const blockTokens = config.block_size ?? VLLM_DEFAULTS.blockTokens;
+    const profile = engineProfile('vllm', config.engine_profile);
+    const d = vllmProfileDefaults(profile.name, gpu);
+    const maxNumSeqs = config.max_num_seqs ?? d.maxNumSeqs;
+    const maxNumBatchedTokens = config.max_num_batched_tokens ?? d.maxNumBatchedTokens;
+    const blockTokens = config.block_size ?? d.blockTokens;
     const kvBlocks =
       config.kv_blocks ??
-      vllmKvBlocks({ gpu, arch, tp, gemmDtype: dtype, kvDtype: 'bfloat16', gpuMemoryUtilization: config.gpu_memory_utilization ?? VLLM_DEFAULTS.gpuMemoryUtilization, maxNumBatchedTokens, maxNumSeqs, blockTokens });
-    return { kind: 'calibrated', engine: 'vllm', engineVersion, gpu, arch, tp, dtype, stepTime, maxNumSeqs, maxNumBatchedTokens, kvBlocks, blockTokens, prefixCaching: config.enable_prefix_caching ?? true };
+      vllmKvBlocks({ gpu, arch, tp, gemmDtype: dtype, kvDtype: 'bfloat16', gpuMemoryUtilization: config.gpu_memory_utilization ?? d.gpuMemoryUtilization, maxNumBatchedTokens, maxNumSeqs, blockTokens });
+    const maxModelLen = config.max_model_len ?? arch.maxContextTokens;
+    return { kind: 'calibrated', engine: 'vllm', engineVersion, gpu, arch, tp, dtype, stepTime, maxNumSeqs, maxNumBatchedTokens, kvBlocks, blockTokens, prefixCaching: config.enable_prefix_caching ?? d.prefixCaching, engineProfile: profile.name, maxModelLen };
   }
-  const kvTokens = config.kv_tokens ?? sglangKvTokens({ gpu, arch, tp, gemmDtype: dtype, kvDtype: 'bfloat16', memFractionStatic: config.mem_fraction_static ?? sglangDefaultMemFraction(tp) });
+  const profile = engineProfile('sglang', config.engine_profile);
+  const d = sglangProfileDefaults(profile.name, gpu, tp);
+  const kvTokens = config.kv_tokens ?? sglangKvTokens({ gpu, arch, tp, gemmDtype: dtype, kvDtype: 'bfloat16', memFractionStatic: config.mem_fraction_static ?? d.memFractionStatic });
   return {
     kind: 'calibrated',
     engine: 'sglang',
@@ -211,13 +239,25 @@ export function resolveReplicas(config: ReplicasConfig): ResolvedReplicas {
     dtype,
     stepTime,
     kvTokens,
-    chunkedPrefillSize: config.chunked_prefill_size ?? SGLANG_DEFAULTS.chunkedPrefillSize,
-    maxPrefillTokens: config.max_prefill_tokens ?? SGLANG_DEFAULTS.maxPrefillTokens,
+    chunkedPrefillSize: config.chunked_prefill_size ?? d.chunkedPrefillSize,
+    maxPrefillTokens: config.max_prefill_tokens ?? d.maxPrefillTokens,
     maxRunningRequests: config.max_running_requests ?? SGLANG_DEFAULTS.maxRunningRequests,
-    schedulePolicy: config.schedule_policy ?? 'fcfs',
-    enableMixedChunk: config.enable_mixed_chunk ?? false,
-    radixCache: !(config.disable_radix_cache ?? false),
+    schedulePolicy: config.schedule_policy ?? d.schedulePolicy,
+    enableMixedChunk: config.enable_mixed_chunk ?? d.enableMixedChunk,
+    radixCache: !(config.disable_radix_cache ?? !d.radixCache),
+    engineProfile: profile.name,
   };
+}
+
+/**
+ * The API-server term of a `replicas:` block: its `api_server:` when given (`{}` is all zeros), else
+ * for a calibrated replica the committed calibration's terms for its engine × model × dtype × TP
+ * (`calibration.json`, fitted on measured TTFTs), else none (legacy profiles).
+ */
+export function replicaApiServer(config: ReplicasConfig): ApiServerTerm {
+  if (config.api_server !== undefined) return apiServerTerm(config.api_server);
+  if (config.profile !== undefined || config.model === undefined || config.tp === undefined) return NO_API_SERVER;
+  return calibratedApiServer(calibrationFor(config.engine, config.model, config.dtype ?? 'bfloat16', config.tp));
 }
 
 /** Options of {@link buildReplica}. */
@@ -254,6 +294,7 @@ export function buildReplica(r: ResolvedReplicas, hashBlockTokens: number, opts:
     hashBlockTokens,
     ...(r.kvBlocks !== undefined && { kvBlocks: r.kvBlocks }),
     ...(!r.prefixCaching && { prefixCacheBlocks: 0 }),
+    ...(r.kind === 'calibrated' && { maxModelLen: r.maxModelLen }),
     coalesceDecodeSteps,
   });
 }
@@ -276,5 +317,5 @@ export function describeReplicas(config: ReplicasConfig): string {
   const r = resolveReplicas(config);
   if (r.kind !== 'calibrated') return `${config.count} × ${config.engine} replicas`;
   const kv = r.engine === 'vllm' ? `${r.kvBlocks.toLocaleString('en-US')} KV blocks × ${r.blockTokens} tokens` : `${r.kvTokens.toLocaleString('en-US')} KV tokens`;
-  return `${config.count} × ${ENGINE_LABEL[r.engine]} ${r.engineVersion} replicas of ${r.arch.name} (${r.dtype}) on ${r.tp}× ${GPUS[r.gpu].name} (TP ${r.tp}), step times from measured operators, ${kv}`;
+  return `${config.count} × ${ENGINE_LABEL[r.engine]} replicas (profile ${r.engineProfile}, ${r.engineVersion} operator tables) of ${r.arch.name} (${r.dtype}) on ${r.tp}× ${GPUS[r.gpu].name} (TP ${r.tp}), step times from measured operators, ${kv}`;
 }

@@ -323,6 +323,9 @@ export class SglangReplica implements EngineModel {
       waiting: this.waiting.length,
       kvUsage: (this.privateTotal + this.radix.lockedTokens) / this.kvTokens,
       prefillBacklogTokens: backlog,
+      batchTokens: Number.isNaN(this.stepEnd) ? 0 : this.shape.prefillTokens + this.shape.decodeSeqs,
+      steps: this.nSteps,
+      preemptions: this.nRetractions,
     };
   }
 

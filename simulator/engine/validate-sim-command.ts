@@ -1,24 +1,25 @@
 /**
  * `switchyard validate-sim`: replays the measured closed-loop silicon points on the simulated
  * engines, writes `simulator/VALIDATION.md` and the same numbers to DuckDB, and prints the
- * per-group summary. `--fit` first refits the per-step overhead constants (one group per engine)
- * and rewrites `simulator/engine/calibration.json`.
+ * per-group summary of the held-out half. `--fit` first refits every group's constants on its
+ * seeded fit half (`validation-fit.ts`) and rewrites `simulator/engine/calibration.json`.
  */
 import { writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { UsageError, type CliCommand } from '../../bin/command.ts';
-import { CALIBRATION_PATH, type CalibrationFile, clearCalibrationCache, loadCalibration } from './calibration.ts';
+import { CALIBRATION_PATH, type CalibrationFile, calibrationGroupKey, clearCalibrationCache, type EngineCalibration, loadCalibration } from './calibration.ts';
 import { loadCrossCheck } from './operator-tables.ts';
-import { fitOverheads, readSiliconRows, runValidation, summarize, VALIDATION_FAMILIES } from './validation.ts';
+import { fitHalf, median, readSiliconRows, runValidation, summarize, VALIDATION_FAMILIES } from './validation.ts';
+import { fitGroupConstants } from './validation-fit.ts';
 import { crossCheckRows, renderValidationMarkdown, writeValidationDuckDb } from './validation-report.ts';
 
 /** Default path of the generated report. */
 export const VALIDATION_MD_PATH = join(dirname(fileURLToPath(import.meta.url)), '..', 'VALIDATION.md');
 
-/** The groups the overhead constants are fitted on (the others are held out). */
-export const FIT_GROUPS = { vllm: { family: 'vllm-qwen3-32b', tp: 4 }, sglang: { family: 'sglang-qwen3-32b', tp: 4 } } as const;
+/** How the constants are fitted (recorded in calibration.json). */
+export const FIT_METHOD = 'switchyard validate-sim --fit: two-stage grid search on the seeded fit half (validation-fit.ts)';
 
 /** Options of {@link runValidateSim}. */
 export interface ValidateSimOptions {
@@ -41,45 +42,74 @@ export interface ValidateSimOptions {
 export async function runValidateSim(opts: ValidateSimOptions = {}) {
   const print = opts.print ?? ((s: string) => process.stdout.write(`${s}\n`));
   const rows = readSiliconRows();
+  const fitIds = fitHalf(rows);
   if (opts.fit) {
-    const cal: CalibrationFile = { ...loadCalibration() };
-    for (const engine of ['vllm', 'sglang'] as const) {
-      const g = FIT_GROUPS[engine];
-      const fam = VALIDATION_FAMILIES.find((f) => f.key === g.family)!;
-      const fitRows = rows.filter((r) => fam.matches(r) && r.tp === g.tp);
-      print(`fitting ${engine} overheads on ${g.family}/tp${g.tp} (${fitRows.length} points)…`);
-      const fit = fitOverheads(fam, fitRows);
-      cal[engine] = {
-        stepOverheadMs: fit.stepOverheadMs,
-        perSequenceOverheadMs: fit.perSequenceOverheadMs,
-        fittedOn: `${g.family}/tp${g.tp} (${fit.points} points)`,
-        method: 'switchyard validate-sim --fit: grid search minimising the median |TPOT error|',
-      };
-      print(`  step ${fit.stepOverheadMs} ms + ${fit.perSequenceOverheadMs} ms per sequence (median |TPOT error| ${fit.tpotMedianAbsPct.toFixed(1)} %)`);
+    const groups: Record<string, EngineCalibration> = {};
+    for (const fam of VALIDATION_FAMILIES) {
+      for (const tp of [1, 2, 4, 8]) {
+        const fitRows = rows.filter((r) => fam.matches(r) && r.tp === tp && fitIds.has(r.id));
+        if (fitRows.length === 0) continue;
+        print(`fitting ${fam.key}/tp${tp} on ${fitRows.length} points…`);
+        const f = fitGroupConstants(fam, fitRows);
+        const k = f.constants;
+        groups[calibrationGroupKey(fam.engine, fam.model, fam.dtype, tp)] = {
+          stepOverheadMs: k.stepOverheadMs,
+          perSequenceOverheadMs: k.perSequenceOverheadMs,
+          elementwiseScale: k.elementwiseScale,
+          apiServer: { ...k.apiServer },
+          fittedOn: `${fam.key}/tp${tp} (${f.points} of the group's points, seeded half)`,
+          method: FIT_METHOD,
+        };
+        print(`  step ${k.stepOverheadMs} ms + ${k.perSequenceOverheadMs} ms/seq, elementwise ×${k.elementwiseScale}, API ${k.apiServer.requestMs} ms + ${k.apiServer.perPromptTokenMs} ms/prompt token (fit half: TPOT ${f.tpotMedianAbsPct.toFixed(1)} %, TTFT ${f.ttftMedianAbsPct.toFixed(1)} %)`);
+      }
     }
+    const cal: CalibrationFile = { vllm: engineLevelCalibration('vllm', groups), sglang: engineLevelCalibration('sglang', groups), groups };
     writeFileSync(CALIBRATION_PATH, `${JSON.stringify(cal, null, 2)}\n`);
     clearCalibrationCache();
   }
   const calibration = loadCalibration();
-  const overheads = { vllm: calibration.vllm, sglang: calibration.sglang };
   const t0 = performance.now();
-  const points = runValidation({ rows, overheads, ...(opts.families && { families: opts.families }) });
+  const points = runValidation({ rows, fitIds, ...(opts.families && { families: opts.families }) });
   const wallS = (performance.now() - t0) / 1000;
-  const groups = summarize(points);
+  const groups = summarize(points.filter((p) => p.half === 'held-out'));
+  const fitGroups = summarize(points.filter((p) => p.half === 'fit'));
   const cross = crossCheckRows(loadCrossCheck(), calibration);
   const steps = points.reduce((s, p) => s + p.steps, 0);
-  const md = renderValidationMarkdown({ points, groups, crossCheck: cross, calibration, steps });
+  const md = renderValidationMarkdown({ points, groups, fitGroups, crossCheck: cross, calibration, steps });
   const out = opts.out ?? VALIDATION_MD_PATH;
   writeFileSync(out, `${md}\n`);
   const db = opts.db ?? join('results', 'validation.duckdb');
   await writeValidationDuckDb(db, points, groups, cross);
   print(`${points.length} points in ${wallS.toFixed(1)} s (${steps.toLocaleString('en-US')} simulated steps, ${Math.round(steps / Math.max(wallS, 1e-9)).toLocaleString('en-US')} steps/s on this machine)`);
+  print('held-out half:');
   print('group                                   pts  TTFT med  p90   bias | TPOT med  p90   bias');
   for (const g of groups) {
     print(`${`${g.label} TP ${g.tp}`.padEnd(38)} ${String(g.points).padStart(4)}  ${g.ttftMedianAbsPct.toFixed(1).padStart(7)} ${g.ttftP90AbsPct.toFixed(1).padStart(5)} ${g.ttftBiasPct.toFixed(1).padStart(6)} | ${g.tpotMedianAbsPct.toFixed(1).padStart(7)} ${g.tpotP90AbsPct.toFixed(1).padStart(5)} ${g.tpotBiasPct.toFixed(1).padStart(6)}  ${g.meetsTarget ? 'met' : 'MISSED'}`);
   }
   print(`wrote ${out} and ${db} (tables validation_points, validation_groups, validation_crosscheck)`);
   return groups;
+}
+
+/**
+ * The engine-level entry (for models and TPs without a group entry): the step-time constants are
+ * the medians over the engine's bfloat16 groups (fusion and overheads depend on the dtype; bf16 is
+ * the default), the API-server terms the medians over all its groups (the frontend does not depend
+ * on the model's dtype or TP).
+ */
+export function engineLevelCalibration(engine: 'vllm' | 'sglang', groups: Record<string, EngineCalibration>): EngineCalibration {
+  const all = Object.entries(groups).filter(([k]) => k.startsWith(`${engine}/`));
+  const bf16 = all.filter(([k]) => k.includes('/bfloat16/')).map(([, g]) => g);
+  const gs = all.map(([, g]) => g);
+  const step = bf16.length > 0 ? bf16 : gs;
+  const med = (xs: EngineCalibration[], f: (g: EngineCalibration) => number) => Number(median(xs.map(f)).toFixed(4));
+  return {
+    stepOverheadMs: med(step, (g) => g.stepOverheadMs),
+    perSequenceOverheadMs: med(step, (g) => g.perSequenceOverheadMs),
+    elementwiseScale: med(step, (g) => g.elementwiseScale),
+    apiServer: { requestMs: med(gs, (g) => g.apiServer.requestMs), perPromptTokenMs: med(gs, (g) => g.apiServer.perPromptTokenMs), perOutputTokenMs: 0 },
+    fittedOn: `medians: step constants over the ${step.length} ${engine} bfloat16 groups, API server over all ${gs.length} ${engine} groups`,
+    method: FIT_METHOD,
+  };
 }
 
 /** The `validate-sim` command. */

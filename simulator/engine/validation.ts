@@ -18,6 +18,8 @@
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { ApiServerTerm } from './api-server.ts';
+import { calibratedApiServer, calibrationFor } from './calibration.ts';
 import { type ClosedLoopSpec, meanOf, runClosedLoop } from './closed-loop.ts';
 import { buildReplica, type ReplicasConfig, ReplicasSchema, resolveReplicas } from './replica-config.ts';
 
@@ -99,6 +101,13 @@ export interface ValidationFamily {
   matches(r: SiliconRow): boolean;
   /** What the measured runs used vs the operator tables. */
   versionNote: string;
+  /**
+   * Benchmark client: `genai-perf` (drained warm-up, measured phase opens with a burst of C),
+   * `bench-serving` (SGLang's, C clients from t = 0, every request measured) or `staggered`
+   * (clients ramped up over one lone request's latency, warm-up continued: assumed for rows
+   * without harness provenance whose TTFT stays near one prefill at every C).
+   */
+  protocol: 'genai-perf' | 'bench-serving' | 'staggered';
 }
 
 /** The covered families (see the module doc). */
@@ -111,6 +120,7 @@ export const VALIDATION_FAMILIES: readonly ValidationFamily[] = [
     dtype: 'bfloat16',
     matches: (r) => r.backend === 'vllm' && r.modelPath === 'Qwen/Qwen3-32B' && r.precision === '',
     versionNote: 'measured on vLLM 0.12.0; operator tables from vLLM 0.14.0',
+    protocol: 'genai-perf',
   },
   {
     key: 'sglang-qwen3-32b',
@@ -120,6 +130,7 @@ export const VALIDATION_FAMILIES: readonly ValidationFamily[] = [
     dtype: 'bfloat16',
     matches: (r) => r.backend === 'sglang' && r.modelPath === 'Qwen/Qwen3-32B',
     versionNote: 'measured on SGLang 0.5.1.post1; operator tables from SGLang 0.5.9',
+    protocol: 'bench-serving',
   },
   {
     key: 'vllm-llama-3.1-70b-fp8',
@@ -129,11 +140,37 @@ export const VALIDATION_FAMILIES: readonly ValidationFamily[] = [
     dtype: 'fp8',
     matches: (r) => r.backend === 'vllm' && r.modelPath === 'meta-llama/Llama-3.1-70B' && r.precision === 'fp8',
     versionNote: 'measured vLLM version not recorded (measured 2025-10-29); operator tables from vLLM 0.14.0, FP8 GEMMs from SGLang 0.5.9 (see operator-tables notes)',
+    protocol: 'staggered',
   },
 ];
 
-/** The simulated replica and client for one measured point. */
-export function pointSetup(fam: ValidationFamily, r: SiliconRow, overheads?: { stepOverheadMs: number; perSequenceOverheadMs: number }): { replicas: ReplicasConfig; client: ClosedLoopSpec } {
+/**
+ * The fitted constants of one group (see `calibration.ts`): step-time overheads, the elementwise
+ * fusion fraction and the API-server terms (ms).
+ */
+export interface GroupConstants {
+  stepOverheadMs: number;
+  perSequenceOverheadMs: number;
+  elementwiseScale: number;
+  apiServer: ApiServerTerm;
+}
+
+/** The committed constants of a family's TP group (group entry, else the engine-level one). */
+export function committedConstants(fam: ValidationFamily, tp: number): GroupConstants {
+  const c = calibrationFor(fam.engine, fam.model, fam.dtype, tp);
+  return {
+    stepOverheadMs: c.stepOverheadMs,
+    perSequenceOverheadMs: c.perSequenceOverheadMs,
+    elementwiseScale: c.elementwiseScale,
+    apiServer: calibratedApiServer(c),
+  };
+}
+
+/**
+ * The simulated replica and client for one measured point, with the group's constants (default:
+ * the committed calibration).
+ */
+export function pointSetup(fam: ValidationFamily, r: SiliconRow, k: GroupConstants = committedConstants(fam, r.tp)): { replicas: ReplicasConfig; client: ClosedLoopSpec } {
   const common = {
     count: 1,
     engine: fam.engine,
@@ -141,19 +178,44 @@ export function pointSetup(fam: ValidationFamily, r: SiliconRow, overheads?: { s
     model: fam.model,
     tp: r.tp,
     dtype: fam.dtype,
-    ...(overheads && { step_overhead_ms: overheads.stepOverheadMs, per_sequence_overhead_ms: overheads.perSequenceOverheadMs }),
+    step_overhead_ms: k.stepOverheadMs,
+    per_sequence_overhead_ms: k.perSequenceOverheadMs,
+    elementwise_scale: k.elementwiseScale,
   };
   const c = r.concurrency;
-  if (fam.engine === 'vllm') {
-    return {
-      replicas: ReplicasSchema.parse({ ...common, max_num_seqs: 512, max_num_batched_tokens: 512 + r.isl + 1500, enable_prefix_caching: false }),
-      client: { concurrency: c, inputTokens: r.isl, outputTokens: r.osl, warmupRequests: 2 * c, measuredRequests: 10 * c, drainWarmup: true },
-    };
+  const io = { concurrency: c, inputTokens: r.isl, outputTokens: r.osl, apiServer: k.apiServer };
+  const vllmServer = { ...common, max_num_seqs: 512, max_num_batched_tokens: 512 + r.isl + 1500, enable_prefix_caching: false };
+  if (fam.protocol === 'genai-perf') {
+    return { replicas: ReplicasSchema.parse(vllmServer), client: { ...io, warmupRequests: 2 * c, measuredRequests: 10 * c, drainWarmup: true } };
   }
-  return {
-    replicas: ReplicasSchema.parse({ ...common }),
-    client: { concurrency: c, inputTokens: r.isl, outputTokens: r.osl, warmupRequests: 0, measuredRequests: 10 * c },
+  if (fam.protocol === 'staggered') {
+    const replicas = ReplicasSchema.parse(vllmServer);
+    // Clients ramp up over one lone request's latency, so they stay spread over the request cycle.
+    const lone = runClosedLoop(buildReplica(resolveReplicas(replicas), 512, { coalesceDecodeSteps: true }), { ...io, concurrency: 1, warmupRequests: 0, measuredRequests: 1 });
+    return { replicas, client: { ...io, warmupRequests: 2 * c, measuredRequests: 10 * c, startSpreadMs: lone.durationMs } };
+  }
+  return { replicas: ReplicasSchema.parse({ ...common, engine_profile: 'sglang-0.4' }), client: { ...io, warmupRequests: 0, measuredRequests: 10 * c } };
+}
+
+/**
+ * The seeded half of each group's points the constants are fitted on (the rest is held out):
+ * within each family × TP group, points ordered by an FNV-1a hash of `seed/id`, the first ⌈n/2⌉.
+ * @returns the ids of the fit half.
+ */
+export function fitHalf(rows: readonly SiliconRow[], seed = 'validation-split-1'): Set<string> {
+  const hash = (s: string): number => {
+    let h = 0x811c9dc5;
+    for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193) >>> 0;
+    return h;
   };
+  const out = new Set<string>();
+  for (const fam of VALIDATION_FAMILIES) {
+    for (const tp of [1, 2, 4, 8]) {
+      const g = rows.filter((r) => fam.matches(r) && r.tp === tp).sort((a, b) => hash(`${seed}/${a.id}`) - hash(`${seed}/${b.id}`) || (a.id < b.id ? -1 : 1));
+      for (const r of g.slice(0, Math.ceil(g.length / 2))) out.add(r.id);
+    }
+  }
+  return out;
 }
 
 /** Result of one point. Errors are signed percentages: 100 × (simulated − measured) / measured. */
@@ -167,6 +229,8 @@ export interface PointResult {
   tpotErrPct: number;
   steps: number;
   wallMs: number;
+  /** Whether the point is in its group's fit half or held out (`fitHalf`); `all` when no split was given. */
+  half: 'fit' | 'held-out' | 'all';
 }
 
 /** Summary of one group (family × TP). Absolute errors in percent. */
@@ -184,11 +248,14 @@ export interface GroupSummary {
   tpotMedianAbsPct: number;
   tpotP90AbsPct: number;
   tpotBiasPct: number;
-  /** Median targets met (TPOT ≤ 10 %, TTFT ≤ 15 %). */
+  /** Median targets met (TTFT and TPOT ≤ `TARGET_MEDIAN_ABS_PCT`). */
   meetsTarget: boolean;
   simulatedSteps: number;
   wallMs: number;
 }
+
+/** Target of every group's median |error| of TTFT and of TPOT on its held-out half, percent. */
+export const TARGET_MEDIAN_ABS_PCT = 10;
 
 /** Quantile (0..1) of finite values by nearest rank on the sorted array; NaN when empty. */
 export function quantile(xs: readonly number[], q: number): number {
@@ -212,11 +279,11 @@ export function median(xs: readonly number[]): number {
 export function simulatePoint(
   fam: ValidationFamily,
   r: SiliconRow,
-  overheads?: { stepOverheadMs: number; perSequenceOverheadMs: number },
-  opts: { coalesce?: boolean } = {},
+  constants?: GroupConstants,
+  opts: { coalesce?: boolean; half?: PointResult['half'] } = {},
 ): PointResult {
   const t0 = performance.now();
-  const { replicas, client } = pointSetup(fam, r, overheads);
+  const { replicas, client } = pointSetup(fam, r, constants);
   let res;
   // Coalesced decode runs are exact (the closed loop calls interrupt before every arrival).
   const replica = buildReplica(resolveReplicas(replicas), 512, { coalesceDecodeSteps: opts.coalesce ?? true });
@@ -237,6 +304,7 @@ export function simulatePoint(
     tpotErrPct: (100 * (simTpotMs - r.tpotMs)) / r.tpotMs,
     steps: (replica as unknown as { steps: number }).steps,
     wallMs: performance.now() - t0,
+    half: opts.half ?? 'all',
   };
 }
 
@@ -268,7 +336,7 @@ export function summarize(points: readonly PointResult[]): GroupSummary[] {
         simulatedSteps: ps.reduce((s2, p) => s2 + p.steps, 0),
         wallMs: ps.reduce((s2, p) => s2 + p.wallMs, 0),
       };
-      s.meetsTarget = s.tpotMedianAbsPct <= 10 && s.ttftMedianAbsPct <= 15;
+      s.meetsTarget = s.tpotMedianAbsPct <= TARGET_MEDIAN_ABS_PCT && s.ttftMedianAbsPct <= TARGET_MEDIAN_ABS_PCT;
       out.push(s);
     }
   }
@@ -280,8 +348,10 @@ export interface ValidationOptions {
   rows?: readonly SiliconRow[];
   /** Only these family keys. Default all. */
   families?: readonly string[];
-  /** Overheads to use instead of the committed calibration. */
-  overheads?: Partial<Record<'vllm' | 'sglang', { stepOverheadMs: number; perSequenceOverheadMs: number }>>;
+  /** Constants per family × TP (`${family}/tp${tp}`) instead of the committed calibration. */
+  constants?: ReadonlyMap<string, GroupConstants>;
+  /** Ids of the fit half: points are labelled fit / held-out. Default: no labels (`all`). */
+  fitIds?: ReadonlySet<string>;
   onPoint?: (p: PointResult, done: number, total: number) => void;
 }
 
@@ -295,47 +365,10 @@ export function runValidation(opts: ValidationOptions = {}): PointResult[] {
   }
   const out: PointResult[] = [];
   for (const [fam, r] of jobs) {
-    const p = simulatePoint(fam, r, opts.overheads?.[fam.engine]);
+    const half = opts.fitIds === undefined ? 'all' : opts.fitIds.has(r.id) ? 'fit' : 'held-out';
+    const p = simulatePoint(fam, r, opts.constants?.get(`${fam.key}/tp${r.tp}`), { half });
     out.push(p);
     opts.onPoint?.(p, out.length, jobs.length);
   }
   return out;
-}
-
-/** Result of {@link fitOverheads}. */
-export interface OverheadFit {
-  stepOverheadMs: number;
-  perSequenceOverheadMs: number;
-  /** Median |TPOT error| on the fit points at the chosen constants, percent. */
-  tpotMedianAbsPct: number;
-  points: number;
-}
-
-/**
- * Fit the two per-step overhead constants of one engine on the TPOT of the given points, minimising
- * the median absolute TPOT error (ties broken by the mean): a coarse grid (step overhead 0–3 ms by
- * 0.5 ms × per-sequence overhead 0–40 µs by 10 µs), then a fine grid around the best cell
- * (±0.25 ms, ±5 µs). Both constants are kept ≥ 0.
- */
-export function fitOverheads(fam: ValidationFamily, rows: readonly SiliconRow[]): OverheadFit {
-  let best: OverheadFit | null = null;
-  let bestMean = Infinity;
-  const tried = new Set<string>();
-  const consider = (a: number, b: number) => {
-    const o = { stepOverheadMs: Number(Math.max(0, a).toFixed(3)), perSequenceOverheadMs: Number(Math.max(0, b).toFixed(4)) };
-    const key = `${o.stepOverheadMs}/${o.perSequenceOverheadMs}`;
-    if (tried.has(key)) return;
-    tried.add(key);
-    const errs = rows.map((r) => Math.abs(simulatePoint(fam, r, o).tpotErrPct));
-    const med = median(errs);
-    const mean = errs.reduce((s, x) => s + x, 0) / errs.length;
-    if (best === null || med < best.tpotMedianAbsPct - 1e-9 || (Math.abs(med - best.tpotMedianAbsPct) <= 1e-9 && mean < bestMean)) {
-      best = { ...o, tpotMedianAbsPct: med, points: rows.length };
-      bestMean = mean;
-    }
-  };
-  for (const a of [0, 0.5, 1, 1.5, 2, 2.5, 3]) for (const b of [0, 0.01, 0.02, 0.03, 0.04]) consider(a, b);
-  const c = best!;
-  for (const da of [-0.25, 0, 0.25]) for (const db of [-0.005, 0, 0.005]) consider(c.stepOverheadMs + da, c.perSequenceOverheadMs + db);
-  return best!;
 }

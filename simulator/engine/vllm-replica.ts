@@ -326,12 +326,21 @@ export class VllmReplica implements EngineModel {
    */
   load(nowMs?: number): EngineLoad {
     let priv = this.privateTotal;
-    if (nowMs !== undefined && this.runSteps > 1 && !Number.isNaN(this.stepEnd)) priv += this.runBlocksThrough(cutDecodeRun(this.runEnds, this.runSteps, nowMs));
+    let steps = this.nSteps;
+    if (nowMs !== undefined && this.runSteps > 1 && !Number.isNaN(this.stepEnd)) {
+      // Inside a coalesced run: count what per-step scheduling would have by now.
+      const through = cutDecodeRun(this.runEnds, this.runSteps, nowMs);
+      priv += this.runBlocksThrough(through);
+      steps += through - 1;
+    }
     return {
       running: this.running.length,
       waiting: this.waiting.length - this.wHead,
       kvUsage: (priv + this.bph * (this.cache.size - this.evictable.size)) / this.kvBlocks,
       prefillBacklogTokens: this.backlog,
+      batchTokens: Number.isNaN(this.stepEnd) ? 0 : this.shape.prefillTokens + this.shape.decodeSeqs,
+      steps,
+      preemptions: this.nPreemptions,
     };
   }
 

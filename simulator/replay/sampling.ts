@@ -12,9 +12,9 @@ export function onSample(s: ReplayState): void {
     const ep = endpoints[i]!;
     if (ep.engine) {
       const l = ep.engine.load(now);
-      result.samples.push({ runId, endpointId: ep.endpointId, atMs: now, running: l.running, waiting: l.waiting, kvUsage: l.kvUsage, prefillBacklogTokens: l.prefillBacklogTokens });
+      result.samples.push({ runId, endpointId: ep.endpointId, atMs: now, running: l.running, waiting: l.waiting, kvUsage: l.kvUsage, prefillBacklogTokens: l.prefillBacklogTokens, batchTokens: l.batchTokens, steps: l.steps, preemptions: l.preemptions });
     } else {
-      result.samples.push({ runId, endpointId: ep.endpointId, atMs: now, running: ep.provider!.running, waiting: 0, kvUsage: 0, prefillBacklogTokens: 0 });
+      result.samples.push({ runId, endpointId: ep.endpointId, atMs: now, running: ep.provider!.running, waiting: 0, kvUsage: 0, prefillBacklogTokens: 0, batchTokens: 0, steps: 0, preemptions: 0 });
     }
   }
   if (s.done < s.rows.length) s.q.push(now + s.exp.sample_interval_ms, { k: 'sample' });

@@ -118,6 +118,12 @@ export interface EndpointSampleRow {
   /** KV-cache usage fraction, 0..1. */
   kvUsage: number;
   prefillBacklogTokens: number;
+  /** Tokens of the engine step in flight at the sample (0 for hosted providers and idle engines). */
+  batchTokens: number;
+  /** Engine steps so far, cumulative (0 for hosted providers). */
+  steps: number;
+  /** Preemptions (vLLM) or retractions (SGLang) so far, cumulative (0 for hosted providers). */
+  preemptions: number;
 }
 
 /** `events`: breaker transitions, fault windows, offloads — anything discrete worth plotting. */

@@ -142,6 +142,9 @@ const endpointTimeseriesSpec: TableSpec<EndpointSampleRow> = {
   kvUsage: 'DOUBLE',
   // BIGINT: a backlog is a sum over many prompts, unlike a single request's token count.
   prefillBacklogTokens: 'BIGINT',
+  batchTokens: 'INTEGER',
+  steps: 'BIGINT',
+  preemptions: 'BIGINT',
 };
 
 const eventsSpec: TableSpec<EventRow> = {

@@ -174,6 +174,10 @@ describe('timeline', () => {
     expect(tl.runEndMs).toBeGreaterThanOrEqual(60_000);
     expect(tl.endpoints).toEqual(['m:replica-0', 'm:replica-1']);
     expect(tl.series[0]!.points.length).toBeGreaterThan(10);
+    // Engine counters: batch tokens are a gauge (bucket max), steps and preemptions the increase over a bucket.
+    const p0 = tl.series[0]!.points;
+    expect(Math.max(...p0.map((p) => p.batchTokens))).toBeGreaterThan(0);
+    expect(p0.every((p) => p.steps >= 0 && p.preemptions >= 0)).toBe(true);
     expect(tl.rate.length).toBe(Math.floor(tl.toMs / tl.bucketMs) - Math.floor(tl.fromMs / tl.bucketMs) + 1);
     expect(tl.breakers.map((b) => b.to)).toEqual(['open', 'half_open', 'closed']);
     expect(tl.faults.map((f) => [f.phase, f.status])).toEqual([

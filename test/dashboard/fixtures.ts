@@ -33,7 +33,7 @@ CREATE TABLE requests (run_id VARCHAR NOT NULL, request_id VARCHAR NOT NULL, ses
 CREATE TABLE attempts (run_id VARCHAR NOT NULL, request_id VARCHAR NOT NULL, attempt_id INTEGER NOT NULL,
   endpoint_id VARCHAR NOT NULL, start_ms DOUBLE NOT NULL, end_ms DOUBLE NOT NULL, outcome VARCHAR NOT NULL, status INTEGER);
 CREATE TABLE endpoint_timeseries (run_id VARCHAR NOT NULL, endpoint_id VARCHAR NOT NULL, at_ms DOUBLE NOT NULL,
-  running INTEGER NOT NULL, waiting INTEGER NOT NULL, kv_usage DOUBLE NOT NULL, prefill_backlog_tokens BIGINT NOT NULL);
+  running INTEGER NOT NULL, waiting INTEGER NOT NULL, kv_usage DOUBLE NOT NULL, prefill_backlog_tokens BIGINT NOT NULL${extraRuns ? ', batch_tokens INTEGER NOT NULL, steps BIGINT NOT NULL, preemptions BIGINT NOT NULL' : ''});
 CREATE TABLE events (run_id VARCHAR NOT NULL, at_ms DOUBLE NOT NULL, kind VARCHAR NOT NULL, endpoint_id VARCHAR,
   detail_json VARCHAR NOT NULL);
 CREATE TABLE summary (run_id VARCHAR PRIMARY KEY, strategy VARCHAR NOT NULL, requests BIGINT NOT NULL,
@@ -69,7 +69,7 @@ FROM (
                    + (i * 37 % 100) * 5 + r.seed * 3)::DOUBLE AS ttft) x;
 `;
 
-const COMMON_SQL = `
+const COMMON_SQL = (counters: boolean) => `
 INSERT INTO attempts
 SELECT run_id, request_id, 1, CASE WHEN fallbacks > 0 THEN 'm:replica-' || ((CAST(request_id AS INTEGER) + 1) % 2) ELSE endpoint_id END,
   arrival_ms, arrival_ms + CASE WHEN fallbacks > 0 THEN 40 ELSE coalesce(e2e_ms, 25) END,
@@ -81,6 +81,7 @@ SELECT run_id, request_id, 2, endpoint_id, arrival_ms + 40, arrival_ms + 40 + co
 FROM requests WHERE fallbacks > 0;
 INSERT INTO endpoint_timeseries
 SELECT r.run_id, 'm:replica-' || e, i * 1000.0, 2 + (i + e) % 5, (i * 3 + e) % 7, 0.25 + ((i * 7 + e * 3) % 60) / 100.0, i * 120 + e * 50
+${counters ? ', i * 64 + e, i * 10, i / 20' : ''}
 FROM runs r, range(2) s(e), range(61) t(i);
 INSERT INTO events SELECT run_id, 18000, 'fault', 'm:replica-1', '{"phase":"start","status":503}' FROM runs;
 INSERT INTO events SELECT run_id, 20000, 'breaker', 'm:replica-1', '{"from":"closed","to":"open","reason":"consecutive_failures"}' FROM runs;
@@ -152,7 +153,7 @@ export async function writeSweepFixture(path: string): Promise<void> {
     }
     await run(`INSERT INTO runs VALUES ${values.join(',\n')}`);
     await run(REQUESTS_SQL(SWEEP.requestsPerRun, 'label', 'p2c'));
-    await run(COMMON_SQL);
+    await run(COMMON_SQL(true));
     await run(SUMMARY_SQL(', 1000 * sum(q.cost_usd) / count(q.*) + 0.5'));
     // p2c vs fixed per pair group: means over the two seeds; a made-up but well-formed interval.
     await run(`
@@ -189,7 +190,7 @@ export async function writeLegacyFixture(path: string): Promise<void> {
       ('fixed-1', '${LEGACY_EXP}', 'fixed', '{}', 1, 'v20', 'fedcba9876', 0.2),
       ('round_robin-1', '${LEGACY_EXP}', 'round_robin', '{}', 1, 'v20', 'fedcba9876', 0.2)`);
     await run(REQUESTS_SQL(30, 'strategy', 'round_robin'));
-    await run(COMMON_SQL);
+    await run(COMMON_SQL(false));
     await run(SUMMARY_SQL(''));
   });
 }

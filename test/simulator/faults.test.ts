@@ -242,7 +242,7 @@ class TenMsEngine implements EngineModel {
   }
   cancel(): void {}
   load() {
-    return { running: this.queue.length, waiting: 0, kvUsage: 0, prefillBacklogTokens: 0 };
+    return { running: this.queue.length, waiting: 0, kvUsage: 0, prefillBacklogTokens: 0, batchTokens: 0, steps: 0, preemptions: 0 };
   }
   prefixCacheStats() {
     return { lookupTokens: 0, hitTokens: 0 };

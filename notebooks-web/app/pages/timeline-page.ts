@@ -126,6 +126,9 @@ export async function renderTimelinePage(ctx: PageContext): Promise<HTMLElement>
       gauge('running', 'Running batch', 'running requests', (q) => q.running),
       gauge('kv', 'KV-cache usage', 'KV blocks in use (%)', (q) => q.kvUsage, { yDomain: [0, 1], yFormat: (v) => fmtPct(v).replace(' ', '') }),
       gauge('backlog', 'Prefill backlog', 'prompt tokens waiting for prefill', (q) => q.prefillBacklogTokens),
+      gauge('batch', 'Batch tokens', 'tokens in the engine step', (q) => q.batchTokens),
+      gauge('preemptions', 'Preemptions', 'preemptions / retractions per bucket', (q) => q.preemptions),
+      gauge('steps', 'Engine steps', 'steps per bucket', (q) => q.steps),
     ),
     chartCard({
       name: 'rate',

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { describe, expect, it } from 'vitest';
-import { buildSource, SOURCES } from '../../../simulator/engine/build-operator-tables.ts';
+import { buildSource, SOURCES } from '../../../simulator/engine-build/build-operator-tables.ts';
 import { loadOperatorTables, OPERATOR_TABLES_DIR } from '../../../simulator/engine/operator-tables.ts';
 import { statSync, readdirSync } from 'node:fs';
 

@@ -20,7 +20,7 @@ describe('replicas: block', () => {
   it('a calibrated block names engine, version, model, dtype, GPU and TP, and sizes KV from memory', () => {
     const c = ReplicasSchema.parse({ count: 4, engine: 'vllm', gpu: 'h100_sxm', model: 'llama-3.1-70b', tp: 4 });
     const d = describeReplicas(c);
-    expect(d).toMatch(/^4 × vLLM 0\.14\.0 replicas of llama-3\.1-70b \(bfloat16\) on 4× H100 SXM 80GB \(TP 4\), step times from measured operators, [\d,]+ KV blocks × 16 tokens$/);
+    expect(d).toMatch(/^4 × vLLM replicas \(profile vllm-0\.14, 0\.14\.0 operator tables\) of llama-3\.1-70b \(bfloat16\) on 4× H100 SXM 80GB \(TP 4\), step times from measured operators, [\d,]+ KV blocks × 16 tokens$/);
     const r = resolveReplicas(c);
     expect(r.kind).toBe('calibrated');
     if (r.engine === 'vllm') expect(r.kvBlocks).toBeGreaterThan(20_000);
@@ -29,7 +29,7 @@ describe('replicas: block', () => {
     expect(rep).toBeInstanceOf(SglangReplica);
     expect(rep.schedulePolicy).toBe('lpm');
     expect(rep.enableMixedChunk).toBe(true);
-    expect(describeReplicas(s)).toMatch(/SGLang 0\.5\.9 replicas of qwen3-32b \(bfloat16\) on 2× H100 SXM 80GB \(TP 2\).* KV tokens$/);
+    expect(describeReplicas(s)).toMatch(/SGLang replicas \(profile sglang-0\.5, 0\.5\.9 operator tables\) of qwen3-32b \(bfloat16\) on 2× H100 SXM 80GB \(TP 2\).* KV tokens$/);
     // gpu_memory_utilization moves the KV capacity.
     const lo = resolveReplicas(ReplicasSchema.parse({ count: 1, model: 'llama-3.1-8b', tp: 1, gpu_memory_utilization: 0.5 }));
     const hi = resolveReplicas(ReplicasSchema.parse({ count: 1, model: 'llama-3.1-8b', tp: 1, gpu_memory_utilization: 0.9 }));

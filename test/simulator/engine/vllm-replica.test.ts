@@ -49,7 +49,7 @@ describe('VllmReplica, one request', () => {
     expect(e2e).toBeCloseTo(t, 9);
     expect(rec.shapes.length).toBe(20);
     expect(ev.map((e) => e.kind)).toEqual(['first_token', 'finished']);
-    expect(r.load()).toEqual({ running: 0, waiting: 0, kvUsage: 0, prefillBacklogTokens: 0 });
+    expect(r.load()).toMatchObject({ running: 0, waiting: 0, kvUsage: 0, prefillBacklogTokens: 0, batchTokens: 0 });
   });
 
   it('chunked prefill splits a 20k prompt into ceil(20000/8192) = 3 steps', () => {
@@ -154,7 +154,7 @@ describe('VllmReplica batching and preemption', () => {
     for (let i = 0; i < 8; i++) {
       expect(log.filter((e) => e.attemptId === i).map((e) => e.kind)).toEqual(['first_token', 'finished']);
     }
-    expect(r.load()).toEqual({ running: 0, waiting: 0, kvUsage: 0, prefillBacklogTokens: 0 });
+    expect(r.load()).toMatchObject({ running: 0, waiting: 0, kvUsage: 0, prefillBacklogTokens: 0, batchTokens: 0 });
   });
 
   it('cancel removes a request from the queue or the batch without events', () => {
@@ -244,7 +244,7 @@ describe('VllmReplica property: random request mixes', () => {
           check();
           expect(steps).toBeLessThan(200_000);
         }
-        expect(r.load()).toEqual({ running: 0, waiting: 0, kvUsage: 0, prefillBacklogTokens: 0 });
+        expect(r.load()).toMatchObject({ running: 0, waiting: 0, kvUsage: 0, prefillBacklogTokens: 0, batchTokens: 0 });
         for (const a of arrivals) {
           const id = a.req.attemptId;
           const kinds = ev.filter((e) => e.attemptId === id).map((e) => e.kind);

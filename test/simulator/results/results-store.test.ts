@@ -131,8 +131,8 @@ describe('ResultsStore', () => {
       { runId: 'run-1', requestId: 'req-0', attemptId: 1, endpointId: 'ep-a', startMs: 2.5, endMs: 900, outcome: 'ok', status: null, clientTry: 1, retryAfterMs: null, cause: null, costUsd: 0.0025 },
     ];
     const samples: EndpointSampleRow[] = [
-      { runId: 'run-1', endpointId: 'ep-a', atMs: 0, running: 0, waiting: 0, kvUsage: 0, prefillBacklogTokens: 0 },
-      { runId: 'run-1', endpointId: 'ep-a', atMs: 100, running: 3, waiting: 1, kvUsage: 0.375, prefillBacklogTokens: 5_000_000_000 },
+      { runId: 'run-1', endpointId: 'ep-a', atMs: 0, running: 0, waiting: 0, kvUsage: 0, prefillBacklogTokens: 0, batchTokens: 0, steps: 0, preemptions: 0 },
+      { runId: 'run-1', endpointId: 'ep-a', atMs: 100, running: 3, waiting: 1, kvUsage: 0.375, prefillBacklogTokens: 5_000_000_000, batchTokens: 4096, steps: 12, preemptions: 1 },
     ];
     const events: EventRow[] = [
       { runId: 'run-1', atMs: 10, kind: 'breaker', endpointId: 'ep-b', detailJson: '{"from":"closed","to":"open"}' },

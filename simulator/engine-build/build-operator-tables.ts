@@ -4,7 +4,7 @@
  * parquet, read with DuckDB), plus the elementwise-op costs and cross-check data from Vidur and
  * SplitwiseSim, and the silicon validation rows. Run it when the source data or the architectures change:
  *
- *   npx tsx simulator/engine/build-operator-tables.ts [--shared ../shared]
+ *   npx tsx simulator/engine-build/build-operator-tables.ts [--shared ../shared]
  *
  * What it writes, per (GPU, engine, engine version):
  *  - GEMM: for every architecture × TP ∈ {1,2,4,8} × GEMM dtype, the per-layer sum of the four GEMMs
@@ -39,7 +39,7 @@ import {
   layerGemms,
   lmHeadGemm,
   loadArchitecture,
-} from './architecture.ts';
+} from '../engine/architecture.ts';
 import {
   ATTN_BATCH_HALF_OCTAVES_CTX,
   ATTN_BATCH_HALF_OCTAVES_GEN,
@@ -49,7 +49,7 @@ import {
   type CrossCheckFile,
   attnKey,
   gemmKey,
-} from './operator-tables.ts';
+} from '../engine/operator-tables.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 
@@ -661,7 +661,7 @@ async function main(): Promise<void> {
   }
   const cc = await buildCrossCheck(con, shared);
   writeFileSync(join(OPERATOR_TABLES_DIR, 'cross-check.json'), `${JSON.stringify(cc)}\n`);
-  const validationDir = join(HERE, 'validation-data');
+  const validationDir = join(HERE, '..', 'engine', 'validation-data');
   mkdirSync(validationDir, { recursive: true });
   const n = await buildSiliconRows(con, shared, validationDir);
   process.stdout.write(`${join(validationDir, 'silicon-h100-dense.csv')}: ${n} rows\n`);

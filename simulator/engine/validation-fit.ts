@@ -1,0 +1,75 @@
+/**
+ * Fitting the constants of one validation group (engine × model × dtype × TP, see
+ * `calibration.ts`) on the fit half of its measured points, in two stages by grid search:
+ *  1. TPOT: per-step overhead, per-sequence overhead and the elementwise fusion fraction, with no
+ *     API-server term — minimising the median |TPOT error| (ties: the mean);
+ *  2. TTFT: the API server's per-request and per-prompt-token terms, given stage 1 — minimising
+ *     the median |TTFT error| (ties: the mean), within physical bounds (`API_REQUEST_MS_MAX`). The per-output-token term stays 0: in closed-loop means it is indistinguishable from
+ *     the per-step overhead.
+ * Each stage runs a coarse grid, then a finer one around the best cell; every constant stays ≥ 0
+ * and the fusion fraction in (0, 1].
+ */
+import { NO_API_SERVER } from './api-server.ts';
+import { type GroupConstants, median, type SiliconRow, simulatePoint, type ValidationFamily } from './validation.ts';
+
+/** Result of {@link fitGroupConstants}. Errors in percent, on the fit points. */
+export interface GroupFit {
+  constants: GroupConstants;
+  tpotMedianAbsPct: number;
+  ttftMedianAbsPct: number;
+  points: number;
+}
+
+/** Grid search minimising `loss` (median, then mean of the errors) over candidate keys. */
+function gridMin<K>(cands: readonly K[], errs: (k: K) => number[], best: { k: K; med: number; mean: number } | null): { k: K; med: number; mean: number } {
+  let b = best;
+  for (const k of cands) {
+    const e = errs(k).map(Math.abs);
+    const med = median(e);
+    const mean = e.reduce((s, x) => s + x, 0) / e.length;
+    if (b === null || med < b.med - 1e-9 || (Math.abs(med - b.med) <= 1e-9 && mean < b.mean - 1e-9)) b = { k, med, mean };
+  }
+  return b!;
+}
+
+const r4 = (x: number) => Number(x.toFixed(4));
+
+/**
+ * Upper bounds of the API-server grid, ms: per request 20, per prompt token 0.005 (5 µs — a fast
+ * tokenizer spends ~1 µs per token). They keep the term physical; without them the TTFT fit
+ * would absorb scheduling errors into a large constant.
+ */
+export const API_REQUEST_MS_MAX = 20;
+
+/**
+ * Fit one group's constants on `rows` (the group's fit half).
+ * @throws Error when `rows` is empty or a point fails to simulate.
+ */
+export function fitGroupConstants(fam: ValidationFamily, rows: readonly SiliconRow[]): GroupFit {
+  if (rows.length === 0) throw new Error(`fitGroupConstants: no fit points for ${fam.key}`);
+  type S = [number, number, number];
+  const stepConsts = (k: S): GroupConstants => ({ stepOverheadMs: k[0], perSequenceOverheadMs: k[1], elementwiseScale: k[2], apiServer: NO_API_SERVER });
+  const tpotErrs = (k: S) => rows.map((r) => simulatePoint(fam, r, stepConsts(k)).tpotErrPct);
+  const coarse: S[] = [];
+  for (const a of [0, 0.5, 1, 2, 3]) for (const b of [0, 0.01, 0.02, 0.035, 0.05]) for (const e of [1, 0.7, 0.4, 0.2]) coarse.push([a, b, e]);
+  let s1 = gridMin(coarse, tpotErrs, null);
+  const fine: S[] = [];
+  for (const da of [-0.25, 0, 0.25]) for (const db of [-0.005, 0, 0.005]) for (const de of [-0.1, 0, 0.1]) {
+    const k: S = [r4(s1.k[0] + da), r4(s1.k[1] + db), r4(s1.k[2] + de)];
+    if (k[0] >= 0 && k[1] >= 0 && k[2] > 0 && k[2] <= 1) fine.push(k);
+  }
+  s1 = gridMin(fine, tpotErrs, s1);
+  type A = [number, number];
+  const allConsts = (k: A): GroupConstants => ({ ...stepConsts(s1.k), apiServer: { requestMs: k[0], perPromptTokenMs: k[1], perOutputTokenMs: 0 } });
+  const ttftErrs = (k: A) => rows.map((r) => simulatePoint(fam, r, allConsts(k)).ttftErrPct);
+  const coarseA: A[] = [];
+  for (const a of [0, 5, 10, 15, 20]) for (const b of [0, 0.001, 0.002, 0.005]) coarseA.push([a, b]);
+  let s2 = gridMin(coarseA, ttftErrs, null);
+  const fineA: A[] = [];
+  for (const da of [-2.5, 0, 2.5]) {
+    const k: A = [r4(s2.k[0] + da), s2.k[1]];
+    if (k[0] >= 0 && k[0] <= API_REQUEST_MS_MAX) fineA.push(k);
+  }
+  s2 = gridMin(fineA, ttftErrs, s2);
+  return { constants: allConsts(s2.k), tpotMedianAbsPct: s1.med, ttftMedianAbsPct: s2.med, points: rows.length };
+}
