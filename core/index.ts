@@ -57,11 +57,11 @@ export { ERROR_STATUS, errorForOutcome, type ErrorCode } from './lifecycle/error
 // Admission gates: breaker claims, Retry-After, outbound slots, engine hold, cooldown.
 export { HealthRegistry, DEFAULT_HEALTH_OPTIONS, type HealthOptions, type DispatchClaim, type EndpointHealthSnapshot } from './health/health-registry.ts';
 export type { BreakerState, BreakerTransition } from './health/health-registry.ts';
-export { parseRetryAfterMs, RetryAfterTable } from './lifecycle/retry-after.ts';
+export { parseRetryAfterMs, RetryAfterTable } from './health/retry-after.ts';
 export { OutboundLimiter, type OutboundLimiterOptions, type SlotResult } from './outbound/outbound-limiter.ts';
 export { EngineHold } from './outbound/engine-hold.ts';
 export { SlotPool, type SlotTicket } from './outbound/slot-pool.ts';
-export { CooldownRegistry, type CooldownPolicy, type CooldownStatus, type CooldownStarted } from './multi-target/cooldown.ts';
+export { CooldownRegistry, type CooldownPolicy, type CooldownStatus, type CooldownStarted } from './health/cooldown.ts';
 
 // Signals strategies read: prefill load and prompt sizes, session affinity, endpoint stats.
 export {
@@ -83,7 +83,7 @@ export {
 export { chooseOfTwo, elephantAvoids, p2cSharesOneBusy } from './prefill/two-choices.ts';
 export { AffinityTable, type AffinityPin } from './affinity/affinity-table.ts';
 export { deriveAffinityKey, ipBucket, fnv1a64Hex, ANONYMOUS_AFFINITY_KEY, type CallerIdentity } from './affinity/affinity-key.ts';
-export { EndpointStats, DEFAULT_LATENCY_EWMA_ALPHA, type EndpointStatsView, type EndpointStatsSnapshot } from './multi-target/endpoint-stats.ts';
+export { EndpointStats, DEFAULT_LATENCY_EWMA_ALPHA, type EndpointStatsView, type EndpointStatsSnapshot } from './stats/endpoint-stats.ts';
 
 // Strategies: the planner contract and registry.
 export { StrategyRegistry, BUILTIN_STRATEGIES } from './strategies/registry.ts';
@@ -94,7 +94,7 @@ export { planOrder, type Ordering } from './strategies/planner.ts';
 export { DEFAULT_TAG } from './multi-target/multi-target-model.ts';
 export { DEFAULT_MULTI_TARGET_OPTIONS, resolveMultiTargetOptions, type MultiTargetOptions } from './multi-target/multi-target-options.ts';
 export { ROUTING_TAGS_HEADER, parseRoutingTagsHeader } from './multi-target/candidates.ts';
-export { ROUTING_KEY_HEADER, DEFAULT_HASH_ON, type HashSource } from './multi-target/hash-key.ts';
+export { ROUTING_KEY_HEADER, DEFAULT_HASH_ON, type HashSource } from './hashing/hash-key.ts';
 export type { MultiTargetStatus, TargetStatusRow } from './multi-target/target-status.ts';
 
 // Queue-wait offload (seed 000).

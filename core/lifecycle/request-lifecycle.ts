@@ -61,7 +61,7 @@ import { ANONYMOUS_AFFINITY_KEY } from '../affinity/affinity-key.ts';
 import { OutboundLimiter } from '../outbound/outbound-limiter.ts';
 import { EngineHold } from '../outbound/engine-hold.ts';
 import type { SlotTicket } from '../outbound/slot-pool.ts';
-import { RetryAfterTable } from './retry-after.ts';
+import { RetryAfterTable } from '../health/retry-after.ts';
 import type { OffloadPolicy } from '../offload/offload-policy.ts';
 import { idleDeadlineFired, recordStreamChunk, type StreamIdleState } from '../request/policy/stream-idle.ts';
 
