@@ -26,6 +26,7 @@ import { OutboundLimiter } from './outbound/outbound-limiter.ts';
 import { EngineHold } from './outbound/engine-hold.ts';
 import type { SlotTicket } from './outbound/slot-pool.ts';
 import { RetryAfterTable } from './health/retry-after.ts';
+import { buildAdmissions } from './admission/admission.ts';
 import { resolveOffloadPolicy, type OffloadPolicy } from './offload/offload-policy.ts';
 import { fnv1a64Hex } from './affinity/affinity-key.ts';
 import type { LifecycleEvent } from './lifecycle/seam.ts';
@@ -115,6 +116,15 @@ export class RoutingCore {
     );
     this.hold = new EngineHold(sink);
     this.retryAfter = new RetryAfterTable();
+    this.cooldowns = new CooldownRegistry();
+    const admissions = buildAdmissions({
+      health: this.health,
+      retryAfter: this.retryAfter,
+      cooldowns: this.cooldowns,
+      limiter: this.limiter,
+      hold: this.hold,
+      outboundLimitEnabled: st.upstreamConcurrencyEnabled,
+    });
     this.deps = {
       health: this.health,
       prefill: this.prefill,
@@ -123,10 +133,10 @@ export class RoutingCore {
       limiter: this.limiter,
       hold: this.hold,
       retryAfter: this.retryAfter,
+      admission: admissions.router,
     };
     const mtOptions = resolveMultiTargetOptions(options.multiTarget);
     this.endpointStats = new EndpointStats(mtOptions.latencyEwmaAlpha);
-    this.cooldowns = new CooldownRegistry();
     this.multiTargetDeps = {
       health: this.health,
       stats: this.endpointStats,
@@ -135,6 +145,7 @@ export class RoutingCore {
       settings: this.settings,
       limiter: this.limiter,
       retryAfter: this.retryAfter,
+      admission: admissions.alias,
     };
     // Outbound keys by endpoint id, filled as routes resolve; read at decision time only.
     const outboundKeys = new Map<string, string | null>();

@@ -47,6 +47,8 @@ import type { RoutingSettings } from '../config/routing-settings.ts';
 import type { OutboundLimiter } from '../outbound/outbound-limiter.ts';
 import type { SlotTicket } from '../outbound/slot-pool.ts';
 import type { RetryAfterTable } from '../health/retry-after.ts';
+import type { Admission } from '../admission/admission.ts';
+import type { QueueGate } from '../admission/queue-gate.ts';
 import type { CooldownRegistry } from '../health/cooldown.ts';
 import type { MultiTargetOptions } from '../multi-target/multi-target-options.ts';
 import type { ResolvedMultiTarget, ResolvedTarget } from '../multi-target/multi-target-model.ts';
@@ -66,6 +68,8 @@ export interface MultiTargetDeps {
   readonly limiter: OutboundLimiter;
   /** Retry-After not-before times per endpoint, shared with per-model routers. */
   readonly retryAfter: RetryAfterTable;
+  /** The gates every attempt asks (checks: Retry-After, cooldown; rate limit; outbound slot). */
+  readonly admission: Admission;
 }
 
 interface LiveAttempt extends StreamIdleState {
@@ -77,6 +81,8 @@ interface LiveAttempt extends StreamIdleState {
   phase: 'queued' | 'sent';
   /** The outbound slot while held or waited for; null when exempt or released. */
   ticket: SlotTicket | null;
+  /** The queue gate that issued `ticket`; null when none applied. */
+  ticketGate: QueueGate | null;
   /** Whether this attempt is a same-target retry (it costs no fallback budget). */
   readonly retry: boolean;
   gotOutput: boolean;
@@ -343,7 +349,7 @@ export class MultiTargetLifecycle implements RequestLife {
         if (!w || w.deadlineId !== deadlineId) return [];
         this.wait = null;
         const t = w.target;
-        if (t.rateLimit && !t.rateLimit.tryTake(nowMs)) {
+        if (!this.deps.admission.gates.rateLimit.take(t, nowMs)) {
           this.recordRateSkip(t, nowMs);
           return this.moveOn(nowMs);
         }
@@ -427,7 +433,7 @@ export class MultiTargetLifecycle implements RequestLife {
         const t = this.tierOrder[this.tierPos++]!;
         if (this.tried.has(t.index) || !this.admits(t, nowMs)) continue;
         if (!this.budgetLeft()) return null;
-        if (t.rateLimit && !t.rateLimit.tryTake(nowMs)) {
+        if (!this.deps.admission.gates.rateLimit.take(t, nowMs)) {
           this.recordRateSkip(t, nowMs);
           continue;
         }
@@ -444,7 +450,7 @@ export class MultiTargetLifecycle implements RequestLife {
     if (!this.budgetLeft()) return false;
     for (let i = this.tierIdx; i < this.tiers.length; i++) {
       for (const t of this.tiers[i]!) {
-        if (!this.tried.has(t.index) && this.admits(t, nowMs) && (!t.rateLimit || t.rateLimit.available(nowMs))) return true;
+        if (!this.tried.has(t.index) && this.admits(t, nowMs) && this.deps.admission.gates.rateLimit.admits(t, nowMs)) return true;
       }
     }
     return false;
@@ -458,8 +464,7 @@ export class MultiTargetLifecycle implements RequestLife {
   /** Runtime admission of a target: the context floor, Retry-After (always), cooldown (unless `try_anyway` ignores it). */
   private admits(t: ResolvedTarget, nowMs: number): boolean {
     if (!fitsWindow(t.route.contextLength, 0, this.contextFloor)) return false;
-    if (this.deps.retryAfter.remainingMs(t.endpointId, nowMs) > 0) return false;
-    return this.ignoreCooldown || !this.deps.cooldowns.active(t.endpointId, nowMs);
+    return this.deps.admission.admits(t, nowMs, this.ignoreCooldown ? 'cooldown' : null);
   }
 
   private anyCooling(nowMs: number): boolean {
@@ -476,9 +481,7 @@ export class MultiTargetLifecycle implements RequestLife {
       this.firstFailureAttemptId = a.attemptId;
     }
     const retryAfterMs = outcome.kind === 'http_status' ? outcome.retryAfterMs : null;
-    if (retryAfterMs !== null && outcome.kind === 'http_status' && (outcome.status === 429 || outcome.status === 503 || outcome.errorClass === 'overloaded')) {
-      this.deps.retryAfter.set(a.target.endpointId, nowMs + retryAfterMs, outcome.status === 429 ? 429 : 503);
-    }
+    this.deps.admission.gates.retryAfter.note(a.target.endpointId, outcome, nowMs);
     const cls = classifyFailure(outcome, this.mt!.rules);
     if (this.committed !== null || this.pinned || cls === 'final' || cls === 'terminal') return this.failWithOutcome(outcome, nowMs, a.attemptId);
     if (cls === 'larger_window') {
@@ -520,7 +523,7 @@ export class MultiTargetLifecycle implements RequestLife {
    */
   private startAttempt(t: ResolvedTarget, nowMs: number, retry: boolean): LifecycleAction[] {
     const attemptId = this.nextAttemptId++;
-    const a: LiveAttempt = { attemptId, target: t, startMs: nowMs, sampled: false, phase: 'queued', ticket: null, retry, gotOutput: false, lastChunkAtMs: nowMs, idleArmed: false };
+    const a: LiveAttempt = { attemptId, target: t, startMs: nowMs, sampled: false, phase: 'queued', ticket: null, ticketGate: null, retry, gotOutput: false, lastChunkAtMs: nowMs, idleArmed: false };
     this.live = a;
     if (retry) {
       this.retriesOnCurrent++;
@@ -530,11 +533,9 @@ export class MultiTargetLifecycle implements RequestLife {
       this.targetsDispatched++;
       this.retriesOnCurrent = 0;
     }
-    const key = t.route.outboundKey;
-    if (key !== null && this.deps.settings.upstreamConcurrencyEnabled) {
-      a.ticket = this.deps.limiter.acquire(key, this, attemptId);
+    if (this.deps.admission.queue(t.route, null, this, attemptId, a)) {
       this.ticketsTaken++;
-      if (a.ticket.state !== 'held') {
+      if (a.ticket!.state !== 'held') {
         const giveUpAtMs = Math.min(nowMs + this.deps.settings.upstreamConcurrencyAcquireTimeoutSec * 1000, this.overallAtMs);
         return [{ kind: 'acquire_slot', attemptId, endpointId: t.endpointId, giveUpAtMs }, this.arm('queue', attemptId, giveUpAtMs)];
       }
@@ -568,12 +569,7 @@ export class MultiTargetLifecycle implements RequestLife {
     this.live = null;
     this.disarm(a.attemptId);
     const id = a.target.endpointId;
-    if (a.ticket !== null) {
-      const rateLimited = outcome.kind === 'http_status' && outcome.status === 429;
-      this.deps.limiter.release(a.ticket, outcome.kind === 'ok' ? 'success' : rateLimited ? 'rate_limited' : 'other');
-      a.ticket = null;
-      this.ticketsReleased++;
-    }
+    if (this.deps.admission.release(a, outcome)) this.ticketsReleased++;
     if (a.phase === 'queued') {
       // Never sent: nothing upstream to count; only the record.
       this.attempts.push({ attemptId: a.attemptId, endpointId: id, startMs: a.startMs, endMs: nowMs, outcome, target: a.target.model, usage });

@@ -62,6 +62,9 @@ import { OutboundLimiter } from '../outbound/outbound-limiter.ts';
 import { EngineHold } from '../outbound/engine-hold.ts';
 import type { SlotTicket } from '../outbound/slot-pool.ts';
 import { RetryAfterTable } from '../health/retry-after.ts';
+import { CooldownRegistry } from '../health/cooldown.ts';
+import { buildAdmissions, type Admission } from '../admission/admission.ts';
+import type { QueueGate } from '../admission/queue-gate.ts';
 import type { OffloadPolicy } from '../offload/offload-policy.ts';
 import { idleDeadlineFired, recordStreamChunk, type StreamIdleState } from '../request/policy/stream-idle.ts';
 
@@ -81,13 +84,18 @@ export interface LifecycleDeps {
   readonly hold?: EngineHold;
   /** Not-before times from Retry-After; absent ⇒ private instance. */
   readonly retryAfter?: RetryAfterTable;
+  /**
+   * The gates every attempt asks (`admission/admission.ts`), over the tables above; absent ⇒
+   * built from them (use `RoutingCore.lifecycleDeps` to share the core's).
+   */
+  readonly admission?: Admission;
 }
 
 /** `LifecycleDeps` with every shared table present. */
 type FullDeps = Required<LifecycleDeps>;
 
 function completeDeps(d: LifecycleDeps): FullDeps {
-  if (d.limiter && d.hold && d.retryAfter) return d as FullDeps;
+  if (d.limiter && d.hold && d.retryAfter && d.admission) return d as FullDeps;
   const s = d.settings;
   const limiter =
     d.limiter ??
@@ -95,7 +103,12 @@ function completeDeps(d: LifecycleDeps): FullDeps {
       { enabled: s.upstreamConcurrencyEnabled, initialLimit: s.upstreamConcurrencyInitialLimit, maxLimit: s.upstreamConcurrencyMaxLimit, probeSuccessInterval: s.upstreamConcurrencyProbeSuccessInterval },
       () => {},
     );
-  return { ...d, limiter, hold: d.hold ?? new EngineHold(() => {}), retryAfter: d.retryAfter ?? new RetryAfterTable() };
+  const hold = d.hold ?? new EngineHold(() => {});
+  const retryAfter = d.retryAfter ?? new RetryAfterTable();
+  const admission =
+    d.admission ??
+    buildAdmissions({ health: d.health, retryAfter, cooldowns: new CooldownRegistry(), limiter, hold, outboundLimitEnabled: s.upstreamConcurrencyEnabled }).router;
+  return { ...d, limiter, hold, retryAfter, admission };
 }
 
 /** Why the offload route was tried (`RoutingMetadata.offloadReason`). */
@@ -127,7 +140,8 @@ interface LiveAttempt extends StreamIdleState {
   phase: 'queued' | 'sent';
   /** Outbound slot (limiter) or engine-hold place; null when exempt or already given up. */
   ticket: SlotTicket | null;
-  ticketKind: 'limiter' | 'hold' | null;
+  /** The queue gate that issued `ticket` (outbound slot or engine hold); null when none applied. */
+  ticketGate: QueueGate | null;
   /** Held from dispatch until the first token or the attempt's end; then null. */
   lease: PrefillLease | null;
   gotOutput: boolean;
@@ -192,6 +206,8 @@ export class RequestLifecycle implements RequestLife {
   private hedgedTo: string | null = null;
   private readonly health: HealthRegistry;
   private readonly deps: FullDeps;
+  /** The gates every attempt asks (checks: Retry-After; breaker claim; outbound slot, engine hold). */
+  private readonly admission: Admission;
 
   constructor(
     private readonly model: ResolvedModel | null,
@@ -202,6 +218,7 @@ export class RequestLifecycle implements RequestLife {
     this.requestId = request.requestId;
     this.deps = completeDeps(deps);
     this.health = deps.health;
+    this.admission = this.deps.admission;
     const p = model?.offload;
     this.policy = p && p.active ? p : null;
     this.offloadId = this.policy?.endpointId ?? null;
@@ -284,7 +301,7 @@ export class RequestLifecycle implements RequestLife {
         } else if (this.affinityBacklogTokens(route.endpointId) > this.deps.settings.prefillAffinityCeilingTokens) {
           bypassed = route.endpointId; // backlogged: draw among the others, re-pin below
         } else {
-          const claim = this.health.beginDispatch(route.endpointId, nowMs);
+          const claim = this.admission.gates.breaker.claim(route.endpointId, nowMs);
           if (claim) {
             this.deps.affinity.slide(affinityPin, nowMs);
             this.reason = 'affinity';
@@ -299,17 +316,19 @@ export class RequestLifecycle implements RequestLife {
     // Usually every route is eligible: then the planner gets the model's shared candidate array
     // and nothing is allocated. `prefix` counts eligible routes while they match it.
     const all = model.candidates;
+    const adm = this.admission;
+    const gates = adm.gates;
     let candidates: Candidate[] | null = null;
     let prefix = 0;
     let coolestMs = Number.POSITIVE_INFINITY;
     for (const r of modal) {
       if (r.endpointId === bypassed || r.endpointId === this.offloadId || r.effectiveWeight <= 0) continue;
-      const wait = this.deps.retryAfter.remainingMs(r.endpointId, nowMs);
-      if (wait > 0) {
-        coolestMs = Math.min(coolestMs, wait);
+      const refused = adm.refusal(r, nowMs);
+      if (refused !== null) {
+        if (refused === gates.retryAfter) coolestMs = Math.min(coolestMs, refused.retryInMs(r, nowMs));
         continue;
       }
-      if (!this.health.allowRequest(r.endpointId, nowMs)) continue;
+      if (!gates.breaker.admits(r, nowMs)) continue;
       if (candidates !== null) candidates.push(r.candidate);
       else if (all[prefix] === r.candidate) prefix++;
       else (candidates = all.slice(0, prefix)).push(r.candidate);
@@ -319,7 +338,7 @@ export class RequestLifecycle implements RequestLife {
     if (bypassed !== null && eligible.length === 0) {
       // Nowhere else to go: a backlogged pin still beats a rejection (never blocks or rejects).
       const route = this.admitted(modal, bypassed, nowMs)!;
-      const claim = this.health.beginDispatch(route.endpointId, nowMs);
+      const claim = this.admission.gates.breaker.claim(route.endpointId, nowMs);
       if (claim) {
         this.deps.affinity.slide(affinityPin!, nowMs);
         this.reason = 'affinity';
@@ -333,7 +352,7 @@ export class RequestLifecycle implements RequestLife {
       const pick = model.planner.pick(eligible, this.request, nowMs, this.rng);
       const chosen = eligible[pick.candidate]!;
       const route = model.routes[chosen.routeIndex]!;
-      const claim = this.health.beginDispatch(route.endpointId, nowMs);
+      const claim = this.admission.gates.breaker.claim(route.endpointId, nowMs);
       if (claim) {
         this.reason = bypassed !== null ? 'affinity_ceiling' : pick.reason;
         if (this.affinityKey !== null) this.deps.affinity.pin(this.affinityKey, model.id, route.endpointId, nowMs);
@@ -482,7 +501,7 @@ export class RequestLifecycle implements RequestLife {
       startMs: nowMs,
       phase: 'queued',
       ticket: null,
-      ticketKind: null,
+      ticketGate: null,
       lease: null,
       gotOutput: false,
       lastChunkAtMs: nowMs,
@@ -490,15 +509,8 @@ export class RequestLifecycle implements RequestLife {
     };
     this.live.push(a);
     const s = this.deps.settings;
-    if (route.outboundKey !== null) {
-      if (s.upstreamConcurrencyEnabled) {
-        a.ticket = this.deps.limiter.acquire(route.outboundKey, this, attemptId);
-        a.ticketKind = 'limiter';
-      }
-    } else if (this.request.stream && this.model?.offload?.active === true && this.model.offload.engineQueueLimit !== null) {
-      a.ticket = this.deps.hold.acquire(route.endpointId, this.model.offload.engineQueueLimit, this, attemptId);
-      a.ticketKind = 'hold';
-    }
+    const holdLimit = this.request.stream && this.model?.offload?.active === true ? this.model.offload.engineQueueLimit : null;
+    this.admission.queue(route, holdLimit, this, attemptId, a);
     if (a.ticket === null || a.ticket.state === 'held') {
       if (a.ticket !== null) this.ticketsTaken++;
       this.send(a, nowMs, out);
@@ -541,7 +553,7 @@ export class RequestLifecycle implements RequestLife {
     a.gotOutput = true;
     this.disarm(a, 'headers');
     this.disarm(a, 'engine_wait');
-    if (a.ticketKind === 'hold') this.releaseTicket(a, 'other');
+    if (a.ticketGate?.releasedAtFirstOutput === true) this.releaseTicket(a, null);
   }
 
   /** Whether `a` may still be cut short to go to the offload route. */
@@ -554,7 +566,7 @@ export class RequestLifecycle implements RequestLife {
     const r = this.offloadRoute;
     if (r === null || this.offloaded) return false;
     if (this.contextFloor !== null && !(r.contextLength !== null && r.contextLength > this.contextFloor)) return false;
-    if (nowMs >= 0 && (this.deps.retryAfter.remainingMs(r.endpointId, nowMs) > 0 || !this.health.allowRequest(r.endpointId, nowMs))) return false;
+    if (nowMs >= 0 && (!this.admission.admits(r, nowMs) || !this.admission.gates.breaker.admits(r, nowMs))) return false;
     return true;
   }
 
@@ -562,7 +574,7 @@ export class RequestLifecycle implements RequestLife {
   private startOffload(reason: OffloadReason, nowMs: number): LifecycleAction[] | null {
     if (!this.canOffload(nowMs)) return null;
     const r = this.offloadRoute!;
-    const claim = this.health.beginDispatch(r.endpointId, nowMs);
+    const claim = this.admission.gates.breaker.claim(r.endpointId, nowMs);
     if (!claim) return null;
     this.offloaded = true;
     this.offloadReason = reason;
@@ -594,7 +606,7 @@ export class RequestLifecycle implements RequestLife {
       case 'queue': {
         if (a.ticket !== null && a.ticket.state === 'held') return this.sent(a, nowMs); // granted, wakeup not yet delivered
         if (this.interruptible(a) && this.canOffload(nowMs)) return this.interrupt(a, 'queue_wait', nowMs);
-        if (a.ticketKind === 'hold' && a.ticket !== null) {
+        if (a.ticketGate?.releasedAtFirstOutput === true && a.ticket !== null) {
           // Holding never fails a request: past the acquire timeout it goes in over the limit.
           a.ticket.pool.force(a.ticket);
           return this.sent(a, nowMs);
@@ -630,7 +642,7 @@ export class RequestLifecycle implements RequestLife {
     if (order === null || primary.gotOutput || this.committedAttempt !== null || primary.phase !== 'sent') return [];
     const route = this.model!.routes.find((r) => r.endpointId === order.endpointId);
     if (route === undefined || route.endpointId === this.offloadId || this.tried(route.endpointId) || !this.usable(route, nowMs)) return [];
-    const claim = this.health.beginDispatch(route.endpointId, nowMs);
+    const claim = this.admission.gates.breaker.claim(route.endpointId, nowMs);
     if (claim === null) return [];
     this.hedgedTo = route.endpointId;
     return this.started(route, claim, 'hedge', nowMs);
@@ -665,9 +677,7 @@ export class RequestLifecycle implements RequestLife {
     this.endAttempt(a, outcome, nowMs, healthOutcome);
     let requestScoped = false;
     if (outcome.kind === 'http_status') {
-      if (outcome.retryAfterMs !== null && (outcome.errorClass === 'rate_limited' || outcome.errorClass === 'overloaded' || outcome.status === 503)) {
-        this.deps.retryAfter.set(a.route.endpointId, nowMs + outcome.retryAfterMs, outcome.status === 429 ? 429 : 503);
-      }
+      this.admission.gates.retryAfter.note(a.route.endpointId, outcome, nowMs);
       const action = OUTCOME_RULES[outcome.errorClass].action;
       if (action === 'larger_window') {
         this.contextFloor = Math.max(this.contextFloor ?? 0, refusalFloorTokens(a.route.contextLength, contextNeedTokens(this.request)));
@@ -698,7 +708,7 @@ export class RequestLifecycle implements RequestLife {
     if (this.pinned) return this.live.length > 0 ? [] : this.failWithOutcome(this.primaryFailure ?? outcome, nowMs, this.primaryFailureAttemptId);
     for (const r of this.eligibleRoutes) {
       if (r.endpointId === this.offloadId || this.tried(r.endpointId) || !this.usable(r, nowMs)) continue;
-      const claim = this.health.beginDispatch(r.endpointId, nowMs);
+      const claim = this.admission.gates.breaker.claim(r.endpointId, nowMs);
       if (claim) return this.started(r, claim, 'normal', nowMs);
     }
     const last = this.startOffload('last_resort', nowMs);
@@ -706,7 +716,7 @@ export class RequestLifecycle implements RequestLife {
     const back = this.interrupted;
     if (back !== null && !this.interruptedRetried && this.offloaded) {
       this.interruptedRetried = true;
-      const claim = this.health.beginDispatch(back.endpointId, nowMs);
+      const claim = this.admission.gates.breaker.claim(back.endpointId, nowMs);
       if (claim) return this.started(back, claim, 'retry', nowMs);
     }
     if (this.live.length > 0) return [];
@@ -717,7 +727,7 @@ export class RequestLifecycle implements RequestLife {
   private usable(r: ResolvedRoute, nowMs: number): boolean {
     if (r.effectiveWeight <= 0 || !acceptsModalities(r, this.request.modalities)) return false;
     if (!fitsWindow(r.contextLength, 0, this.contextFloor)) return false;
-    return this.deps.retryAfter.remainingMs(r.endpointId, nowMs) === 0;
+    return this.admission.admits(r, nowMs);
   }
 
   // ---- bookkeeping ------------------------------------------------------------------------
@@ -776,8 +786,8 @@ export class RequestLifecycle implements RequestLife {
   private admitted(modal: readonly ResolvedRoute[], endpointId: string, nowMs: number): ResolvedRoute | null {
     for (const r of modal) {
       if (r.endpointId !== endpointId) continue;
-      if (r.effectiveWeight <= 0 || this.deps.retryAfter.remainingMs(endpointId, nowMs) > 0) return null;
-      return this.health.allowRequest(endpointId, nowMs) ? r : null;
+      if (r.effectiveWeight <= 0 || !this.admission.admits(r, nowMs)) return null;
+      return this.admission.gates.breaker.admits(r, nowMs) ? r : null;
     }
     return null;
   }
@@ -786,11 +796,12 @@ export class RequestLifecycle implements RequestLife {
   private coolingStatus(modal: readonly ResolvedRoute[], nowMs: number): number {
     let best = Number.POSITIVE_INFINITY;
     let status = 429;
+    const ra = this.admission.gates.retryAfter;
     for (const r of modal) {
-      const w = this.deps.retryAfter.remainingMs(r.endpointId, nowMs);
+      const w = ra.retryInMs(r, nowMs);
       if (w > 0 && w < best) {
         best = w;
-        status = this.deps.retryAfter.statusOf(r.endpointId);
+        status = ra.statusOf(r.endpointId);
       }
     }
     return status;
@@ -805,13 +816,8 @@ export class RequestLifecycle implements RequestLife {
   }
 
   /** Releases the attempt's slot or hold place if it still holds one (idempotent per attempt). */
-  private releaseTicket(a: LiveAttempt, result: 'success' | 'rate_limited' | 'other'): void {
-    const t = a.ticket;
-    if (t === null) return;
-    a.ticket = null;
-    if (a.ticketKind === 'limiter') this.deps.limiter.release(t, result);
-    else t.pool.release(t);
-    this.ticketsReleased++;
+  private releaseTicket(a: LiveAttempt, outcome: Outcome | null): void {
+    if (this.admission.release(a, outcome)) this.ticketsReleased++;
   }
 
   /**
@@ -824,8 +830,7 @@ export class RequestLifecycle implements RequestLife {
     const d = this.deadlines;
     for (let k = 1; k < this.nextDeadlineId; k++) if (d[k]! >> 3 === a.attemptId) d[k] = 0;
     this.releaseLease(a);
-    const rateLimited = outcome.kind === 'http_status' && outcome.status === 429;
-    this.releaseTicket(a, outcome.kind === 'ok' ? 'success' : rateLimited ? 'rate_limited' : 'other');
+    this.releaseTicket(a, outcome);
     const h = healthOutcome.kind;
     if (this.affinityKey !== null && h !== 'ok' && h !== 'cancelled' && h !== 'client_gone' && h !== 'queue_wait_timeout') {
       this.deps.affinity.dropIfPinnedTo(this.affinityKey, this.model!.id, a.route.endpointId);
