@@ -53,8 +53,10 @@ import type { CooldownRegistry } from '../health/cooldown.ts';
 import type { MultiTargetOptions } from '../multi-target/multi-target-options.ts';
 import type { ResolvedMultiTarget, ResolvedTarget } from '../multi-target/multi-target-model.ts';
 import { selectCandidates } from '../multi-target/candidates.ts';
-import { backoffMs, classifyFailure } from '../multi-target/retry-policy.ts';
+import { classifyFailure } from '../request/policy/retry-policy.ts';
+import { backoffMs } from '../request/policy/backoff.ts';
 import { contextNeedTokens, fitsWindow, noWindowFitsMessage, refusalFloorTokens } from '../request/candidates/context-floor.ts';
+import { DeadlineBook, deadlineAttempt, deadlineKind, type DeadlineKind, type WaitUntil } from '../request/deadline-book.ts';
 import { idleDeadlineFired, recordStreamChunk, type StreamIdleState } from '../request/policy/stream-idle.ts';
 
 /** Process-wide state a multi-target life uses, owned by `RoutingCore`. */
@@ -88,8 +90,6 @@ interface LiveAttempt extends StreamIdleState {
   gotOutput: boolean;
 }
 
-type DeadlineKind = 'overall' | 'backoff' | 'queue' | 'headers' | 'idle';
-
 const TIMEOUT: Outcome = { kind: 'transport', cause: 'timeout' };
 
 const NO_USAGE: Usage = Object.freeze({ inputTokens: 0, outputTokens: 0, cachedTokens: 0 });
@@ -116,8 +116,8 @@ export class MultiTargetLifecycle implements RequestLife {
   private ignoreCooldown = false;
   private live: LiveAttempt | null = null;
   private wait: { deadlineId: number; target: ResolvedTarget } | null = null;
-  /** Armed deadlines by id; fired or disarmed ones are deleted. */
-  private readonly deadlines = new Map<number, { kind: DeadlineKind; attemptId: number }>();
+  /** Armed deadlines (`request/deadline-book.ts`). */
+  private readonly deadlines = new DeadlineBook();
   private overallAtMs = Number.POSITIVE_INFINITY;
   /** After a context-length refusal: targets need a `context_length` above this. */
   private contextFloor: number | null = null;
@@ -125,7 +125,6 @@ export class MultiTargetLifecycle implements RequestLife {
   private ticketsTaken = 0;
   private ticketsReleased = 0;
   private nextAttemptId = 1;
-  private nextDeadlineId = 1;
   private readonly attempts: AttemptRecord[] = [];
   /** Distinct targets dispatched to (the first plus the fallbacks). */
   private targetsDispatched = 0;
@@ -329,9 +328,9 @@ export class MultiTargetLifecycle implements RequestLife {
   }
 
   private onDeadline(deadlineId: number, nowMs: number): LifecycleAction[] {
-    const d = this.deadlines.get(deadlineId);
-    if (d === undefined) return [];
-    this.deadlines.delete(deadlineId);
+    const packed = this.deadlines.take(deadlineId);
+    if (packed === 0) return [];
+    const d = { kind: deadlineKind(packed), attemptId: deadlineAttempt(packed) };
     switch (d.kind) {
       case 'overall': {
         const out: LifecycleAction[] = [];
@@ -373,19 +372,22 @@ export class MultiTargetLifecycle implements RequestLife {
         if (rearmAtMs !== null) return [this.arm('idle', a.attemptId, rearmAtMs)]; // chunks came since
         return [{ kind: 'cancel', attemptId: a.attemptId }, ...this.onFailure(a, TIMEOUT, nowMs)];
       }
+      case 'total':
+      case 'engine_wait':
+      case 'hedge': // never armed by this life
+        return [];
     }
   }
 
   /** Arms a deadline and returns its `wait_until`. */
-  private arm(kind: DeadlineKind, attemptId: number, atMs: number): LifecycleAction {
-    const deadlineId = this.nextDeadlineId++;
-    this.deadlines.set(deadlineId, { kind, attemptId });
-    return { kind: 'wait_until', deadlineId, atMs };
+  private arm(kind: DeadlineKind, attemptId: number, atMs: number): WaitUntil {
+    return this.deadlines.arm(kind, attemptId, atMs);
   }
 
   /** Forgets every deadline of attempt `attemptId` (or those of one kind). */
   private disarm(attemptId: number, kind?: DeadlineKind): void {
-    for (const [id, d] of this.deadlines) if (d.attemptId === attemptId && (kind === undefined || d.kind === kind)) this.deadlines.delete(id);
+    if (kind === undefined) this.deadlines.disarmAttempt(attemptId);
+    else this.deadlines.disarm(attemptId, kind);
   }
 
   private gotOutput(a: LiveAttempt): void {
@@ -498,7 +500,7 @@ export class MultiTargetLifecycle implements RequestLife {
       // The Retry-After is honoured in full; a request that cannot wait that long moves on, or
       // returns this error with the hint.
       if (nowMs + delay >= this.overallAtMs) return this.moveOn(nowMs, outcome, a.attemptId);
-      const wait = this.arm('backoff', 0, nowMs + delay) as Extract<LifecycleAction, { kind: 'wait_until' }>;
+      const wait = this.arm('backoff', 0, nowMs + delay);
       this.wait = { deadlineId: wait.deadlineId, target: t };
       return [wait];
     }

@@ -66,6 +66,7 @@ import { CooldownRegistry } from '../health/cooldown.ts';
 import { buildAdmissions, type Admission } from '../admission/admission.ts';
 import type { QueueGate } from '../admission/queue-gate.ts';
 import type { OffloadPolicy } from '../offload/offload-policy.ts';
+import { DeadlineBook, deadlineAttempt, deadlineKind, type DeadlineKind } from '../request/deadline-book.ts';
 import { idleDeadlineFired, recordStreamChunk, type StreamIdleState } from '../request/policy/stream-idle.ts';
 
 /** The process-wide state a life works with, owned by `RoutingCore`. */
@@ -119,17 +120,6 @@ export type OffloadReason = 'queue_wait' | 'engine_wait' | 'last_resort';
  * never interrupted; `hedge`: the planner's backup racing the primary (never interrupted).
  */
 type AttemptRole = 'normal' | 'offload' | 'retry' | 'pinned' | 'hedge';
-type DeadlineKind = 'overall' | 'queue' | 'headers' | 'total' | 'idle' | 'engine_wait' | 'hedge';
-
-/**
- * Armed deadlines are packed in one small-integer array indexed by deadline id:
- * `attemptId * 8 + kind code` (the overall deadline has attempt 0), 0 once fired or disarmed.
- * A life arms a handful, so scans are short; this replaced a Map of objects per life that showed
- * up as allocation and GC time in the decision benchmark.
- */
-const KIND_CODE: Readonly<Record<DeadlineKind, number>> = { overall: 1, queue: 2, headers: 3, total: 4, idle: 5, engine_wait: 6, hedge: 7 };
-const KIND_OF: readonly DeadlineKind[] = ['overall', 'overall', 'queue', 'headers', 'total', 'idle', 'engine_wait', 'hedge'];
-
 interface LiveAttempt extends StreamIdleState {
   readonly attemptId: number;
   readonly route: ResolvedRoute;
@@ -164,11 +154,10 @@ export class RequestLifecycle implements RequestLife {
   private done = false;
   private committedAttempt: number | null = null;
   private nextAttemptId = 1;
-  private nextDeadlineId = 1;
   /** Attempts started and not ended (one, or two while a hedge races); a short array, not a Map. */
   private readonly live: LiveAttempt[] = [];
-  /** Packed armed deadlines by id (see `KIND_CODE`); index 0 unused. Sized for a typical life. */
-  private readonly deadlines: number[] = [0, 0, 0, 0, 0, 0, 0, 0];
+  /** Armed deadlines (`request/deadline-book.ts`). */
+  private readonly deadlines = new DeadlineBook();
   private readonly attempts: AttemptRecord[] = [];
   private primaryFailure: Outcome | null = null;
   private pinned = false;
@@ -595,12 +584,11 @@ export class RequestLifecycle implements RequestLife {
   }
 
   private onDeadline(deadlineId: number, nowMs: number): LifecycleAction[] {
-    const packed = this.deadlines[deadlineId] ?? 0;
+    const packed = this.deadlines.take(deadlineId);
     if (packed === 0) return [];
-    this.deadlines[deadlineId] = 0;
-    const kind = KIND_OF[packed & 7]!;
+    const kind = deadlineKind(packed);
     if (kind === 'overall') return this.overallExpired(nowMs);
-    const a = this.liveAttempt(packed >> 3);
+    const a = this.liveAttempt(deadlineAttempt(packed));
     if (!a) return [];
     switch (kind) {
       case 'queue': {
@@ -627,6 +615,8 @@ export class RequestLifecycle implements RequestLife {
         if (rearmAtMs !== null) return [this.arm('idle', a.attemptId, rearmAtMs)]; // chunks came since
         return this.stalled(a, nowMs);
       }
+      case 'backoff': // never armed by this life
+        return [];
     }
   }
 
@@ -740,16 +730,12 @@ export class RequestLifecycle implements RequestLife {
 
   /** Arms a deadline: records it and returns the `wait_until` for the driver. */
   private arm(kind: DeadlineKind, attemptId: number, atMs: number): LifecycleAction {
-    const deadlineId = this.nextDeadlineId++;
-    this.deadlines[deadlineId] = attemptId * 8 + KIND_CODE[kind];
-    return { kind: 'wait_until', deadlineId, atMs };
+    return this.deadlines.arm(kind, attemptId, atMs);
   }
 
   /** Forgets `a`'s deadlines of `kind` (their `deadline` events are then ignored). */
   private disarm(a: LiveAttempt, kind: DeadlineKind): void {
-    const d = this.deadlines;
-    const packed = a.attemptId * 8 + KIND_CODE[kind];
-    for (let i = 1; i < this.nextDeadlineId; i++) if (d[i] === packed) d[i] = 0;
+    this.deadlines.disarm(a.attemptId, kind);
   }
 
   /** The live attempt with `attemptId`, or undefined. */
@@ -827,8 +813,7 @@ export class RequestLifecycle implements RequestLife {
   private endAttempt(a: LiveAttempt, outcome: Outcome, nowMs: number, healthOutcome: Outcome = outcome): void {
     const i = this.live.indexOf(a);
     if (i >= 0) this.live.splice(i, 1);
-    const d = this.deadlines;
-    for (let k = 1; k < this.nextDeadlineId; k++) if (d[k]! >> 3 === a.attemptId) d[k] = 0;
+    this.deadlines.disarmAttempt(a.attemptId);
     this.releaseLease(a);
     this.releaseTicket(a, outcome);
     const h = healthOutcome.kind;
