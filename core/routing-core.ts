@@ -27,6 +27,7 @@ import { EngineHold } from './outbound/engine-hold.ts';
 import type { SlotTicket } from './outbound/slot-pool.ts';
 import { RetryAfterTable } from './health/retry-after.ts';
 import { buildAdmissions } from './admission/admission.ts';
+import { routerPolicy } from './request/policy/kind-policy.ts';
 import { resolveOffloadPolicy, type OffloadPolicy } from './offload/offload-policy.ts';
 import { fnv1a64Hex } from './affinity/affinity-key.ts';
 import type { LifecycleEvent } from './lifecycle/seam.ts';
@@ -134,6 +135,7 @@ export class RoutingCore {
       hold: this.hold,
       retryAfter: this.retryAfter,
       admission: admissions.router,
+      kindPolicy: routerPolicy(this.settings),
     };
     const mtOptions = resolveMultiTargetOptions(options.multiTarget);
     this.endpointStats = new EndpointStats(mtOptions.latencyEwmaAlpha);

@@ -56,6 +56,10 @@ import { selectCandidates } from '../multi-target/candidates.ts';
 import { classifyFailure } from '../request/policy/retry-policy.ts';
 import { backoffMs } from '../request/policy/backoff.ts';
 import { contextNeedTokens, fitsWindow, noWindowFitsMessage, refusalFloorTokens } from '../request/candidates/context-floor.ts';
+import { aliasPolicy, type RequestKindPolicy } from '../request/policy/kind-policy.ts';
+import { commitsAt } from '../request/policy/commit.ts';
+import { dispatchDeadlines } from '../request/policy/attempt-deadlines.ts';
+import { attemptsSummary, respondError } from '../request/ending.ts';
 import { DeadlineBook, deadlineAttempt, deadlineKind, type DeadlineKind, type WaitUntil } from '../request/deadline-book.ts';
 import { idleDeadlineFired, recordStreamChunk, type StreamIdleState } from '../request/policy/stream-idle.ts';
 
@@ -104,6 +108,8 @@ export class MultiTargetLifecycle implements RequestLife {
   outerLife: RequestLife | null = null;
   readonly requestId: string;
   private readonly mt: ResolvedMultiTarget | null;
+  /** The alias family's attempt policy for this model (`request/policy/kind-policy.ts`). */
+  private readonly kindPolicy: RequestKindPolicy | null;
   private done = false;
   private tiers: ReadonlyArray<readonly ResolvedTarget[]> = [];
   private tierIdx = 0;
@@ -147,6 +153,7 @@ export class MultiTargetLifecycle implements RequestLife {
   ) {
     this.requestId = request.requestId;
     this.mt = model?.multiTarget ?? null;
+    this.kindPolicy = this.mt === null ? null : aliasPolicy(this.mt, deps.settings);
   }
 
   get isDone(): boolean {
@@ -264,7 +271,7 @@ export class MultiTargetLifecycle implements RequestLife {
         if (!a || a.phase !== 'sent') return [];
         this.gotOutput(a);
         // Without a first-chunk wait a stream commits when the upstream response starts (seed 003).
-        if (this.request.stream && this.mt?.streamTimeoutMs === null && this.committed === null) {
+        if (this.committed === null && commitsAt(this.kindPolicy?.commitPoint ?? 'first_token', 'first_output', this.request.stream)) {
           this.committed = a.attemptId;
           return [{ kind: 'commit', attemptId: a.attemptId }];
         }
@@ -550,15 +557,10 @@ export class MultiTargetLifecycle implements RequestLife {
     this.disarm(a.attemptId, 'queue');
     a.phase = 'sent';
     this.deps.stats.begin(a.target.endpointId);
-    const s = this.deps.settings;
-    const mt = this.mt!;
-    const firstChunkMs = mt.streamTimeoutMs;
-    const firstTokenAtMs = this.request.stream && firstChunkMs !== null ? Math.min(nowMs + firstChunkMs, this.overallAtMs) : null;
-    const totalMs = mt.timeoutMs ?? s.requestTimeoutSec * 1000;
-    const totalAtMs = this.request.stream ? this.overallAtMs : Math.min(nowMs + totalMs, this.overallAtMs);
+    const k = this.kindPolicy!;
     return [
-      { kind: 'dispatch', attemptId: a.attemptId, endpointId: a.target.endpointId, deadlines: { firstTokenAtMs, totalAtMs: Number.isFinite(totalAtMs) ? totalAtMs : null } },
-      this.arm('headers', a.attemptId, nowMs + s.headersTimeoutSec * 1000),
+      { kind: 'dispatch', attemptId: a.attemptId, endpointId: a.target.endpointId, deadlines: dispatchDeadlines(k.waits, this.request.stream, nowMs, this.overallAtMs) },
+      this.arm('headers', a.attemptId, nowMs + k.headersMs),
     ];
   }
 
@@ -608,14 +610,13 @@ export class MultiTargetLifecycle implements RequestLife {
   /** Ends with the error of `outcome`, reported by attempt `attemptId` (its body may pass through). */
   private failWithOutcome(outcome: Outcome, nowMs: number, attemptId: number | null): LifecycleAction[] {
     const e = errorForOutcome(outcome);
-    const tried = this.attempts.map((r) => `${r.target ?? r.endpointId}=${r.skipped ? 'skipped_429' : r.outcome.kind === 'http_status' ? r.outcome.status : r.outcome.kind}`);
-    return this.fail(e.code, `model '${this.model?.id ?? this.request.model}': all attempts failed: ${tried.join(', ')}`, nowMs, e.status, e.retryAfterSec, attemptId);
+    return this.fail(e.code, `model '${this.model?.id ?? this.request.model}': all attempts failed: ${attemptsSummary(this.attempts)}`, nowMs, e.status, e.retryAfterSec, attemptId);
   }
 
   private fail(code: ErrorCode, message: string, nowMs: number, status = ERROR_STATUS[code], retryAfterSec: number | null = null, attemptId: number | null = null): LifecycleAction[] {
-    if (code === 'client_gone') return [this.doneAction(code, nowMs, null)];
-    const respond: LifecycleAction = attemptId === null ? { kind: 'respond_error', status, code, message, retryAfterSec } : { kind: 'respond_error', status, code, message, retryAfterSec, attemptId };
-    return [respond, this.doneAction(code, nowMs, null)];
+    const respond = respondError(code, message, status, retryAfterSec, attemptId);
+    const done = this.doneAction(code, nowMs, null);
+    return respond === null ? [done] : [respond, done];
   }
 
   private doneAction(status: string, nowMs: number, usage: Usage | null): LifecycleAction {

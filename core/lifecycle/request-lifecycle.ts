@@ -66,6 +66,10 @@ import { CooldownRegistry } from '../health/cooldown.ts';
 import { buildAdmissions, type Admission } from '../admission/admission.ts';
 import type { QueueGate } from '../admission/queue-gate.ts';
 import type { OffloadPolicy } from '../offload/offload-policy.ts';
+import { routerPolicy, type RequestKindPolicy } from '../request/policy/kind-policy.ts';
+import { commitsAt } from '../request/policy/commit.ts';
+import { dispatchDeadlines } from '../request/policy/attempt-deadlines.ts';
+import { attemptsSummary, respondError } from '../request/ending.ts';
 import { DeadlineBook, deadlineAttempt, deadlineKind, type DeadlineKind } from '../request/deadline-book.ts';
 import { idleDeadlineFired, recordStreamChunk, type StreamIdleState } from '../request/policy/stream-idle.ts';
 
@@ -90,13 +94,15 @@ export interface LifecycleDeps {
    * built from them (use `RoutingCore.lifecycleDeps` to share the core's).
    */
   readonly admission?: Admission;
+  /** The `router:` family's attempt policy under `settings`; absent ⇒ derived from them. */
+  readonly kindPolicy?: RequestKindPolicy;
 }
 
 /** `LifecycleDeps` with every shared table present. */
 type FullDeps = Required<LifecycleDeps>;
 
 function completeDeps(d: LifecycleDeps): FullDeps {
-  if (d.limiter && d.hold && d.retryAfter && d.admission) return d as FullDeps;
+  if (d.limiter && d.hold && d.retryAfter && d.admission && d.kindPolicy) return d as FullDeps;
   const s = d.settings;
   const limiter =
     d.limiter ??
@@ -109,7 +115,7 @@ function completeDeps(d: LifecycleDeps): FullDeps {
   const admission =
     d.admission ??
     buildAdmissions({ health: d.health, retryAfter, cooldowns: new CooldownRegistry(), limiter, hold, outboundLimitEnabled: s.upstreamConcurrencyEnabled }).router;
-  return { ...d, limiter, hold, retryAfter, admission };
+  return { ...d, limiter, hold, retryAfter, admission, kindPolicy: d.kindPolicy ?? routerPolicy(s) };
 }
 
 /** Why the offload route was tried (`RoutingMetadata.offloadReason`). */
@@ -409,7 +415,7 @@ export class RequestLifecycle implements RequestLife {
           this.hedgeOrder = null;
         }
         if (this.firstTokenAtMs === null) this.firstTokenAtMs = nowMs;
-        if (this.request.stream && this.committedAttempt === null) {
+        if (this.committedAttempt === null && commitsAt(this.deps.kindPolicy.commitPoint, 'first_token', this.request.stream)) {
           this.committedAttempt = a.attemptId;
           const out: LifecycleAction[] = [{ kind: 'commit', attemptId: a.attemptId }];
           return this.cancelOthers(nowMs, a.attemptId, out, 'hedge_lost');
@@ -518,19 +524,12 @@ export class RequestLifecycle implements RequestLife {
     a.phase = 'sent';
     a.lease = this.deps.prefill.acquire(a.route.endpointId, this.request.callerId, this.request.inputTokens, nowMs, this.affinityKey !== null && this.deps.settings.prefillAffinityExcludeOwn);
     this.leasesTaken++;
-    const s = this.deps.settings;
-    const totalAtMs = this.request.stream ? this.overallAtMs : Math.min(this.overallAtMs, nowMs + s.requestTimeoutSec * 1000);
-    const firstTokenAtMs = this.request.stream ? Math.min(this.overallAtMs, nowMs + s.firstTokenTimeoutSec * 1000) : null;
+    const k = this.deps.kindPolicy;
     out.push(
-      {
-        kind: 'dispatch',
-        attemptId: a.attemptId,
-        endpointId: a.route.endpointId,
-        deadlines: { firstTokenAtMs, totalAtMs: Number.isFinite(totalAtMs) ? totalAtMs : null },
-      },
-      this.arm('headers', a.attemptId, nowMs + s.headersTimeoutSec * 1000),
+      { kind: 'dispatch', attemptId: a.attemptId, endpointId: a.route.endpointId, deadlines: dispatchDeadlines(k.waits, this.request.stream, nowMs, this.overallAtMs) },
+      this.arm('headers', a.attemptId, nowMs + k.headersMs),
     );
-    if (!this.request.stream) out.push(this.arm('total', a.attemptId, nowMs + s.requestTimeoutSec * 1000));
+    if (!this.request.stream) out.push(this.arm('total', a.attemptId, nowMs + k.waits.totalMs));
     // Engine wait: a stream on a non-offload route of an offload model gets `wait` to show output.
     if (this.request.stream && this.interruptible(a)) out.push(this.arm('engine_wait', a.attemptId, nowMs + this.policy!.waitMs));
     if (this.hedgeOrder !== null && a.attemptId === this.hedgePrimaryId) out.push(this.arm('hedge', a.attemptId, nowMs + this.hedgeOrder.afterMs));
@@ -858,14 +857,13 @@ export class RequestLifecycle implements RequestLife {
   /** Ends with the error of `outcome`, reported by attempt `attemptId` (its body may pass through). */
   private failWithOutcome(outcome: Outcome, nowMs: number, attemptId: number | null): LifecycleAction[] {
     const e = errorForOutcome(outcome);
-    const tried = this.attempts.map((a) => `${a.endpointId}=${a.outcome.kind === 'http_status' ? a.outcome.status : a.outcome.kind}`);
-    return this.fail(e.code, `all attempts failed: ${tried.join(', ')}`, nowMs, e.status, e.retryAfterSec, attemptId);
+    return this.fail(e.code, `all attempts failed: ${attemptsSummary(this.attempts)}`, nowMs, e.status, e.retryAfterSec, attemptId);
   }
 
   private fail(code: ErrorCode, message: string, nowMs: number, status = ERROR_STATUS[code], retryAfterSec: number | null = null, attemptId: number | null = null): LifecycleAction[] {
-    if (code === 'client_gone') return [this.doneAction(code, nowMs, null)];
-    const respond: LifecycleAction = attemptId === null ? { kind: 'respond_error', status, code, message, retryAfterSec } : { kind: 'respond_error', status, code, message, retryAfterSec, attemptId };
-    return [respond, this.doneAction(code, nowMs, null)];
+    const respond = respondError(code, message, status, retryAfterSec, attemptId);
+    const done = this.doneAction(code, nowMs, null);
+    return respond === null ? [done] : [respond, done];
   }
 
   private doneAction(status: string, nowMs: number, usage: Usage | null): LifecycleAction {
