@@ -47,7 +47,8 @@ export type {
   Modality,
   Usage,
 } from './lifecycle/seam.ts';
-export type { LifecycleDeps, OffloadReason } from './lifecycle/request-lifecycle.ts';
+export type { LifecycleDeps } from './lifecycle/request-lifecycle.ts';
+export type { OffloadReason } from './request/policy/offload.ts';
 
 // Outcomes: the classification table, health meaning, the client-facing error catalogue.
 export { isHealthFailure, type Outcome } from './lifecycle/outcome.ts';

@@ -53,7 +53,7 @@ import type {
   RoutingMetadata,
   Usage,
 } from './seam.ts';
-import type { Candidate, HedgeOrder } from '../strategies/planner.ts';
+import type { Candidate } from '../strategies/planner.ts';
 import type { RoutingSettings } from '../config/routing-settings.ts';
 import type { PrefillLease, PrefillLoad } from '../prefill/prefill-load.ts';
 import type { AffinityPin, AffinityTable } from '../affinity/affinity-table.ts';
@@ -65,7 +65,8 @@ import { RetryAfterTable } from '../health/retry-after.ts';
 import { CooldownRegistry } from '../health/cooldown.ts';
 import { buildAdmissions, type Admission } from '../admission/admission.ts';
 import type { QueueGate } from '../admission/queue-gate.ts';
-import type { OffloadPolicy } from '../offload/offload-policy.ts';
+import { OffloadPlan, type OffloadReason } from '../request/policy/offload.ts';
+import { HedgePlan } from '../request/policy/hedge.ts';
 import { routerPolicy, type RequestKindPolicy } from '../request/policy/kind-policy.ts';
 import { commitsAt } from '../request/policy/commit.ts';
 import { dispatchDeadlines } from '../request/policy/attempt-deadlines.ts';
@@ -118,8 +119,7 @@ function completeDeps(d: LifecycleDeps): FullDeps {
   return { ...d, limiter, hold, retryAfter, admission, kindPolicy: d.kindPolicy ?? routerPolicy(s) };
 }
 
-/** Why the offload route was tried (`RoutingMetadata.offloadReason`). */
-export type OffloadReason = 'queue_wait' | 'engine_wait' | 'last_resort';
+export type { OffloadReason } from '../request/policy/offload.ts';
 
 /**
  * `normal`: may be interrupted for offload; `offload`: the offload attempt; `retry`/`pinned`:
@@ -177,28 +177,18 @@ export class RequestLifecycle implements RequestLife {
   private ticketsTaken = 0;
   private ticketsReleased = 0;
   private overallAtMs = Number.POSITIVE_INFINITY;
-  /** The model's active offload policy, or null. */
-  private readonly policy: OffloadPolicy | null;
-  /** The offload route when this request may use it (not pinned, fits its size limits), else null. */
-  private offloadRoute: ResolvedRoute | null = null;
+  /** Queue-wait offload of this request (`request/policy/offload.ts`). */
+  private readonly offload: OffloadPlan;
   /** The offload route's endpoint id when the policy is active (it is never primary then). */
   private readonly offloadId: string | null;
-  private offloaded = false;
-  private offloadReason: OffloadReason | null = null;
-  /** The route an offload interrupted; retried once after every other candidate. */
-  private interrupted: ResolvedRoute | null = null;
-  private interruptedRetried = false;
   /** After a context-length rejection: routes need a `context_length` above this. */
   private contextFloor: number | null = null;
   /** Routes that passed the modality and context-window stages (fallback walks these). */
   private eligibleRoutes: readonly ResolvedRoute[] = [];
   /** The attempt whose failure the client is told of when every attempt failed. */
   private primaryFailureAttemptId: number | null = null;
-  /** The planner's hedge order for the primary, until it fires or the primary answers or ends. */
-  private hedgeOrder: HedgeOrder | null = null;
-  private hedgePrimaryId = 0;
-  /** The backup's endpoint once a hedge was sent (metadata), else null. */
-  private hedgedTo: string | null = null;
+  /** The planner's hedge order for the primary (`request/policy/hedge.ts`). */
+  private readonly hedge = new HedgePlan();
   private readonly health: HealthRegistry;
   private readonly deps: FullDeps;
   /** The gates every attempt asks (checks: Retry-After; breaker claim; outbound slot, engine hold). */
@@ -214,9 +204,8 @@ export class RequestLifecycle implements RequestLife {
     this.deps = completeDeps(deps);
     this.health = deps.health;
     this.admission = this.deps.admission;
-    const p = model?.offload;
-    this.policy = p && p.active ? p : null;
-    this.offloadId = this.policy?.endpointId ?? null;
+    this.offload = new OffloadPlan(model);
+    this.offloadId = this.offload.endpointId;
   }
 
   get isDone(): boolean {
@@ -274,12 +263,7 @@ export class RequestLifecycle implements RequestLife {
       this.startAttempt(route, null, 'pinned', nowMs, out);
       return this.withOverall(out);
     }
-    if (this.policy !== null) {
-      const r = modal.find((x) => x.endpointId === this.offloadId) ?? null;
-      const maxIn = this.policy.maxInputTokens;
-      const fits = r !== null && (maxIn === null || this.request.inputTokens <= maxIn) && (r.contextLength === null || this.request.inputTokens <= r.contextLength);
-      this.offloadRoute = fits ? r : null;
-    }
+    this.offload.consider(modal, this.request.inputTokens);
     // Session affinity first: a hit needs only its own endpoint's admission, not the full
     // candidate list (the common case for a returning caller).
     let bypassed: string | null = null;
@@ -351,10 +335,7 @@ export class RequestLifecycle implements RequestLife {
       if (claim) {
         this.reason = bypassed !== null ? 'affinity_ceiling' : pick.reason;
         if (this.affinityKey !== null) this.deps.affinity.pin(this.affinityKey, model.id, route.endpointId, nowMs);
-        if (pick.hedge) {
-          this.hedgeOrder = pick.hedge;
-          this.hedgePrimaryId = this.nextAttemptId; // the attempt started next; armed at its dispatch
-        }
+        this.hedge.plan(pick.hedge, this.nextAttemptId); // the attempt started next; armed at its dispatch
         this.startAttempt(route, claim, 'normal', nowMs, out);
         return this.withOverall(out);
       }
@@ -410,10 +391,7 @@ export class RequestLifecycle implements RequestLife {
         if (!a || a.phase !== 'sent') return [];
         this.gotOutput(a);
         this.releaseLease(a); // prefill is over; decode is not prefill pressure
-        if (a.attemptId === this.hedgePrimaryId && this.hedgeOrder !== null) {
-          this.disarm(a, 'hedge'); // the primary's first token came in time: no hedge
-          this.hedgeOrder = null;
-        }
+        if (this.hedge.answered(a.attemptId)) this.disarm(a, 'hedge'); // the primary's first token came in time: no hedge
         if (this.firstTokenAtMs === null) this.firstTokenAtMs = nowMs;
         if (this.committedAttempt === null && commitsAt(this.deps.kindPolicy.commitPoint, 'first_token', this.request.stream)) {
           this.committedAttempt = a.attemptId;
@@ -513,7 +491,7 @@ export class RequestLifecycle implements RequestLife {
     }
     this.ticketsTaken++;
     const acquireMs = s.upstreamConcurrencyAcquireTimeoutSec * 1000;
-    const waitMs = this.interruptible(a) ? Math.min(acquireMs, this.policy!.waitMs) : acquireMs;
+    const waitMs = this.interruptible(a) ? Math.min(acquireMs, this.offload.waitMs) : acquireMs;
     const giveUpAtMs = Math.min(nowMs + waitMs, this.overallAtMs);
     out.push({ kind: 'acquire_slot', attemptId, endpointId: route.endpointId, giveUpAtMs }, this.arm('queue', attemptId, giveUpAtMs));
   }
@@ -531,8 +509,9 @@ export class RequestLifecycle implements RequestLife {
     );
     if (!this.request.stream) out.push(this.arm('total', a.attemptId, nowMs + k.waits.totalMs));
     // Engine wait: a stream on a non-offload route of an offload model gets `wait` to show output.
-    if (this.request.stream && this.interruptible(a)) out.push(this.arm('engine_wait', a.attemptId, nowMs + this.policy!.waitMs));
-    if (this.hedgeOrder !== null && a.attemptId === this.hedgePrimaryId) out.push(this.arm('hedge', a.attemptId, nowMs + this.hedgeOrder.afterMs));
+    if (this.request.stream && this.interruptible(a)) out.push(this.arm('engine_wait', a.attemptId, nowMs + this.offload.waitMs));
+    const hedgeAtMs = this.hedge.checkpointAtMs(a.attemptId, nowMs);
+    if (hedgeAtMs !== null) out.push(this.arm('hedge', a.attemptId, hedgeAtMs));
   }
 
   /** First upstream output (preamble, buffered output or a token): lifts headers and engine-wait limits, frees the hold place. */
@@ -546,26 +525,21 @@ export class RequestLifecycle implements RequestLife {
 
   /** Whether `a` may still be cut short to go to the offload route. */
   private interruptible(a: LiveAttempt): boolean {
-    return a.role === 'normal' && a.route.endpointId !== this.offloadId && this.canOffload(-1);
+    return this.offload.interruptible(a.role === 'normal', a.route.endpointId, this.contextFloor, this.admission);
   }
 
   /** Whether the offload route is available to this request now (never twice). */
   private canOffload(nowMs: number): boolean {
-    const r = this.offloadRoute;
-    if (r === null || this.offloaded) return false;
-    if (this.contextFloor !== null && !(r.contextLength !== null && r.contextLength > this.contextFloor)) return false;
-    if (nowMs >= 0 && (!this.admission.admits(r, nowMs) || !this.admission.gates.breaker.admits(r, nowMs))) return false;
-    return true;
+    return this.offload.available(this.contextFloor, this.admission, nowMs) !== null;
   }
 
   /** Starts the offload attempt (at most once per request), or null when it is not available. */
   private startOffload(reason: OffloadReason, nowMs: number): LifecycleAction[] | null {
-    if (!this.canOffload(nowMs)) return null;
-    const r = this.offloadRoute!;
+    const r = this.offload.available(this.contextFloor, this.admission, nowMs);
+    if (r === null) return null;
     const claim = this.admission.gates.breaker.claim(r.endpointId, nowMs);
     if (!claim) return null;
-    this.offloaded = true;
-    this.offloadReason = reason;
+    this.offload.taken(reason);
     return this.started(r, claim, 'offload', nowMs);
   }
 
@@ -575,7 +549,7 @@ export class RequestLifecycle implements RequestLife {
     if (a.phase === 'sent') out.push({ kind: 'cancel', attemptId: a.attemptId });
     const recorded: Outcome = reason === 'queue_wait' ? { kind: 'queue_wait_timeout' } : { kind: 'first_token_timeout' };
     this.endAttempt(a, recorded, nowMs, NEUTRAL); // neither the breaker nor the hints hear of it
-    this.interrupted = a.route;
+    this.offload.interrupted = a.route;
     const next = this.startOffload(reason, nowMs);
     if (next !== null) out.push(...next);
     else out.push(...this.continueAfter(recorded, nowMs));
@@ -626,14 +600,13 @@ export class RequestLifecycle implements RequestLife {
    * the first finished answer (non-stream) commits and the other is cancelled.
    */
   private sendHedge(primary: LiveAttempt, nowMs: number): LifecycleAction[] {
-    const order = this.hedgeOrder;
-    this.hedgeOrder = null;
+    const order = this.hedge.take();
     if (order === null || primary.gotOutput || this.committedAttempt !== null || primary.phase !== 'sent') return [];
     const route = this.model!.routes.find((r) => r.endpointId === order.endpointId);
     if (route === undefined || route.endpointId === this.offloadId || this.tried(route.endpointId) || !this.usable(route, nowMs)) return [];
     const claim = this.admission.gates.breaker.claim(route.endpointId, nowMs);
     if (claim === null) return [];
-    this.hedgedTo = route.endpointId;
+    this.hedge.sentTo = route.endpointId;
     return this.started(route, claim, 'hedge', nowMs);
   }
 
@@ -702,9 +675,8 @@ export class RequestLifecycle implements RequestLife {
     }
     const last = this.startOffload('last_resort', nowMs);
     if (last !== null) return last;
-    const back = this.interrupted;
-    if (back !== null && !this.interruptedRetried && this.offloaded) {
-      this.interruptedRetried = true;
+    const back = this.offload.takeInterruptedRetry();
+    if (back !== null) {
       const claim = this.admission.gates.breaker.claim(back.endpointId, nowMs);
       if (claim) return this.started(back, claim, 'retry', nowMs);
     }
@@ -885,10 +857,10 @@ export class RequestLifecycle implements RequestLife {
       firstTokenAtMs: this.firstTokenAtMs,
       finishedAtMs: nowMs,
       usage,
-      offloadReason: this.offloadReason,
-      offloadEndpointId: this.offloaded ? this.offloadId : null,
+      offloadReason: this.offload.reason,
+      offloadEndpointId: this.offload.offloaded ? this.offloadId : null,
     };
-    if (this.model?.planner.plansHedges === true) metadata.hedgeEndpointId = this.hedgedTo;
+    if (this.model?.planner.plansHedges === true) metadata.hedgeEndpointId = this.hedge.sentTo;
     return { kind: 'done', metadata };
   }
 }
