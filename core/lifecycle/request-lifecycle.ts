@@ -42,8 +42,9 @@ import type { DispatchClaim, HealthRegistry } from '../health/health-registry.ts
 import type { Outcome } from './outcome.ts';
 import { ERROR_STATUS, errorForOutcome, type ErrorCode } from './errors.ts';
 import { OUTCOME_RULES } from './outcome-table.ts';
-import { acceptsModalities } from '../request/candidates/modality.ts';
-import { contextNeedTokens, fitsWindow, noWindowFitsMessage, refusalFloorTokens } from '../request/candidates/context-floor.ts';
+import { acceptsModalities, routesAccepting } from '../request/candidates/modality.ts';
+import { admittedCandidates, noAdmittedRoute } from '../request/candidates/admitted.ts';
+import { contextNeedTokens, fitsWindow, noWindowFitsMessage, refusalFloorTokens, routesFitting } from '../request/candidates/context-floor.ts';
 import type {
   AttemptRecord,
   LifecycleAction,
@@ -53,7 +54,6 @@ import type {
   RoutingMetadata,
   Usage,
 } from './seam.ts';
-import type { Candidate } from '../strategies/planner.ts';
 import type { RoutingSettings } from '../config/routing-settings.ts';
 import type { PrefillLease, PrefillLoad } from '../prefill/prefill-load.ts';
 import type { AffinityPin, AffinityTable } from '../affinity/affinity-table.ts';
@@ -218,15 +218,8 @@ export class RequestLifecycle implements RequestLife {
     if (!model || !model.published || model.routes.length === 0) {
       return this.fail('model_not_found', `model '${this.request.model}' does not exist or has no published routes`, nowMs);
     }
-    // Hot path: most requests are text-only and every route accepts text, so `modal` is usually
-    // the route list itself and nothing is allocated.
-    let modal: readonly ResolvedRoute[] = model.routes;
-    for (let i = 0; i < modal.length; i++) {
-      if (!acceptsModalities(modal[i]!, this.request.modalities)) {
-        modal = model.routes.filter((r) => acceptsModalities(r, this.request.modalities));
-        break;
-      }
-    }
+    // Modality stage: usually every route accepts the request, and `modal` is the route list itself.
+    let modal = routesAccepting(model.routes, this.request.modalities);
     if (modal.length === 0) {
       return this.fail(
         'all_circuits_open',
@@ -236,14 +229,9 @@ export class RequestLifecycle implements RequestLife {
     }
     // Context-window stage (`context-floor.ts`). Usually every route fits: nothing allocated.
     const need = contextNeedTokens(this.request);
-    for (let i = 0; i < modal.length; i++) {
-      if (!fitsWindow(modal[i]!.contextLength, need)) {
-        const fit = modal.filter((r) => fitsWindow(r.contextLength, need));
-        if (fit.length === 0) return this.fail('context_length_exceeded', noWindowFitsMessage(model.id, need, modal.map((r) => r.contextLength)), nowMs);
-        modal = fit;
-        break;
-      }
-    }
+    const fit = routesFitting(modal, need);
+    if (fit.length === 0) return this.fail('context_length_exceeded', noWindowFitsMessage(model.id, need, modal.map((r) => r.contextLength)), nowMs);
+    modal = fit;
     this.eligibleRoutes = modal;
     // The overall deadline's `wait_until` goes last, after the first attempt's actions.
     const out: LifecycleAction[] = [];
@@ -292,28 +280,8 @@ export class RequestLifecycle implements RequestLife {
         }
       }
     }
-    // Usually every route is eligible: then the planner gets the model's shared candidate array
-    // and nothing is allocated. `prefix` counts eligible routes while they match it.
-    const all = model.candidates;
-    const adm = this.admission;
-    const gates = adm.gates;
-    let candidates: Candidate[] | null = null;
-    let prefix = 0;
-    let coolestMs = Number.POSITIVE_INFINITY;
-    for (const r of modal) {
-      if (r.endpointId === bypassed || r.endpointId === this.offloadId || r.effectiveWeight <= 0) continue;
-      const refused = adm.refusal(r, nowMs);
-      if (refused !== null) {
-        if (refused === gates.retryAfter) coolestMs = Math.min(coolestMs, refused.retryInMs(r, nowMs));
-        continue;
-      }
-      if (!gates.breaker.admits(r, nowMs)) continue;
-      if (candidates !== null) candidates.push(r.candidate);
-      else if (all[prefix] === r.candidate) prefix++;
-      else (candidates = all.slice(0, prefix)).push(r.candidate);
-    }
-    if (candidates === null && prefix < all.length) candidates = all.slice(0, prefix);
-    let eligible: readonly Candidate[] = candidates ?? all;
+    const admitted = admittedCandidates(model, modal, bypassed, this.offloadId, this.admission, nowMs);
+    let eligible = admitted.eligible;
     if (bypassed !== null && eligible.length === 0) {
       // Nowhere else to go: a backlogged pin still beats a rejection (never blocks or rejects).
       const route = this.admitted(modal, bypassed, nowMs)!;
@@ -348,27 +316,9 @@ export class RequestLifecycle implements RequestLife {
       out.push(...last);
       return this.withOverall(out);
     }
-    if (coolestMs !== Number.POSITIVE_INFINITY) {
-      // Every candidate is cooling after a Retry-After: tell the client when to come back.
-      const status = this.coolingStatus(modal, nowMs);
-      return this.fail(
-        status === 429 ? 'upstream_rate_limited' : 'all_circuits_open',
-        `every route of model '${model.id}' asked us to retry later`,
-        nowMs,
-        status,
-        Math.max(1, Math.ceil(coolestMs / 1000)),
-      );
-    }
-    // Every breaker is shut: tell the client when the first one lets a request (a probe) through.
-    let reopenMs = Number.POSITIVE_INFINITY;
-    for (const r of modal) if (r.effectiveWeight > 0) reopenMs = Math.min(reopenMs, this.health.admitsInMs(r.endpointId, nowMs));
-    return this.fail(
-      'all_circuits_open',
-      `no admitted route for model '${model.id}'; considered: ${modal.map((r) => r.endpointId).join(', ')}`,
-      nowMs,
-      ERROR_STATUS.all_circuits_open,
-      reopenMs > 0 && Number.isFinite(reopenMs) ? Math.max(1, Math.ceil(reopenMs / 1000)) : null,
-    );
+    // Nothing admitted: cooling after Retry-After (429/503 with the hint) or every breaker shut.
+    const e = noAdmittedRoute(model, modal, admitted.coolestMs, this.admission, nowMs);
+    return this.fail(e.code, e.message, nowMs, e.status, e.retryAfterSec);
   }
 
   step(event: LifecycleEvent, nowMs: number): LifecycleAction[] {
@@ -747,21 +697,6 @@ export class RequestLifecycle implements RequestLife {
       return this.admission.gates.breaker.admits(r, nowMs) ? r : null;
     }
     return null;
-  }
-
-  /** 429 unless the shortest-cooling route's Retry-After came with a 503. */
-  private coolingStatus(modal: readonly ResolvedRoute[], nowMs: number): number {
-    let best = Number.POSITIVE_INFINITY;
-    let status = 429;
-    const ra = this.admission.gates.retryAfter;
-    for (const r of modal) {
-      const w = ra.retryInMs(r, nowMs);
-      if (w > 0 && w < best) {
-        best = w;
-        status = ra.statusOf(r.endpointId);
-      }
-    }
-    return status;
   }
 
   /** Releases the attempt's prefill lease if it still holds one (idempotent per attempt). */
