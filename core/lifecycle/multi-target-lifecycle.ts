@@ -60,6 +60,7 @@ import { aliasPolicy, type RequestKindPolicy } from '../request/policy/kind-poli
 import { commitsAt } from '../request/policy/commit.ts';
 import { dispatchDeadlines } from '../request/policy/attempt-deadlines.ts';
 import { attemptsSummary, respondError } from '../request/ending.ts';
+import { reportAttemptOutcome } from '../request/attempt-outcome.ts';
 import { DeadlineBook, deadlineAttempt, deadlineKind, type DeadlineKind, type WaitUntil } from '../request/deadline-book.ts';
 import { idleDeadlineFired, recordStreamChunk, type StreamIdleState } from '../request/policy/stream-idle.ts';
 
@@ -580,10 +581,8 @@ export class MultiTargetLifecycle implements RequestLife {
       return;
     }
     this.deps.stats.end(id);
-    this.deps.health.recordUnadmitted(id, outcome, nowMs);
-    if (outcome.kind === 'http_status' && outcome.errorClass === 'auth_rejected') this.deps.health.markDegraded(id, nowMs);
     this.deps.cooldowns.record(id, outcome, nowMs);
-    this.model!.planner.observe?.(id, outcome, nowMs);
+    reportAttemptOutcome(this.deps.health, this.model!.planner, id, null, true, outcome, nowMs);
     this.attempts.push({ attemptId: a.attemptId, endpointId: id, startMs: a.startMs, endMs: nowMs, outcome, target: a.target.model, usage });
   }
 

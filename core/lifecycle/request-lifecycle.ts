@@ -43,6 +43,7 @@ import type { Outcome } from './outcome.ts';
 import { ERROR_STATUS, errorForOutcome, type ErrorCode } from './errors.ts';
 import { OUTCOME_RULES } from './outcome-table.ts';
 import { acceptsModalities, routesAccepting } from '../request/candidates/modality.ts';
+import { affinityStage, type AffinityOutcome } from '../request/candidates/affinity.ts';
 import { admittedCandidates, noAdmittedRoute } from '../request/candidates/admitted.ts';
 import { contextNeedTokens, fitsWindow, noWindowFitsMessage, refusalFloorTokens, routesFitting } from '../request/candidates/context-floor.ts';
 import type {
@@ -56,7 +57,7 @@ import type {
 } from './seam.ts';
 import type { RoutingSettings } from '../config/routing-settings.ts';
 import type { PrefillLease, PrefillLoad } from '../prefill/prefill-load.ts';
-import type { AffinityPin, AffinityTable } from '../affinity/affinity-table.ts';
+import type { AffinityTable } from '../affinity/affinity-table.ts';
 import { ANONYMOUS_AFFINITY_KEY } from '../affinity/affinity-key.ts';
 import { OutboundLimiter } from '../outbound/outbound-limiter.ts';
 import { EngineHold } from '../outbound/engine-hold.ts';
@@ -71,6 +72,7 @@ import { routerPolicy, type RequestKindPolicy } from '../request/policy/kind-pol
 import { commitsAt } from '../request/policy/commit.ts';
 import { dispatchDeadlines } from '../request/policy/attempt-deadlines.ts';
 import { attemptsSummary, respondError } from '../request/ending.ts';
+import { reportAttemptOutcome } from '../request/attempt-outcome.ts';
 import { DeadlineBook, deadlineAttempt, deadlineKind, type DeadlineKind } from '../request/deadline-book.ts';
 import { idleDeadlineFired, recordStreamChunk, type StreamIdleState } from '../request/policy/stream-idle.ts';
 
@@ -254,40 +256,27 @@ export class RequestLifecycle implements RequestLife {
     this.offload.consider(modal, this.request.inputTokens);
     // Session affinity first: a hit needs only its own endpoint's admission, not the full
     // candidate list (the common case for a returning caller).
-    let bypassed: string | null = null;
-    let affinityPin: AffinityPin | null = null;
+    let bypass: Extract<AffinityOutcome, { kind: 'bypass' }> | null = null;
     if (model.planner.sessionAffinity === true) {
       const key = this.request.callerId ?? ANONYMOUS_AFFINITY_KEY;
       this.affinityKey = key;
-      affinityPin = this.deps.affinity.lookup(key, model.id, nowMs);
-      if (affinityPin !== null) {
-        const route = affinityPin.endpointId === this.offloadId ? null : this.admitted(modal, affinityPin.endpointId, nowMs);
-        if (route === null) {
-          this.deps.affinity.dropIfPinnedTo(key, model.id, affinityPin.endpointId); // no longer admissible
-          affinityPin = null;
-        } else if (this.affinityBacklogTokens(route.endpointId) > this.deps.settings.prefillAffinityCeilingTokens) {
-          bypassed = route.endpointId; // backlogged: draw among the others, re-pin below
-        } else {
-          const claim = this.admission.gates.breaker.claim(route.endpointId, nowMs);
-          if (claim) {
-            this.deps.affinity.slide(affinityPin, nowMs);
-            this.reason = 'affinity';
-            this.startAttempt(route, claim, 'normal', nowMs, out);
-            return this.withOverall(out);
-          }
-          this.deps.affinity.dropIfPinnedTo(key, model.id, affinityPin.endpointId);
-          affinityPin = null;
-        }
+      const hit = affinityStage(this.deps, key, this.request.callerId, model.id, modal, this.offloadId, this.admission, nowMs);
+      if (hit.kind === 'hit') {
+        this.reason = 'affinity';
+        this.startAttempt(hit.route, hit.claim, 'normal', nowMs, out);
+        return this.withOverall(out);
       }
+      if (hit.kind === 'bypass') bypass = hit;
     }
+    const bypassed = bypass?.route.endpointId ?? null;
     const admitted = admittedCandidates(model, modal, bypassed, this.offloadId, this.admission, nowMs);
     let eligible = admitted.eligible;
-    if (bypassed !== null && eligible.length === 0) {
+    if (bypass !== null && eligible.length === 0) {
       // Nowhere else to go: a backlogged pin still beats a rejection (never blocks or rejects).
-      const route = this.admitted(modal, bypassed, nowMs)!;
+      const route = bypass.route;
       const claim = this.admission.gates.breaker.claim(route.endpointId, nowMs);
       if (claim) {
-        this.deps.affinity.slide(affinityPin!, nowMs);
+        this.deps.affinity.slide(bypass.pin, nowMs);
         this.reason = 'affinity';
         this.startAttempt(route, claim, 'normal', nowMs, out);
         return this.withOverall(out);
@@ -679,26 +668,6 @@ export class RequestLifecycle implements RequestLife {
     return out;
   }
 
-  /**
-   * The prefill backlog of `endpointId` that the affinity ceiling compares, tokens: the whole
-   * backlog (seed 000), less the caller's own requests still in prefill there when
-   * `prefillAffinityExcludeOwn` is set (their leases are tracked only then).
-   */
-  private affinityBacklogTokens(endpointId: string): number {
-    const all = this.deps.prefill.backlogTokens(endpointId);
-    return this.deps.settings.prefillAffinityExcludeOwn ? all - this.deps.prefill.callerBacklogTokens(endpointId, this.request.callerId) : all;
-  }
-
-  /** The route of `endpointId` among `modal` if it has weight, is not cooling and its breaker admits now, else null. */
-  private admitted(modal: readonly ResolvedRoute[], endpointId: string, nowMs: number): ResolvedRoute | null {
-    for (const r of modal) {
-      if (r.endpointId !== endpointId) continue;
-      if (r.effectiveWeight <= 0 || !this.admission.admits(r, nowMs)) return null;
-      return this.admission.gates.breaker.admits(r, nowMs) ? r : null;
-    }
-    return null;
-  }
-
   /** Releases the attempt's prefill lease if it still holds one (idempotent per attempt). */
   private releaseLease(a: LiveAttempt): void {
     if (a.lease === null) return;
@@ -726,12 +695,7 @@ export class RequestLifecycle implements RequestLife {
     if (this.affinityKey !== null && h !== 'ok' && h !== 'cancelled' && h !== 'client_gone' && h !== 'queue_wait_timeout') {
       this.deps.affinity.dropIfPinnedTo(this.affinityKey, this.model!.id, a.route.endpointId);
     }
-    if (a.claim) this.health.endDispatch(a.claim, healthOutcome, nowMs);
-    else if (a.phase === 'sent') this.health.recordUnadmitted(a.route.endpointId, healthOutcome, nowMs);
-    if (healthOutcome.kind === 'http_status' && healthOutcome.errorClass === 'auth_rejected') {
-      this.health.markDegraded(a.route.endpointId, nowMs);
-    }
-    if (a.phase === 'sent') this.model?.planner.observe?.(a.route.endpointId, healthOutcome, nowMs);
+    reportAttemptOutcome(this.health, this.model?.planner, a.route.endpointId, a.claim, a.phase === 'sent', healthOutcome, nowMs);
     if (outcome.kind !== 'ok' && outcome.kind !== 'cancelled' && outcome.kind !== 'client_gone') {
       const interruption = outcome.kind === 'queue_wait_timeout' || (outcome.kind === 'first_token_timeout' && healthOutcome === NEUTRAL);
       if (this.primaryFailure === null && !interruption) {
