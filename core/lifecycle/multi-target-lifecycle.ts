@@ -41,7 +41,6 @@ import type { HealthRegistry } from '../health/health-registry.ts';
 import type { Outcome } from './outcome.ts';
 import { ERROR_STATUS, errorForOutcome, type ErrorCode } from './errors.ts';
 import type { AttemptRecord, LifecycleAction, LifecycleEvent, RequestLife, RouteRequest, RoutingMetadata, Usage } from './seam.ts';
-import { planOrder, type Candidate } from '../strategies/planner.ts';
 import type { EndpointStats } from '../stats/endpoint-stats.ts';
 import type { RoutingSettings } from '../config/routing-settings.ts';
 import type { OutboundLimiter } from '../outbound/outbound-limiter.ts';
@@ -61,6 +60,7 @@ import { commitsAt } from '../request/policy/commit.ts';
 import { dispatchDeadlines } from '../request/policy/attempt-deadlines.ts';
 import { attemptsSummary, respondError } from '../request/ending.ts';
 import { reportAttemptOutcome } from '../request/attempt-outcome.ts';
+import { TierWalk } from '../request/candidates/tier-walk.ts';
 import { DeadlineBook, deadlineAttempt, deadlineKind, type DeadlineKind, type WaitUntil } from '../request/deadline-book.ts';
 import { idleDeadlineFired, recordStreamChunk, type StreamIdleState } from '../request/policy/stream-idle.ts';
 
@@ -112,22 +112,13 @@ export class MultiTargetLifecycle implements RequestLife {
   /** The alias family's attempt policy for this model (`request/policy/kind-policy.ts`). */
   private readonly kindPolicy: RequestKindPolicy | null;
   private done = false;
-  private tiers: ReadonlyArray<readonly ResolvedTarget[]> = [];
-  private tierIdx = 0;
-  /** The current tier in the strategy's order; null until the walk enters the tier. */
-  private tierOrder: ResolvedTarget[] | null = null;
-  private tierReason = 'none';
-  private tierPos = 0;
-  /** Target indices dispatched to or skipped; each target is entered once per request. */
-  private readonly tried = new Set<number>();
-  private ignoreCooldown = false;
+  /** The walk over the candidate tiers (`request/candidates/tier-walk.ts`); set by `begin`. */
+  private tiers!: TierWalk;
   private live: LiveAttempt | null = null;
   private wait: { deadlineId: number; target: ResolvedTarget } | null = null;
   /** Armed deadlines (`request/deadline-book.ts`). */
   private readonly deadlines = new DeadlineBook();
   private overallAtMs = Number.POSITIVE_INFINITY;
-  /** After a context-length refusal: targets need a `context_length` above this. */
-  private contextFloor: number | null = null;
   private firstFailureAttemptId: number | null = null;
   private ticketsTaken = 0;
   private ticketsReleased = 0;
@@ -176,27 +167,28 @@ export class MultiTargetLifecycle implements RequestLife {
       }
       this.pinned = true;
       this.reason = 'pin';
+      this.tiers = new TierWalk([], model.planner, this.request, this.rng, this.deps.admission);
       return this.withOverall(this.startAttempt(t, nowMs, false), nowMs);
     }
     const sel = selectCandidates(model.id, mt, this.request);
     if (sel.kind === 'reject') return this.fail(sel.code, sel.message, nowMs);
-    this.tiers = sel.tiers;
+    let tiers = sel.tiers;
     // Context-window floor: the prompt estimate plus the expected output must fit a target's window.
     const need = contextNeedTokens(this.request);
     const fits = (x: ResolvedTarget) => fitsWindow(x.route.contextLength, need);
-    if (!this.tiers.every((tier) => tier.every(fits))) {
-      const tiers = this.tiers.map((tier) => tier.filter(fits)).filter((tier) => tier.length > 0);
-      if (tiers.length === 0) return this.fail('context_length_exceeded', noWindowFitsMessage(model.id, need, this.tiers.flat().map((x) => x.route.contextLength)), nowMs);
-      this.tiers = tiers;
+    if (!tiers.every((tier) => tier.every(fits))) {
+      const fitting = tiers.map((tier) => tier.filter(fits)).filter((tier) => tier.length > 0);
+      if (fitting.length === 0) return this.fail('context_length_exceeded', noWindowFitsMessage(model.id, need, tiers.flat().map((x) => x.route.contextLength)), nowMs);
+      tiers = fitting;
     }
+    this.tiers = new TierWalk(tiers, model.planner, this.request, this.rng, this.deps.admission);
 
     let t = this.walk(nowMs);
-    if (!t && mt.whenAllUnavailable === 'try_anyway' && this.anyCooling(nowMs)) {
-      this.ignoreCooldown = true;
-      this.tierIdx = 0;
-      this.tierOrder = null;
+    if (!t && mt.whenAllUnavailable === 'try_anyway' && this.tiers.anyCooling(nowMs)) {
+      this.tiers.ignoreCooldown = true;
+      this.tiers.restart();
       t = this.walk(nowMs);
-      if (t) this.tierReason = 'try_anyway';
+      if (t) this.tiers.reason = 'try_anyway';
     }
     if (!t) {
       const cooling = this.coolingAnswer(nowMs);
@@ -205,13 +197,13 @@ export class MultiTargetLifecycle implements RequestLife {
         const after = Number.isFinite(this.soonestTokenMs) ? Math.max(1, Math.ceil(this.soonestTokenMs / 1000)) : null;
         return this.fail('target_rate_limited', `every eligible target of model '${model.id}' is over its rate limit`, nowMs, ERROR_STATUS.target_rate_limited, after);
       }
-      const considered = this.tiers.flat().map((x) => {
+      const considered = this.tiers.tiers.flat().map((x) => {
         const s = this.deps.cooldowns.status(x.endpointId, nowMs);
         return `${x.model} (${s.state === 'cooldown' ? `cooldown: ${s.reason}` : s.state})`;
       });
       return this.fail('all_candidates_unavailable', `no admissible target for model '${model.id}'; considered: ${considered.join(', ')}`, nowMs);
     }
-    this.reason = this.tierReason;
+    this.reason = this.tiers.reason;
     return this.withOverall(this.startAttempt(t, nowMs, false), nowMs);
   }
 
@@ -231,8 +223,8 @@ export class MultiTargetLifecycle implements RequestLife {
   private coolingAnswer(nowMs: number): LifecycleAction[] | null {
     let soonestMs = Number.POSITIVE_INFINITY;
     let status = 429;
-    for (const x of this.tiers.flat()) {
-      if (this.tried.has(x.index)) continue;
+    for (const x of this.tiers.tiers.flat()) {
+      if (this.tiers.tried.has(x.index)) continue;
       const wait = this.deps.retryAfter.remainingMs(x.endpointId, nowMs);
       const c = this.deps.cooldowns.status(x.endpointId, nowMs);
       let ms = 0;
@@ -241,7 +233,7 @@ export class MultiTargetLifecycle implements RequestLife {
         ms = wait;
         st = this.deps.retryAfter.statusOf(x.endpointId);
       }
-      if (c.state === 'cooldown' && !this.ignoreCooldown) {
+      if (c.state === 'cooldown' && !this.tiers.ignoreCooldown) {
         if (c.reason !== 'http_429') return null;
         ms = Math.max(ms, c.untilMs! - nowMs);
       }
@@ -419,66 +411,19 @@ export class MultiTargetLifecycle implements RequestLife {
   // ---- the walk ---------------------------------------------------------------------------
 
   /**
-   * The next target to dispatch to: continues the current tier's order, entering (and ordering)
-   * later tiers as earlier ones run out. Skips targets already tried or cooling down; records a
-   * 429 skip for each target over its rate limit. Null when the fallback budget is spent or every
-   * tier is exhausted.
+   * The next target to dispatch to (`TierWalk.next`), recording a skipped 429 attempt for each
+   * target passed over for its rate limit. Null when the fallback budget is spent or every tier
+   * is exhausted.
    */
   private walk(nowMs: number): ResolvedTarget | null {
-    const model = this.model!;
-    while (this.tierIdx < this.tiers.length) {
-      if (this.tierOrder === null) {
-        const admissible = this.tiers[this.tierIdx]!.filter((t) => !this.tried.has(t.index) && this.admits(t, nowMs));
-        if (admissible.length === 0) {
-          this.tierIdx++;
-          continue;
-        }
-        const candidates: Candidate[] = admissible.map((t) => ({ endpointId: t.endpointId, weight: t.weight, routeIndex: t.index }));
-        const ordering = planOrder(model.planner, candidates, this.request, nowMs, this.rng);
-        this.tierOrder = ordering.order.map((i) => admissible[i]!);
-        this.tierReason = ordering.reason;
-        this.tierPos = 0;
-      }
-      while (this.tierPos < this.tierOrder.length) {
-        const t = this.tierOrder[this.tierPos++]!;
-        if (this.tried.has(t.index) || !this.admits(t, nowMs)) continue;
-        if (!this.budgetLeft()) return null;
-        if (!this.deps.admission.gates.rateLimit.take(t, nowMs)) {
-          this.recordRateSkip(t, nowMs);
-          continue;
-        }
-        return t;
-      }
-      this.tierIdx++;
-      this.tierOrder = null;
-    }
-    return null;
-  }
-
-  /** Whether another target could still be dispatched (pure apart from rate-limit refills). */
-  private anotherTargetLeft(nowMs: number): boolean {
-    if (!this.budgetLeft()) return false;
-    for (let i = this.tierIdx; i < this.tiers.length; i++) {
-      for (const t of this.tiers[i]!) {
-        if (!this.tried.has(t.index) && this.admits(t, nowMs) && this.deps.admission.gates.rateLimit.admits(t, nowMs)) return true;
-      }
-    }
-    return false;
+    const t = this.tiers.next(nowMs, this.budgetLeft());
+    for (const skipped of this.tiers.drainRateSkips()) this.recordRateSkip(skipped, nowMs);
+    return t;
   }
 
   private budgetLeft(): boolean {
     const max = this.mt!.maxFallbacks;
     return max === null || this.targetsDispatched === 0 || this.targetsDispatched - 1 < max;
-  }
-
-  /** Runtime admission of a target: the context floor, Retry-After (always), cooldown (unless `try_anyway` ignores it). */
-  private admits(t: ResolvedTarget, nowMs: number): boolean {
-    if (!fitsWindow(t.route.contextLength, 0, this.contextFloor)) return false;
-    return this.deps.admission.admits(t, nowMs, this.ignoreCooldown ? 'cooldown' : null);
-  }
-
-  private anyCooling(nowMs: number): boolean {
-    return this.tiers.some((tier) => tier.some((t) => !this.tried.has(t.index) && this.deps.cooldowns.active(t.endpointId, nowMs)));
   }
 
   // ---- attempts ---------------------------------------------------------------------------
@@ -495,12 +440,12 @@ export class MultiTargetLifecycle implements RequestLife {
     const cls = classifyFailure(outcome, this.mt!.rules);
     if (this.committed !== null || this.pinned || cls === 'final' || cls === 'terminal') return this.failWithOutcome(outcome, nowMs, a.attemptId);
     if (cls === 'larger_window') {
-      this.contextFloor = Math.max(this.contextFloor ?? 0, refusalFloorTokens(a.target.route.contextLength, contextNeedTokens(this.request)));
+      this.tiers.contextFloor = Math.max(this.tiers.contextFloor ?? 0, refusalFloorTokens(a.target.route.contextLength, contextNeedTokens(this.request)));
       return this.moveOn(nowMs, outcome, a.attemptId);
     }
     if (cls === 'fail_over') return this.moveOn(nowMs);
     const t = a.target;
-    const allowed = t.retries ?? this.mt!.retries ?? (this.anotherTargetLeft(nowMs) ? 0 : this.deps.options.lastTargetRetries);
+    const allowed = t.retries ?? this.mt!.retries ?? (this.tiers.anotherLeft(nowMs, this.budgetLeft()) ? 0 : this.deps.options.lastTargetRetries);
     if (this.retriesOnCurrent < allowed) {
       const o = this.deps.options;
       const b = this.mt!.backoff;
@@ -539,7 +484,7 @@ export class MultiTargetLifecycle implements RequestLife {
       this.retriesOnCurrent++;
       this.retriesTotal++;
     } else {
-      this.tried.add(t.index);
+      this.tiers.tried.add(t.index);
       this.targetsDispatched++;
       this.retriesOnCurrent = 0;
     }
@@ -589,7 +534,7 @@ export class MultiTargetLifecycle implements RequestLife {
   /** A target over its own rate limit: a failed 429 attempt with no upstream call. */
   private recordRateSkip(t: ResolvedTarget, nowMs: number): void {
     const retryAfterMs = t.rateLimit ? t.rateLimit.retryAfterMs(nowMs) : null;
-    this.tried.add(t.index);
+    this.tiers.tried.add(t.index);
     this.skippedForRate++;
     if (retryAfterMs !== null) this.soonestTokenMs = Math.min(this.soonestTokenMs, retryAfterMs);
     this.attempts.push({
