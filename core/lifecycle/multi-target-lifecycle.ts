@@ -1,39 +1,36 @@
 /**
- * The life of one request to a multi-target model (seed 003), executed as a state machine behind
- * the same seam as the per-model lifecycle.
+ * The life of one request to a multi-target alias (seed 003), a state machine behind the same
+ * seam as the per-model life and composed of the same parts (`request/request-life.ts` picks it).
  *
  * Selection: published (else 404) → explicit pin (admin; no retries, no fallback) → the
- * candidate pipeline (tags, CIDR, modalities, priority tiers; `candidates.ts`) → within the
- * highest tier, the strategy's order over the targets not cooling down → the first target under
- * its own rate limit. A target over its rate limit is skipped and recorded as a failed 429
- * attempt (no upstream call, no fallback budget). When a tier runs out the walk crosses into the
- * next tier in the same request; each tier is ordered when the walk enters it, so a stateful
- * strategy (round robin) advances only for tiers that are used.
+ * candidate pipeline (tags, CIDR, modalities, priority tiers; `multi-target/candidates.ts`) →
+ * the context-window floor → the tier walk (`request/candidates/tier-walk.ts`): within the
+ * highest tier, the strategy's order over the targets the admission admits, then the next tier.
+ * A target over its rate limit is recorded as a failed 429 attempt (no upstream call, no
+ * fallback budget). Nothing admitted at the start: 429/503 with Retry-After when targets are
+ * cooling after upstream hints, 429 when targets were skipped for their rate limits, else 503
+ * `all_candidates_unavailable` — or, under `when_all_unavailable: try_anyway`, the walk runs
+ * again ignoring cooldown.
  *
- * Attempts: a retryable failure (`retry-policy.ts`) is retried on the same target after a
- * backoff — a `wait_until` the driver performs — up to the target's `retries` (else the block's;
- * else none while another target is left, and the deployment default on the last one); then the
- * walk moves to the next target, at most `max_fallbacks` extra targets across all tiers. Other
- * failures go straight back to the caller. Streams commit at the first token when the block sets
- * `stream_timeout_ms` (which also bounds the wait for it), otherwise when the upstream response
- * starts; after the commit nothing is retried. Nothing admitted at the start: 429 when targets
- * were skipped for their rate limits, else 503 `all_candidates_unavailable` — or, under
- * `when_all_unavailable: try_anyway`, the walk runs again ignoring cooldown.
+ * Attempt policy (`request/policy/kind-policy.ts`, alias family): a retryable failure
+ * (`request/policy/retry-policy.ts`) is retried on the same target after a backoff
+ * (`request/policy/backoff.ts`, a `wait_until` the driver performs) up to the target's `retries`
+ * (else the block's; else none while another target is left, and the deployment default on the
+ * last one); then the walk moves on, at most `max_fallbacks` extra targets across all tiers.
+ * Other failures go straight back to the caller. Streams commit (`request/policy/commit.ts`) at
+ * the first token when a first-chunk wait is set, else at the upstream's response start. A
+ * same-target retry waits at least the upstream's Retry-After; when that would outlast the
+ * overall deadline the request fails over, or returns the error with the hint.
  *
- * Deadlines are the core's, as for per-model routers: the overall deadline, the headers wait
- * (dispatch → first output), a non-stream attempt's total (the model's `timeout_ms`, else the
- * deployment's request timeout), a stream's first-chunk wait (`stream_timeout_ms`, else the
- * model's `timeout_ms`) and the stream-idle wait after `chunk` events. Admission runs the same
- * gates as a per-model router's: a target whose endpoint is cooling after an upstream
- * Retry-After is skipped, and a non-local target waits for an outbound slot of its provider key
- * (`acquire_slot`) before it is sent. A same-target retry waits at least the upstream's
- * Retry-After; when that would outlast the overall deadline the request fails over, or returns
- * the error with the hint.
+ * Deadlines (`request/deadline-book.ts`, `request/policy/attempt-deadlines.ts`): overall, headers,
+ * a non-stream attempt's total, a stream's first-chunk wait and the stream-idle wait after
+ * `chunk` events. Admission (`admission/`): the Retry-After and cooldown gates, the per-target
+ * rate limit and the outbound slot of the provider key — the same slots per-model routes use.
  *
  * Shared state: every upstream attempt is counted in `EndpointStats` (in flight, latency), its
- * outcome recorded in the shared `HealthRegistry` (for /health/deep; the `fixed` router's breaker
- * never ejects a target here — admission is not asked) and fed to the cooldown registry and the
- * planner. Each attempt's begin is matched by exactly one end on every path.
+ * outcome recorded in the shared `HealthRegistry` (`request/attempt-outcome.ts`; the breaker is
+ * recorded into, never claimed — ejection is the target's opt-in cooldown) and fed to the
+ * cooldown registry and the planner. Each attempt's begin is matched by exactly one end.
  */
 import type { Rng } from '../rng.ts';
 import type { ResolvedModel } from '../model/resolved-model.ts';

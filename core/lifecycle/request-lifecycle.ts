@@ -1,40 +1,32 @@
 /**
- * The life of one request under a per-model router: the `fixed` pipeline and fallback plan of
- * seed 000 ("how FixedRouter picks an endpoint", "fallback"), executed as a state machine.
+ * The life of one request under a per-model (`router:`) router: the pipeline and fallback plan of
+ * seed 000 ("how FixedRouter picks an endpoint", "fallback") as a state machine, composed of the
+ * parts every model kind shares (`request/request-life.ts` picks it).
  *
- * Selection: published and non-empty routes (else 404) → modality filter → explicit pin (no
- * fallback, no affinity) → weight and breaker admission → session affinity (when the planner
- * asks for it) → the planner's pick (prefill-aware for `fixed`).
- * Fallback: after a failure, the remaining routes in declaration order, skipping weight 0,
- * modality mismatches and routes whose breaker gives no claim; the first success wins; if all
- * fail the client gets the primary's error. A committed stream never falls back.
+ * Candidate stages (`request/candidates/`): published and non-empty routes (else 404) →
+ * modality → context-window floor → explicit pin (no fallback, no affinity) → session affinity
+ * when the planner asks for it (`affinity.ts`) → weight and admission (`admitted.ts`) → the
+ * planner's pick (prefill-aware for `fixed`). Every fresh primary choice is pinned; a failure on
+ * the pinned endpoint drops the pin (cancellation and client disconnects are not its failures).
+ * Fallback: the remaining routes in declaration order, skipping weight 0, routes refused by a
+ * gate or whose breaker gives no claim; if all fail the client gets the primary's error.
+ * Request-scoped errors (`lifecycle/outcome-table.ts`) go straight back; a committed stream
+ * never falls back.
  *
- * Session affinity (seed 000, "会话亲和"): a valid pin of (caller, model) to an admitted
- * endpoint is used and its TTL slides; a pin to an endpoint that is no longer admitted is dropped
- * and the planner draws afresh; a pin whose endpoint's prefill backlog exceeds
- * `prefillAffinityCeilingTokens` is bypassed for this request (the planner draws among the
- * others) and moved to the new choice. Every fresh primary choice is pinned. A failure on the
- * pinned endpoint drops the pin (cancellation and client disconnects are not its failures).
- *
- * The full life (seed 000 "出站并发", "排队等待卸载", "引擎等待", "引擎队列上限",
- * "最大卸载输入"): an attempt is first *queued* for an outbound slot (non-local routes, adaptive
- * limiter per provider key) or an engine-hold place (local engines of a model with an
- * `engine_queue_limit`), then *sent* (`dispatch`), then waits for its first output and token.
- * Deadlines are `wait_until` actions the life arms and `deadline` events it interprets: overall
- * (whole life), queue give-up, headers (dispatch → first output), non-streaming request timeout,
- * stream idle (after `chunk` events) and engine wait (dispatch → first output, offload models).
- * Offload: the offload route is never primary while another route is admissible; a queue give-up
- * or engine-wait expiry moves to it next (at most once per request); if it fails, the remaining
- * routes run, then the interrupted route once more without offload deadlines.
+ * Admission (`admission/`): every attempt asks the check gates (Retry-After), claims the breaker
+ * (one half-open probe), and queues for an outbound slot (non-local routes, adaptive per provider
+ * key) or an engine-hold place (local engines of a model with an `engine_queue_limit`), then is
+ * *sent* (`dispatch`). Attempt policy (`request/policy/`): commit at the first content token
+ * (`commit.ts`); deadlines from the router family's waits (`attempt-deadlines.ts`,
+ * `kind-policy.ts`): overall, queue give-up, headers, non-stream total, stream idle, engine wait;
+ * offload (`offload.ts`): the offload route is never primary while another route is admissible,
+ * a queue give-up or engine-wait expiry moves to it (at most once), then the remaining routes,
+ * then the interrupted route once more; hedging (`hedge.ts`): the planner's backup races a slow
+ * primary, the first token commits and cancels the other (`hedge_lost`).
  *
  * The life owns every dispatch claim, prefill lease, outbound slot and hold place it takes and
  * ends each exactly once on every path: a lease at the attempt's first token or its end; a hold
  * place at the first output or the end; a slot and a claim at the attempt's end.
- *
- * Hedge hook (RouteWise): attempts are a list, so two in flight is natural — a planner-driven
- * second `startAttempt` while the first is live; the first `first_token` commits and cancels
- * the other live attempts (`commitAndCancelOthers`), a failure of one while the other is live
- * just waits for the other.
  */
 import type { Rng } from '../rng.ts';
 import type { ResolvedModel, ResolvedRoute } from '../model/resolved-model.ts';
