@@ -36,7 +36,7 @@ import { ERROR_STATUS, errorForOutcome, type ErrorCode } from './errors.ts';
 import { OUTCOME_RULES } from './outcome-table.ts';
 import { acceptsModalities, routesAccepting } from '../request/candidates/modality.ts';
 import { affinityStage, type AffinityOutcome } from '../request/candidates/affinity.ts';
-import { admittedCandidates, noAdmittedRoute } from '../request/candidates/admitted.ts';
+import { admittedCandidates, coolestRetryAfterMs, noAdmittedRoute } from '../request/candidates/admitted.ts';
 import { contextNeedTokens, fitsWindow, noWindowFitsMessage, refusalFloorTokens, routesFitting } from '../request/candidates/context-floor.ts';
 import type {
   AttemptRecord,
@@ -137,6 +137,13 @@ interface LiveAttempt extends StreamIdleState {
   gotOutput: boolean;
 }
 
+/**
+ * Shared plans for the usual request: no offload policy, no hedge order. Neither is ever
+ * mutated (every mutating call needs a policy or an order first), so one instance serves all.
+ */
+const NO_OFFLOAD = new OffloadPlan(null);
+const NO_HEDGE = new HedgePlan();
+
 const NEUTRAL: Outcome = { kind: 'cancelled' };
 const CANCELLED: Outcome = { kind: 'cancelled' };
 const OK: Outcome = { kind: 'ok' };
@@ -181,8 +188,8 @@ export class RequestLifecycle implements RequestLife {
   private eligibleRoutes: readonly ResolvedRoute[] = [];
   /** The attempt whose failure the client is told of when every attempt failed. */
   private primaryFailureAttemptId: number | null = null;
-  /** The planner's hedge order for the primary (`request/policy/hedge.ts`). */
-  private readonly hedge = new HedgePlan();
+  /** The planner's hedge order for the primary (`request/policy/hedge.ts`); shared empty plan until one is made. */
+  private hedge: HedgePlan = NO_HEDGE;
   private readonly health: HealthRegistry;
   private readonly deps: FullDeps;
   /** The gates every attempt asks (checks: Retry-After; breaker claim; outbound slot, engine hold). */
@@ -198,7 +205,7 @@ export class RequestLifecycle implements RequestLife {
     this.deps = completeDeps(deps);
     this.health = deps.health;
     this.admission = this.deps.admission;
-    this.offload = new OffloadPlan(model);
+    this.offload = model?.offload?.active === true ? new OffloadPlan(model) : NO_OFFLOAD;
     this.offloadId = this.offload.endpointId;
   }
 
@@ -261,8 +268,7 @@ export class RequestLifecycle implements RequestLife {
       if (hit.kind === 'bypass') bypass = hit;
     }
     const bypassed = bypass?.route.endpointId ?? null;
-    const admitted = admittedCandidates(model, modal, bypassed, this.offloadId, this.admission, nowMs);
-    let eligible = admitted.eligible;
+    let eligible = admittedCandidates(model, modal, bypassed, this.offloadId, this.admission, nowMs);
     if (bypass !== null && eligible.length === 0) {
       // Nowhere else to go: a backlogged pin still beats a rejection (never blocks or rejects).
       const route = bypass.route;
@@ -284,7 +290,10 @@ export class RequestLifecycle implements RequestLife {
       if (claim) {
         this.reason = bypassed !== null ? 'affinity_ceiling' : pick.reason;
         if (this.affinityKey !== null) this.deps.affinity.pin(this.affinityKey, model.id, route.endpointId, nowMs);
-        this.hedge.plan(pick.hedge, this.nextAttemptId); // the attempt started next; armed at its dispatch
+        if (pick.hedge) {
+          this.hedge = new HedgePlan();
+          this.hedge.plan(pick.hedge, this.nextAttemptId); // the attempt started next; armed at its dispatch
+        }
         this.startAttempt(route, claim, 'normal', nowMs, out);
         return this.withOverall(out);
       }
@@ -298,7 +307,8 @@ export class RequestLifecycle implements RequestLife {
       return this.withOverall(out);
     }
     // Nothing admitted: cooling after Retry-After (429/503 with the hint) or every breaker shut.
-    const e = noAdmittedRoute(model, modal, admitted.coolestMs, this.admission, nowMs);
+    const coolestMs = coolestRetryAfterMs(modal, bypassed, this.offloadId, this.admission, nowMs);
+    const e = noAdmittedRoute(model, modal, coolestMs, this.admission, nowMs);
     return this.fail(e.code, e.message, nowMs, e.status, e.retryAfterSec);
   }
 

@@ -1,8 +1,8 @@
 /**
  * The weight-and-admission stage of a `router:` model's candidate pipeline: the routes with
  * effective weight that every check gate admits and whose breaker admits (the seed's pure
- * `allow_request`), as the planner's candidate list, and how soon the first route refused only
- * by its Retry-After may be tried (for the client's Retry-After when nothing is admitted).
+ * `allow_request`), as the planner's candidate list; and, only when nothing is admitted, how
+ * soon the first route refused by its Retry-After may be tried (the client's Retry-After).
  * Usually every route is admitted: then the model's own shared candidate array is returned and
  * nothing is allocated.
  */
@@ -11,38 +11,39 @@ import type { Candidate } from '../../strategies/planner.ts';
 import type { Admission } from '../../admission/admission.ts';
 import { ERROR_STATUS } from '../../lifecycle/errors.ts';
 
-/** The stage's result. */
-export interface AdmittedCandidates {
-  /** The planner's candidates (may be `model.candidates` itself: never mutate). */
-  readonly eligible: readonly Candidate[];
-  /** Ms until the soonest route left out by its Retry-After may be tried; Infinity when none. */
-  readonly coolestMs: number;
-}
-
 /**
- * Admitted candidates among `routes` (a subset of `model.routes` in their order) at `nowMs`,
+ * The planner's candidates among `routes` (a subset of `model.routes` in their order) at `nowMs`,
  * leaving out `skipA` and `skipB` (a backlogged affinity pin, the offload route; null = none).
+ * May be `model.candidates` itself: never mutate it.
  */
-export function admittedCandidates(model: ResolvedModel, routes: readonly ResolvedRoute[], skipA: string | null, skipB: string | null, admission: Admission, nowMs: number): AdmittedCandidates {
+export function admittedCandidates(model: ResolvedModel, routes: readonly ResolvedRoute[], skipA: string | null, skipB: string | null, admission: Admission, nowMs: number): readonly Candidate[] {
   const all = model.candidates;
   const gates = admission.gates;
   let candidates: Candidate[] | null = null;
   let prefix = 0; // eligible routes while they match `all` one for one
-  let coolestMs = Number.POSITIVE_INFINITY;
   for (const r of routes) {
     if (r.endpointId === skipA || r.endpointId === skipB || r.effectiveWeight <= 0) continue;
-    const refused = admission.refusal(r, nowMs);
-    if (refused !== null) {
-      if (refused === gates.retryAfter) coolestMs = Math.min(coolestMs, refused.retryInMs(r, nowMs));
-      continue;
-    }
-    if (!gates.breaker.admits(r, nowMs)) continue;
+    if (admission.refusal(r, nowMs) !== null || !gates.breaker.admits(r, nowMs)) continue;
     if (candidates !== null) candidates.push(r.candidate);
     else if (all[prefix] === r.candidate) prefix++;
     else (candidates = all.slice(0, prefix)).push(r.candidate);
   }
   if (candidates === null && prefix < all.length) candidates = all.slice(0, prefix);
-  return { eligible: candidates ?? all, coolestMs };
+  return candidates ?? all;
+}
+
+/**
+ * Ms until the soonest of the candidates `admittedCandidates` considered (same `routes`, skips
+ * and `nowMs`) that its Retry-After alone left out may be tried; Infinity when none was.
+ */
+export function coolestRetryAfterMs(routes: readonly ResolvedRoute[], skipA: string | null, skipB: string | null, admission: Admission, nowMs: number): number {
+  let coolestMs = Number.POSITIVE_INFINITY;
+  for (const r of routes) {
+    if (r.endpointId === skipA || r.endpointId === skipB || r.effectiveWeight <= 0) continue;
+    const refused = admission.refusal(r, nowMs);
+    if (refused === admission.gates.retryAfter) coolestMs = Math.min(coolestMs, refused.retryInMs(r, nowMs));
+  }
+  return coolestMs;
 }
 
 /** The error when no route of `model` among `routes` is admitted. */
