@@ -48,7 +48,7 @@ export type {
   Modality,
   Usage,
 } from './lifecycle/seam.ts';
-export type { LifecycleDeps } from './lifecycle/request-lifecycle.ts';
+export type { LifecycleDeps } from './request/router-life.ts';
 export type { OffloadReason } from './request/policy/offload.ts';
 export { startRequestLife, type LifeDeps } from './request/request-life.ts';
 export { routerPolicy, aliasPolicy, type RequestKindPolicy } from './request/policy/kind-policy.ts';

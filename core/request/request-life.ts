@@ -10,8 +10,8 @@
 import type { Rng } from '../rng.ts';
 import type { ResolvedModel } from '../model/resolved-model.ts';
 import type { LifecycleAction, RequestLife, RouteRequest } from '../lifecycle/seam.ts';
-import { RequestLifecycle, type LifecycleDeps } from '../lifecycle/request-lifecycle.ts';
-import { MultiTargetLifecycle, type MultiTargetDeps } from '../lifecycle/multi-target-lifecycle.ts';
+import { RequestLifecycle, type LifecycleDeps } from './router-life.ts';
+import { MultiTargetLifecycle, type MultiTargetDeps } from './alias-life.ts';
 import type { EndpointStats } from '../stats/endpoint-stats.ts';
 import { StatsTap } from '../stats/stats-tap.ts';
 

@@ -35,9 +35,9 @@
 import type { Rng } from '../rng.ts';
 import type { ResolvedModel } from '../model/resolved-model.ts';
 import type { HealthRegistry } from '../health/health-registry.ts';
-import type { Outcome } from './outcome.ts';
-import { ERROR_STATUS, errorForOutcome, type ErrorCode } from './errors.ts';
-import type { AttemptRecord, LifecycleAction, LifecycleEvent, RequestLife, RouteRequest, RoutingMetadata, Usage } from './seam.ts';
+import type { Outcome } from '../lifecycle/outcome.ts';
+import { ERROR_STATUS, errorForOutcome, type ErrorCode } from '../lifecycle/errors.ts';
+import type { AttemptRecord, LifecycleAction, LifecycleEvent, RequestLife, RouteRequest, RoutingMetadata, Usage } from '../lifecycle/seam.ts';
 import type { EndpointStats } from '../stats/endpoint-stats.ts';
 import type { RoutingSettings } from '../config/routing-settings.ts';
 import type { OutboundLimiter } from '../outbound/outbound-limiter.ts';
@@ -49,17 +49,17 @@ import type { CooldownRegistry } from '../health/cooldown.ts';
 import type { MultiTargetOptions } from '../multi-target/multi-target-options.ts';
 import type { ResolvedMultiTarget, ResolvedTarget } from '../multi-target/multi-target-model.ts';
 import { selectCandidates } from '../multi-target/candidates.ts';
-import { classifyFailure } from '../request/policy/retry-policy.ts';
-import { backoffMs } from '../request/policy/backoff.ts';
-import { contextNeedTokens, fitsWindow, noWindowFitsMessage, refusalFloorTokens } from '../request/candidates/context-floor.ts';
-import { aliasPolicy, type RequestKindPolicy } from '../request/policy/kind-policy.ts';
-import { commitsAt } from '../request/policy/commit.ts';
-import { dispatchDeadlines } from '../request/policy/attempt-deadlines.ts';
-import { attemptsSummary, respondError } from '../request/ending.ts';
-import { reportAttemptOutcome } from '../request/attempt-outcome.ts';
-import { TierWalk } from '../request/candidates/tier-walk.ts';
-import { DeadlineBook, deadlineAttempt, deadlineKind, type DeadlineKind, type WaitUntil } from '../request/deadline-book.ts';
-import { idleDeadlineFired, recordStreamChunk, type StreamIdleState } from '../request/policy/stream-idle.ts';
+import { classifyFailure } from './policy/retry-policy.ts';
+import { backoffMs } from './policy/backoff.ts';
+import { contextNeedTokens, fitsWindow, noWindowFitsMessage, refusalFloorTokens } from './candidates/context-floor.ts';
+import { aliasPolicy, type RequestKindPolicy } from './policy/kind-policy.ts';
+import { commitsAt } from './policy/commit.ts';
+import { dispatchDeadlines } from './policy/attempt-deadlines.ts';
+import { attemptsSummary, respondError } from './ending.ts';
+import { reportAttemptOutcome } from './attempt-outcome.ts';
+import { TierWalk } from './candidates/tier-walk.ts';
+import { DeadlineBook, deadlineAttempt, deadlineKind, type DeadlineKind, type WaitUntil } from './deadline-book.ts';
+import { idleDeadlineFired, recordStreamChunk, type StreamIdleState } from './policy/stream-idle.ts';
 
 /** Process-wide state a multi-target life uses, owned by `RoutingCore`. */
 export interface MultiTargetDeps {

@@ -31,13 +31,13 @@
 import type { Rng } from '../rng.ts';
 import type { ResolvedModel, ResolvedRoute } from '../model/resolved-model.ts';
 import type { DispatchClaim, HealthRegistry } from '../health/health-registry.ts';
-import type { Outcome } from './outcome.ts';
-import { ERROR_STATUS, errorForOutcome, type ErrorCode } from './errors.ts';
-import { OUTCOME_RULES } from './outcome-table.ts';
-import { acceptsModalities, routesAccepting } from '../request/candidates/modality.ts';
-import { affinityStage, type AffinityOutcome } from '../request/candidates/affinity.ts';
-import { admittedCandidates, coolestRetryAfterMs, noAdmittedRoute } from '../request/candidates/admitted.ts';
-import { contextNeedTokens, fitsWindow, noWindowFitsMessage, refusalFloorTokens, routesFitting } from '../request/candidates/context-floor.ts';
+import type { Outcome } from '../lifecycle/outcome.ts';
+import { ERROR_STATUS, errorForOutcome, type ErrorCode } from '../lifecycle/errors.ts';
+import { OUTCOME_RULES } from '../lifecycle/outcome-table.ts';
+import { acceptsModalities, routesAccepting } from './candidates/modality.ts';
+import { affinityStage, type AffinityOutcome } from './candidates/affinity.ts';
+import { admittedCandidates, coolestRetryAfterMs, noAdmittedRoute } from './candidates/admitted.ts';
+import { contextNeedTokens, fitsWindow, noWindowFitsMessage, refusalFloorTokens, routesFitting } from './candidates/context-floor.ts';
 import type {
   AttemptRecord,
   LifecycleAction,
@@ -46,7 +46,7 @@ import type {
   RouteRequest,
   RoutingMetadata,
   Usage,
-} from './seam.ts';
+} from '../lifecycle/seam.ts';
 import type { RoutingSettings } from '../config/routing-settings.ts';
 import type { PrefillLease, PrefillLoad } from '../prefill/prefill-load.ts';
 import type { AffinityTable } from '../affinity/affinity-table.ts';
@@ -58,15 +58,15 @@ import { RetryAfterTable } from '../health/retry-after.ts';
 import { CooldownRegistry } from '../health/cooldown.ts';
 import { buildAdmissions, type Admission } from '../admission/admission.ts';
 import type { QueueGate } from '../admission/queue-gate.ts';
-import { OffloadPlan, type OffloadReason } from '../request/policy/offload.ts';
-import { HedgePlan } from '../request/policy/hedge.ts';
-import { routerPolicy, type RequestKindPolicy } from '../request/policy/kind-policy.ts';
-import { commitsAt } from '../request/policy/commit.ts';
-import { dispatchDeadlines } from '../request/policy/attempt-deadlines.ts';
-import { attemptsSummary, respondError } from '../request/ending.ts';
-import { reportAttemptOutcome } from '../request/attempt-outcome.ts';
-import { DeadlineBook, deadlineAttempt, deadlineKind, type DeadlineKind } from '../request/deadline-book.ts';
-import { idleDeadlineFired, recordStreamChunk, type StreamIdleState } from '../request/policy/stream-idle.ts';
+import { OffloadPlan, type OffloadReason } from './policy/offload.ts';
+import { HedgePlan } from './policy/hedge.ts';
+import { routerPolicy, type RequestKindPolicy } from './policy/kind-policy.ts';
+import { commitsAt } from './policy/commit.ts';
+import { dispatchDeadlines } from './policy/attempt-deadlines.ts';
+import { attemptsSummary, respondError } from './ending.ts';
+import { reportAttemptOutcome } from './attempt-outcome.ts';
+import { DeadlineBook, deadlineAttempt, deadlineKind, type DeadlineKind } from './deadline-book.ts';
+import { idleDeadlineFired, recordStreamChunk, type StreamIdleState } from './policy/stream-idle.ts';
 
 /** The process-wide state a life works with, owned by `RoutingCore`. */
 export interface LifecycleDeps {
@@ -113,7 +113,7 @@ function completeDeps(d: LifecycleDeps): FullDeps {
   return { ...d, limiter, hold, retryAfter, admission, kindPolicy: d.kindPolicy ?? routerPolicy(s) };
 }
 
-export type { OffloadReason } from '../request/policy/offload.ts';
+export type { OffloadReason } from './policy/offload.ts';
 
 /**
  * `normal`: may be interrupted for offload; `offload`: the offload attempt; `retry`/`pinned`:
