@@ -42,7 +42,7 @@ import {
   type StrategyDefinition,
 } from '../core/index.ts';
 import type { RouteConfig } from '../core/config/models-config.ts';
-import { RequestLifecycle, type LifecycleDeps } from '../core/lifecycle/request-lifecycle.ts';
+import { RequestLifecycle, type LifecycleDeps } from '../core/request/router-life.ts';
 import { RouteWisePlanner, routeWiseStrategy } from '../core/strategies/routewise/routewise.ts';
 import { routeWiseRoute } from '../core/strategies/routewise/route-spec.ts';
 import { readTrace } from '../traces/arrow-trace.ts';

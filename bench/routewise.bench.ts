@@ -20,7 +20,7 @@
  */
 import { Bench } from 'tinybench';
 import { RoutingCore, deriveRng, endpointId, parseModelsConfig, StrategyRegistry, BUILTIN_STRATEGIES, type Candidate, type LifecycleAction, type RouteRequest } from '../core/index.ts';
-import { RequestLifecycle, type LifecycleDeps } from '../core/lifecycle/request-lifecycle.ts';
+import { RequestLifecycle, type LifecycleDeps } from '../core/request/router-life.ts';
 import { RouteWisePlanner, routeWiseStrategy } from '../core/strategies/routewise/routewise.ts';
 import { routeWiseRoute } from '../core/strategies/routewise/route-spec.ts';
 import type { RouteConfig } from '../core/config/models-config.ts';

@@ -35,7 +35,8 @@ export {
 export { RoutingCore, type RoutingCoreOptions } from './routing-core.ts';
 export type { ResolvedModel, ResolvedRoute, RoutePricing, RouteExclusion, ExclusionReason, ResolvedMultiTarget, ResolvedTarget } from './model/resolved-model.ts';
 
-// A request's life: the seam drivers step, and the lifecycle's shared state.
+// A request's life: the seam drivers step, the shared state of the per-model life, and the
+// attempt policy each model family follows (commit rule, waits, offload, backoff, retries).
 export type {
   RouteRequest,
   RequestLife,
@@ -47,23 +48,42 @@ export type {
   Modality,
   Usage,
 } from './lifecycle/seam.ts';
-export type { LifecycleDeps, OffloadReason } from './lifecycle/request-lifecycle.ts';
+export type { LifecycleDeps } from './request/router-life.ts';
+export type { OffloadReason } from './request/policy/offload.ts';
+export { startRequestLife, type LifeDeps } from './request/request-life.ts';
+export { routerPolicy, aliasPolicy, type RequestKindPolicy } from './request/policy/kind-policy.ts';
+export { commitsAt, type CommitPoint, type CommitEvent } from './request/policy/commit.ts';
+export { dispatchDeadlines, type AttemptWaits } from './request/policy/attempt-deadlines.ts';
+export { backoffMs, type BackoffPolicy } from './request/policy/backoff.ts';
+export { classifyFailure, type FailureClass, type RetryCause, type RetryRules } from './request/policy/retry-policy.ts';
+export { DeadlineBook, type DeadlineKind } from './request/deadline-book.ts';
 
 // Outcomes: the classification table, health meaning, the client-facing error catalogue.
 export { isHealthFailure, type Outcome } from './lifecycle/outcome.ts';
 export { classifyStatus, classifyUpstreamError, OUTCOME_RULES, CONTEXT_LENGTH_WORDING, type HttpErrorClass, type OutcomeRule, type FailureAction, type UpstreamErrorReport } from './lifecycle/outcome-table.ts';
 export { ERROR_STATUS, errorForOutcome, type ErrorCode } from './lifecycle/errors.ts';
 
-// Admission gates: breaker claims, Retry-After, outbound slots, engine hold, cooldown.
+// Admission: the gates every attempt asks, one file each, composed per model kind.
+export { Admission, buildAdmissions, type AdmissionGates, type AdmissionState, type TicketHolder } from './admission/admission.ts';
+export type { AdmissionGate, AdmissionTarget, GateName } from './admission/gate.ts';
+export type { QueueGate, QueueTarget } from './admission/queue-gate.ts';
+export { BreakerGate } from './admission/breaker-claim.ts';
+export { CooldownGate } from './admission/cooldown-gate.ts';
+export { RetryAfterGate } from './admission/retry-after-gate.ts';
+export { TargetRateLimitGate } from './admission/target-rate-limit-gate.ts';
+export { OutboundSlotGate, slotResultOf } from './admission/outbound-slot.ts';
+export { EngineHoldGate } from './admission/engine-hold-gate.ts';
+
+// Shared state the gates read: endpoint health, cooldowns, Retry-After, slot pools.
 export { HealthRegistry, DEFAULT_HEALTH_OPTIONS, type HealthOptions, type DispatchClaim, type EndpointHealthSnapshot } from './health/health-registry.ts';
 export type { BreakerState, BreakerTransition } from './health/health-registry.ts';
-export { parseRetryAfterMs, RetryAfterTable } from './lifecycle/retry-after.ts';
+export { parseRetryAfterMs, RetryAfterTable } from './health/retry-after.ts';
 export { OutboundLimiter, type OutboundLimiterOptions, type SlotResult } from './outbound/outbound-limiter.ts';
 export { EngineHold } from './outbound/engine-hold.ts';
 export { SlotPool, type SlotTicket } from './outbound/slot-pool.ts';
-export { CooldownRegistry, type CooldownPolicy, type CooldownStatus, type CooldownStarted } from './multi-target/cooldown.ts';
+export { CooldownRegistry, type CooldownPolicy, type CooldownStatus, type CooldownStarted } from './health/cooldown.ts';
 
-// Signals strategies read: prefill load and prompt sizes, session affinity, endpoint stats.
+// Signals strategies read: prefill load and prompt sizes, session affinity, endpoint stats, hashing.
 export {
   estimatePromptTokens,
   utf8ByteLength,
@@ -83,7 +103,8 @@ export {
 export { chooseOfTwo, elephantAvoids, p2cSharesOneBusy } from './prefill/two-choices.ts';
 export { AffinityTable, type AffinityPin } from './affinity/affinity-table.ts';
 export { deriveAffinityKey, ipBucket, fnv1a64Hex, ANONYMOUS_AFFINITY_KEY, type CallerIdentity } from './affinity/affinity-key.ts';
-export { EndpointStats, DEFAULT_LATENCY_EWMA_ALPHA, type EndpointStatsView, type EndpointStatsSnapshot } from './multi-target/endpoint-stats.ts';
+export { EndpointStats, DEFAULT_LATENCY_EWMA_ALPHA, type EndpointStatsView, type EndpointStatsSnapshot } from './stats/endpoint-stats.ts';
+export { ROUTING_KEY_HEADER, DEFAULT_HASH_ON, type HashSource } from './hashing/hash-key.ts';
 
 // Strategies: the planner contract and registry.
 export { StrategyRegistry, BUILTIN_STRATEGIES } from './strategies/registry.ts';
@@ -94,7 +115,6 @@ export { planOrder, type Ordering } from './strategies/planner.ts';
 export { DEFAULT_TAG } from './multi-target/multi-target-model.ts';
 export { DEFAULT_MULTI_TARGET_OPTIONS, resolveMultiTargetOptions, type MultiTargetOptions } from './multi-target/multi-target-options.ts';
 export { ROUTING_TAGS_HEADER, parseRoutingTagsHeader } from './multi-target/candidates.ts';
-export { ROUTING_KEY_HEADER, DEFAULT_HASH_ON, type HashSource } from './multi-target/hash-key.ts';
 export type { MultiTargetStatus, TargetStatusRow } from './multi-target/target-status.ts';
 
 // Queue-wait offload (seed 000).

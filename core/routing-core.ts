@@ -1,35 +1,37 @@
 /**
- * The routing core: the resolved model registry, the process-wide state every router shares
- * (endpoint health, prefill load and prompt hints, the session-affinity table, the routing
- * settings), and the entry point `start()` that begins a request's life. One instance per
- * process (gateway) or per run (simulator). Sans-I/O: no clock, no randomness of its own, no
- * environment.
+ * The routing core's composition root: it builds the process-wide state every model kind shares
+ * (endpoint health, cooldowns, Retry-After table, outbound slots, engine hold, prefill load,
+ * session affinity, endpoint statistics), the admission gates over it (`admission/`), the model
+ * registry (`model/model-registry.ts`), and hands each request to `request/request-life.ts`.
+ * It decides nothing itself. One instance per process (gateway) or per run (simulator).
+ * Sans-I/O: no clock, no randomness of its own, no environment.
  */
 import type { Rng } from './rng.ts';
-import type { ModelsConfig, RouteConfig } from './config/models-config.ts';
-import { endpointId as makeEndpointId, endpointLocation } from './config/endpoint-id.ts';
+import type { ModelsConfig } from './config/models-config.ts';
 import { StrategyRegistry } from './strategies/registry.ts';
 import { HealthRegistry, type HealthOptions } from './health/health-registry.ts';
 import type { LifecycleAction, RequestLife, RouteRequest } from './lifecycle/seam.ts';
-import { RequestLifecycle, type LifecycleDeps } from './lifecycle/request-lifecycle.ts';
+import type { RequestLifecycle, LifecycleDeps } from './request/router-life.ts';
 import { resolveRoutingSettings, type RoutingSettings } from './config/routing-settings.ts';
 import { PrefillLoad } from './prefill/prefill-load.ts';
 import { AffinityTable } from './affinity/affinity-table.ts';
-import { MultiTargetLifecycle, type MultiTargetDeps } from './lifecycle/multi-target-lifecycle.ts';
-import { EndpointStats } from './multi-target/endpoint-stats.ts';
-import { CooldownRegistry } from './multi-target/cooldown.ts';
-import { StatsTap } from './multi-target/life-tap.ts';
-import { configureCooldowns, resolveMultiTargetModel } from './multi-target/multi-target-model.ts';
+import type { MultiTargetLifecycle, MultiTargetDeps } from './request/alias-life.ts';
+import { EndpointStats } from './stats/endpoint-stats.ts';
+import { CooldownRegistry } from './health/cooldown.ts';
+import { configureCooldowns } from './multi-target/multi-target-model.ts';
 import { resolveMultiTargetOptions, type MultiTargetOptions } from './multi-target/multi-target-options.ts';
 import { multiTargetStatuses, type MultiTargetStatus } from './multi-target/target-status.ts';
 import { OutboundLimiter } from './outbound/outbound-limiter.ts';
 import { EngineHold } from './outbound/engine-hold.ts';
 import type { SlotTicket } from './outbound/slot-pool.ts';
-import { RetryAfterTable } from './lifecycle/retry-after.ts';
-import { resolveOffloadPolicy, type OffloadPolicy } from './offload/offload-policy.ts';
-import { fnv1a64Hex } from './affinity/affinity-key.ts';
+import { RetryAfterTable } from './health/retry-after.ts';
+import { buildAdmissions } from './admission/admission.ts';
+import { routerPolicy } from './request/policy/kind-policy.ts';
+import type { OffloadPolicy } from './offload/offload-policy.ts';
+import { resolveModels } from './model/model-registry.ts';
 import type { LifecycleEvent } from './lifecycle/seam.ts';
-import type { ExclusionReason, ResolvedModel, ResolvedRoute, RouteExclusion } from './model/resolved-model.ts';
+import type { ResolvedModel, RouteExclusion } from './model/resolved-model.ts';
+import { startRequestLife, type LifeDeps } from './request/request-life.ts';
 
 /** Options of the core. */
 export interface RoutingCoreOptions {
@@ -43,25 +45,6 @@ export interface RoutingCoreOptions {
   registry?: StrategyRegistry;
   /** Deployment defaults of multi-target models (last-target retries, backoff, latency EWMA). */
   multiTarget?: Partial<MultiTargetOptions>;
-}
-
-const LIMITER_EXEMPT_HOST = /^(localhost|127(\.\d{1,3}){3}|0\.0\.0\.0|host\.docker\.internal|\[::1\])$/i;
-
-/** Whether the outbound limiter leaves a route alone (see `ResolvedRoute.outboundKey`). */
-function limiterExempt(r: RouteConfig): boolean {
-  if (r.local === false) return false;
-  if (r.local === true) return true;
-  try {
-    const u = new URL(r.base_url);
-    return u.protocol === 'sim:' || LIMITER_EXEMPT_HOST.test(u.hostname);
-  } catch {
-    return false;
-  }
-}
-
-function isLocalRoute(r: RouteConfig): boolean {
-  if (r.local !== undefined) return r.local;
-  return endpointLocation(r.kind, r.base_url).startsWith('local-') || r.base_url.startsWith('sim://local');
 }
 
 /** The core. Construct once from a validated config; throws on unknown strategies or params. */
@@ -88,6 +71,7 @@ export class RoutingCore {
   private readonly wakeups: SlotTicket[] = [];
   private readonly deps: LifecycleDeps;
   private readonly multiTargetDeps: MultiTargetDeps;
+  private readonly lives: LifeDeps;
   private readonly models = new Map<string, ResolvedModel>();
   private readonly ordered: ResolvedModel[] = [];
 
@@ -115,6 +99,15 @@ export class RoutingCore {
     );
     this.hold = new EngineHold(sink);
     this.retryAfter = new RetryAfterTable();
+    this.cooldowns = new CooldownRegistry();
+    const admissions = buildAdmissions({
+      health: this.health,
+      retryAfter: this.retryAfter,
+      cooldowns: this.cooldowns,
+      limiter: this.limiter,
+      hold: this.hold,
+      outboundLimitEnabled: st.upstreamConcurrencyEnabled,
+    });
     this.deps = {
       health: this.health,
       prefill: this.prefill,
@@ -123,10 +116,11 @@ export class RoutingCore {
       limiter: this.limiter,
       hold: this.hold,
       retryAfter: this.retryAfter,
+      admission: admissions.router,
+      kindPolicy: routerPolicy(this.settings),
     };
     const mtOptions = resolveMultiTargetOptions(options.multiTarget);
     this.endpointStats = new EndpointStats(mtOptions.latencyEwmaAlpha);
-    this.cooldowns = new CooldownRegistry();
     this.multiTargetDeps = {
       health: this.health,
       stats: this.endpointStats,
@@ -135,7 +129,9 @@ export class RoutingCore {
       settings: this.settings,
       limiter: this.limiter,
       retryAfter: this.retryAfter,
+      admission: admissions.alias,
     };
+    this.lives = { router: this.deps, alias: this.multiTargetDeps, stats: this.endpointStats };
     // Outbound keys by endpoint id, filled as routes resolve; read at decision time only.
     const outboundKeys = new Map<string, string | null>();
     const outbound = {
@@ -146,91 +142,8 @@ export class RoutingCore {
     };
     const context = { settings: this.settings, prefill: this.prefill, endpoints: this.endpointStats, outbound };
     const registry = options.registry ?? new StrategyRegistry();
-    const share = config.routing.local_weight_share;
-    config.models.forEach((m, mi) => {
-      if (m.routing) return; // multi-target models resolve below, once every direct model is known
-      const where = `models[${mi}] (id '${m.id}')`;
-      const routes = this.resolveRoutes(m.id, m.route, share, where);
-      for (const r of routes) outboundKeys.set(r.endpointId, r.outboundKey);
-      const strategy = m.router ?? config.routing.default_router;
-      const planner = registry.create(
-        strategy,
-        m.router_params,
-        routes.map((r) => ({ endpointId: r.endpointId, configuredWeight: r.configuredWeight, costUsdPer1kTokens: r.costUsdPer1kTokens, route: m.route[r.routeIndex]! })),
-        where,
-        context,
-      );
-      const offload = m.offload ? resolveOffloadPolicy(m.offload, routes, strategy, m.router_params) : undefined;
-      const candidates = routes.map((r) => r.candidate);
-      const model: ResolvedModel = { id: m.id, aliases: m.aliases, strategy, planner, published: m.published, routes, candidates, ...(offload && { offload }) };
-      for (const name of [m.id, ...m.aliases]) {
-        if (this.models.has(name)) throw new Error(`${where}: model id or alias '${name}' is used twice`);
-        this.models.set(name, model);
-      }
-      this.ordered.push(model);
-    });
-    config.models.forEach((m, mi) => {
-      if (!m.routing) return;
-      const where = `models[${mi}] (id '${m.id}')`;
-      const model = resolveMultiTargetModel(m, (name) => this.models.get(name), registry, context, where);
-      for (const name of [m.id, ...m.aliases]) {
-        if (this.models.has(name)) throw new Error(`${where}: model id or alias '${name}' is used twice`);
-        this.models.set(name, model);
-      }
-      this.ordered.push(model);
-    });
-    const position = new Map(config.models.map((m, i) => [m.id, i]));
-    this.ordered.sort((a, b) => position.get(a.id)! - position.get(b.id)!);
+    resolveModels(config, registry, context, outboundKeys, this.models, this.ordered);
     configureCooldowns(config, (m) => this.models.get(m.id), this.cooldowns);
-  }
-
-  private resolveRoutes(modelId: string, routes: readonly RouteConfig[], share: number | undefined, where: string): ResolvedRoute[] {
-    const seen = new Set<string>();
-    const locals = routes.map(isLocalRoute);
-    let localSum = 0;
-    let remoteSum = 0;
-    routes.forEach((r, i) => (locals[i] ? (localSum += r.weight) : (remoteSum += r.weight)));
-    return routes.map((r, i) => {
-      const id = makeEndpointId(modelId, r.kind, r.base_url);
-      if (seen.has(id)) throw new Error(`${where}.route[${i}]: endpoint id '${id}' repeats an earlier route; give it another base_url`);
-      seen.add(id);
-      const reasons: ExclusionReason[] = [];
-      let effective = r.weight;
-      if (r.weight === 0) reasons.push('configured_zero');
-      // routing.yaml split: scale local and remote groups to the configured share, once, at start.
-      if (share !== undefined && r.weight > 0) {
-        const local = locals[i]!;
-        const groupSum = local ? localSum : remoteSum;
-        const groupShare = local ? share : 1 - share;
-        const otherSum = local ? remoteSum : localSum;
-        if (otherSum > 0 || groupShare === 0) effective = groupSum > 0 ? (r.weight / groupSum) * groupShare : 0;
-        if (effective === 0) reasons.push('routing_yaml');
-      }
-      const price = r.pricing;
-      return {
-        endpointId: id,
-        routeIndex: i,
-        kind: r.kind,
-        baseUrl: r.base_url,
-        provider: r.provider ?? endpointLocation(r.kind, r.base_url),
-        providerModelId: r.provider_model_id ?? null,
-        modalities: r.input_modalities,
-        acceptsText: r.input_modalities.includes('text'),
-        contextLength: r.context_length ?? null,
-        pricing: {
-          inputUsdPer1M: price?.input_usd_per_1m ?? 0,
-          outputUsdPer1M: price?.output_usd_per_1m ?? 0,
-          cachedInputUsdPer1M: price?.cached_input_usd_per_1m ?? price?.input_usd_per_1m ?? 0,
-        },
-        costUsdPer1kTokens: price ? (price.input_usd_per_1m + price.output_usd_per_1m) / 1000 : null,
-        local: locals[i]!,
-        outboundKey: limiterExempt(r) ? null : `${r.provider ?? endpointLocation(r.kind, r.base_url)}|${r.api_key ? fnv1a64Hex(r.api_key) : '-'}`,
-        configuredWeight: r.weight,
-        effectiveWeight: effective,
-        exclusionReasons: reasons,
-        candidate: { endpointId: id, weight: effective, routeIndex: i },
-      };
-    });
   }
 
   /** The model for an id or alias, or undefined. */
@@ -273,23 +186,7 @@ export class RoutingCore {
     const t = request.inputTokens;
     if (!Number.isSafeInteger(t) || t < 0) throw new RangeError(`request ${request.requestId}: inputTokens must be an integer >= 0, got ${t}`);
     const model = this.models.get(request.model) ?? null;
-    if (model?.multiTarget) {
-      const mlife = new MultiTargetLifecycle(model, request, this.multiTargetDeps, rng);
-      return { life: mlife, actions: mlife.begin(nowMs) };
-    }
-    const life = new RequestLifecycle(model, request, this.deps, rng);
-    const plannerTap = model?.planner.tapLife?.(life, request, nowMs);
-    if (plannerTap) {
-      life.outerLife = plannerTap;
-      return { life: plannerTap, actions: plannerTap.absorb(life.begin(nowMs), nowMs) };
-    }
-    if (!model?.planner.readsEndpointStats) {
-      return { life, actions: life.begin(nowMs) };
-    }
-    // A router that reads in-flight counts or latency learns from this model's own lives too.
-    const tap = new StatsTap(life, request.stream, this.endpointStats);
-    life.outerLife = tap;
-    return { life: tap, actions: tap.absorb(life.begin(nowMs), nowMs) };
+    return startRequestLife(model, request, this.lives, nowMs, rng);
   }
 
   /** The shared state lives run on; for code that builds a `RequestLifecycle` itself (RouteWise tap). */

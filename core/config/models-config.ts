@@ -5,7 +5,7 @@
  * "adding a model".
  */
 import { z } from 'zod';
-import { HashSourceSchema } from '../multi-target/hash-key.ts';
+import { HashSourceSchema } from '../hashing/hash-key.ts';
 import { parseCidr } from '../multi-target/cidr.ts';
 
 /** Prices in USD per 1M tokens. `cached_input` defaults to `input` when absent. */

@@ -8,7 +8,8 @@
 import type { Modality } from '../lifecycle/seam.ts';
 import type { Candidate, Planner } from '../strategies/planner.ts';
 import type { CidrBlock } from '../multi-target/cidr.ts';
-import type { BackoffPolicy, RetryRules } from '../multi-target/retry-policy.ts';
+import type { RetryRules } from '../request/policy/retry-policy.ts';
+import type { BackoffPolicy } from '../request/policy/backoff.ts';
 import type { TargetRateLimit } from '../multi-target/target-rate-limit.ts';
 import type { OffloadPolicy } from '../offload/offload-policy.ts';
 

@@ -12,7 +12,7 @@ import type { ResolvedModel, ResolvedMultiTarget, ResolvedRoute, ResolvedTarget 
 import type { PlannerContext } from '../strategies/planner.ts';
 import type { StrategyRegistry } from '../strategies/registry.ts';
 import { parseCidr } from './cidr.ts';
-import type { CooldownPolicy, CooldownRegistry } from './cooldown.ts';
+import type { CooldownPolicy, CooldownRegistry } from '../health/cooldown.ts';
 import { TargetRateLimit } from './target-rate-limit.ts';
 
 export type { ResolvedMultiTarget, ResolvedTarget } from '../model/resolved-model.ts';

@@ -2,7 +2,7 @@
  * Deployment-wide defaults of multi-target routing: what applies when a model's `routing:` block
  * is silent. Validated once at construction of the core.
  */
-import { DEFAULT_LATENCY_EWMA_ALPHA } from './endpoint-stats.ts';
+import { DEFAULT_LATENCY_EWMA_ALPHA } from '../stats/endpoint-stats.ts';
 
 /** Deployment defaults for multi-target models. */
 export interface MultiTargetOptions {

@@ -6,8 +6,8 @@
  */
 import type { ResolvedModel } from '../model/resolved-model.ts';
 import type { HealthRegistry, BreakerState } from '../health/health-registry.ts';
-import type { CooldownRegistry } from './cooldown.ts';
-import type { EndpointStatsView } from './endpoint-stats.ts';
+import type { CooldownRegistry } from '../health/cooldown.ts';
+import type { EndpointStatsView } from '../stats/endpoint-stats.ts';
 
 /** One target's status row. */
 export interface TargetStatusRow {

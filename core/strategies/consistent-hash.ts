@@ -14,8 +14,8 @@
  */
 import { z } from 'zod';
 import type { Candidate, Ordering, StrategyDefinition } from './planner.ts';
-import { murmur3 } from '../multi-target/hash.ts';
-import { DEFAULT_HASH_ON, HashSourceSchema, resolveHashKey } from '../multi-target/hash-key.ts';
+import { murmur3 } from '../hashing/hash.ts';
+import { DEFAULT_HASH_ON, HashSourceSchema, resolveHashKey } from '../hashing/hash-key.ts';
 import type { Rng } from '../rng.ts';
 import type { RouteRequest } from '../lifecycle/seam.ts';
 

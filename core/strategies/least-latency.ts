@@ -9,7 +9,7 @@
  */
 import { z } from 'zod';
 import type { Candidate, StrategyDefinition } from './planner.ts';
-import type { EndpointStatsView } from '../multi-target/endpoint-stats.ts';
+import type { EndpointStatsView } from '../stats/endpoint-stats.ts';
 import { argMin, rankBy } from './rank.ts';
 
 /** `least_latency` takes no parameters (the EWMA weight is a core option shared by all models). */

@@ -11,7 +11,7 @@ import type { LifecycleAction, RequestLife, RouteRequest } from '../lifecycle/se
 import type { RouteConfig } from '../config/models-config.ts';
 import type { RoutingSettings } from '../config/routing-settings.ts';
 import type { PrefillLoadView } from '../prefill/prefill-load.ts';
-import type { EndpointStatsView } from '../multi-target/endpoint-stats.ts';
+import type { EndpointStatsView } from '../stats/endpoint-stats.ts';
 
 /** A route the planner may choose, already admitted. `weight` > 0 (effective weight). */
 export interface Candidate {

@@ -36,3 +36,14 @@ export function noWindowFitsMessage(modelId: string, needTokens: number, windows
   for (const w of windows) if (w !== null && w > largest) largest = w;
   return `the request needs about ${needTokens} tokens (prompt estimate plus max_tokens), more than the largest context window of model '${modelId}' (${largest} tokens)`;
 }
+
+/**
+ * The routes of `routes` whose window fits `needTokens`: `routes` itself when all do (nothing
+ * allocated), else a filtered copy (possibly empty: the caller answers `context_length_exceeded`).
+ */
+export function routesFitting<R extends { readonly contextLength: number | null }>(routes: readonly R[], needTokens: number): readonly R[] {
+  for (let i = 0; i < routes.length; i++) {
+    if (!fitsWindow(routes[i]!.contextLength, needTokens)) return routes.filter((r) => fitsWindow(r.contextLength, needTokens));
+  }
+  return routes;
+}

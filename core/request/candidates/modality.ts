@@ -18,3 +18,14 @@ export function acceptsModalities(route: ModalRoute, requested: readonly Modalit
   for (let i = 0; i < requested.length; i++) if (!route.modalities.includes(requested[i]!)) return false;
   return true;
 }
+
+/**
+ * The routes of `routes` that accept `requested`: `routes` itself when all do (the usual case,
+ * nothing allocated), else a filtered copy (possibly empty).
+ */
+export function routesAccepting<R extends ModalRoute>(routes: readonly R[], requested: readonly Modality[]): readonly R[] {
+  for (let i = 0; i < routes.length; i++) {
+    if (!acceptsModalities(routes[i]!, requested)) return routes.filter((r) => acceptsModalities(r, requested));
+  }
+  return routes;
+}

@@ -2,12 +2,13 @@
 // limits, endpoint statistics, failure classes and backoff, and the cooldown registry.
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { murmur3 } from '../../../core/multi-target/hash.ts';
+import { murmur3 } from '../../../core/hashing/hash.ts';
 import { cidrContains, parseCidr, parseIp } from '../../../core/multi-target/cidr.ts';
 import { TargetRateLimit } from '../../../core/multi-target/target-rate-limit.ts';
-import { EndpointStats } from '../../../core/multi-target/endpoint-stats.ts';
-import { backoffMs, classifyFailure } from '../../../core/multi-target/retry-policy.ts';
-import { CooldownRegistry } from '../../../core/multi-target/cooldown.ts';
+import { EndpointStats } from '../../../core/stats/endpoint-stats.ts';
+import { classifyFailure } from '../../../core/request/policy/retry-policy.ts';
+import { backoffMs } from '../../../core/request/policy/backoff.ts';
+import { CooldownRegistry } from '../../../core/health/cooldown.ts';
 import { parseRoutingTagsHeader } from '../../../core/multi-target/candidates.ts';
 import { seeded } from '../harness.ts';
 import { reset, s400, s408, s429, s503 } from './mt-harness.ts';

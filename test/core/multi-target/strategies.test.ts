@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { BUILTIN_STRATEGIES, StrategyRegistry, type Candidate, type PlannerContext } from '../../../core/index.ts';
 import { planOrder } from '../../../core/strategies/planner.ts';
-import { EndpointStats } from '../../../core/multi-target/endpoint-stats.ts';
+import { EndpointStats } from '../../../core/stats/endpoint-stats.ts';
 import { busyScore } from '../../../core/strategies/least-busy.ts';
 import { DEFAULT_ROUTING_SETTINGS } from '../../../core/config/routing-settings.ts';
 import { PrefillLoad } from '../../../core/prefill/prefill-load.ts';

@@ -1,59 +1,65 @@
 /**
- * The life of one request to a multi-target model (seed 003), executed as a state machine behind
- * the same seam as the per-model lifecycle.
+ * The life of one request to a multi-target alias (seed 003), a state machine behind the same
+ * seam as the per-model life and composed of the same parts (`request/request-life.ts` picks it).
  *
  * Selection: published (else 404) → explicit pin (admin; no retries, no fallback) → the
- * candidate pipeline (tags, CIDR, modalities, priority tiers; `candidates.ts`) → within the
- * highest tier, the strategy's order over the targets not cooling down → the first target under
- * its own rate limit. A target over its rate limit is skipped and recorded as a failed 429
- * attempt (no upstream call, no fallback budget). When a tier runs out the walk crosses into the
- * next tier in the same request; each tier is ordered when the walk enters it, so a stateful
- * strategy (round robin) advances only for tiers that are used.
+ * candidate pipeline (tags, CIDR, modalities, priority tiers; `multi-target/candidates.ts`) →
+ * the context-window floor → the tier walk (`request/candidates/tier-walk.ts`): within the
+ * highest tier, the strategy's order over the targets the admission admits, then the next tier.
+ * A target over its rate limit is recorded as a failed 429 attempt (no upstream call, no
+ * fallback budget). Nothing admitted at the start: 429/503 with Retry-After when targets are
+ * cooling after upstream hints, 429 when targets were skipped for their rate limits, else 503
+ * `all_candidates_unavailable` — or, under `when_all_unavailable: try_anyway`, the walk runs
+ * again ignoring cooldown.
  *
- * Attempts: a retryable failure (`retry-policy.ts`) is retried on the same target after a
- * backoff — a `wait_until` the driver performs — up to the target's `retries` (else the block's;
- * else none while another target is left, and the deployment default on the last one); then the
- * walk moves to the next target, at most `max_fallbacks` extra targets across all tiers. Other
- * failures go straight back to the caller. Streams commit at the first token when the block sets
- * `stream_timeout_ms` (which also bounds the wait for it), otherwise when the upstream response
- * starts; after the commit nothing is retried. Nothing admitted at the start: 429 when targets
- * were skipped for their rate limits, else 503 `all_candidates_unavailable` — or, under
- * `when_all_unavailable: try_anyway`, the walk runs again ignoring cooldown.
+ * Attempt policy (`request/policy/kind-policy.ts`, alias family): a retryable failure
+ * (`request/policy/retry-policy.ts`) is retried on the same target after a backoff
+ * (`request/policy/backoff.ts`, a `wait_until` the driver performs) up to the target's `retries`
+ * (else the block's; else none while another target is left, and the deployment default on the
+ * last one); then the walk moves on, at most `max_fallbacks` extra targets across all tiers.
+ * Other failures go straight back to the caller. Streams commit (`request/policy/commit.ts`) at
+ * the first token when a first-chunk wait is set, else at the upstream's response start. A
+ * same-target retry waits at least the upstream's Retry-After; when that would outlast the
+ * overall deadline the request fails over, or returns the error with the hint.
  *
- * Deadlines are the core's, as for per-model routers: the overall deadline, the headers wait
- * (dispatch → first output), a non-stream attempt's total (the model's `timeout_ms`, else the
- * deployment's request timeout), a stream's first-chunk wait (`stream_timeout_ms`, else the
- * model's `timeout_ms`) and the stream-idle wait after `chunk` events. Admission runs the same
- * gates as a per-model router's: a target whose endpoint is cooling after an upstream
- * Retry-After is skipped, and a non-local target waits for an outbound slot of its provider key
- * (`acquire_slot`) before it is sent. A same-target retry waits at least the upstream's
- * Retry-After; when that would outlast the overall deadline the request fails over, or returns
- * the error with the hint.
+ * Deadlines (`request/deadline-book.ts`, `request/policy/attempt-deadlines.ts`): overall, headers,
+ * a non-stream attempt's total, a stream's first-chunk wait and the stream-idle wait after
+ * `chunk` events. Admission (`admission/`): the Retry-After and cooldown gates, the per-target
+ * rate limit and the outbound slot of the provider key — the same slots per-model routes use.
  *
  * Shared state: every upstream attempt is counted in `EndpointStats` (in flight, latency), its
- * outcome recorded in the shared `HealthRegistry` (for /health/deep; the `fixed` router's breaker
- * never ejects a target here — admission is not asked) and fed to the cooldown registry and the
- * planner. Each attempt's begin is matched by exactly one end on every path.
+ * outcome recorded in the shared `HealthRegistry` (`request/attempt-outcome.ts`; the breaker is
+ * recorded into, never claimed — ejection is the target's opt-in cooldown) and fed to the
+ * cooldown registry and the planner. Each attempt's begin is matched by exactly one end.
  */
 import type { Rng } from '../rng.ts';
 import type { ResolvedModel } from '../model/resolved-model.ts';
 import type { HealthRegistry } from '../health/health-registry.ts';
-import type { Outcome } from './outcome.ts';
-import { ERROR_STATUS, errorForOutcome, type ErrorCode } from './errors.ts';
-import type { AttemptRecord, LifecycleAction, LifecycleEvent, RequestLife, RouteRequest, RoutingMetadata, Usage } from './seam.ts';
-import { planOrder, type Candidate } from '../strategies/planner.ts';
-import type { EndpointStats } from '../multi-target/endpoint-stats.ts';
+import type { Outcome } from '../lifecycle/outcome.ts';
+import { ERROR_STATUS, errorForOutcome, type ErrorCode } from '../lifecycle/errors.ts';
+import type { AttemptRecord, LifecycleAction, LifecycleEvent, RequestLife, RouteRequest, RoutingMetadata, Usage } from '../lifecycle/seam.ts';
+import type { EndpointStats } from '../stats/endpoint-stats.ts';
 import type { RoutingSettings } from '../config/routing-settings.ts';
 import type { OutboundLimiter } from '../outbound/outbound-limiter.ts';
 import type { SlotTicket } from '../outbound/slot-pool.ts';
-import type { RetryAfterTable } from './retry-after.ts';
-import type { CooldownRegistry } from '../multi-target/cooldown.ts';
+import type { RetryAfterTable } from '../health/retry-after.ts';
+import type { Admission } from '../admission/admission.ts';
+import type { QueueGate } from '../admission/queue-gate.ts';
+import type { CooldownRegistry } from '../health/cooldown.ts';
 import type { MultiTargetOptions } from '../multi-target/multi-target-options.ts';
 import type { ResolvedMultiTarget, ResolvedTarget } from '../multi-target/multi-target-model.ts';
 import { selectCandidates } from '../multi-target/candidates.ts';
-import { backoffMs, classifyFailure } from '../multi-target/retry-policy.ts';
-import { contextNeedTokens, fitsWindow, noWindowFitsMessage, refusalFloorTokens } from '../request/candidates/context-floor.ts';
-import { idleDeadlineFired, recordStreamChunk, type StreamIdleState } from '../request/policy/stream-idle.ts';
+import { classifyFailure } from './policy/retry-policy.ts';
+import { backoffMs } from './policy/backoff.ts';
+import { contextNeedTokens, fitsWindow, noWindowFitsMessage, refusalFloorTokens } from './candidates/context-floor.ts';
+import { aliasPolicy, type RequestKindPolicy } from './policy/kind-policy.ts';
+import { commitsAt } from './policy/commit.ts';
+import { dispatchDeadlines } from './policy/attempt-deadlines.ts';
+import { attemptsSummary, respondError } from './ending.ts';
+import { reportAttemptOutcome } from './attempt-outcome.ts';
+import { TierWalk } from './candidates/tier-walk.ts';
+import { DeadlineBook, deadlineAttempt, deadlineKind, type DeadlineKind, type WaitUntil } from './deadline-book.ts';
+import { idleDeadlineFired, recordStreamChunk, type StreamIdleState } from './policy/stream-idle.ts';
 
 /** Process-wide state a multi-target life uses, owned by `RoutingCore`. */
 export interface MultiTargetDeps {
@@ -66,6 +72,8 @@ export interface MultiTargetDeps {
   readonly limiter: OutboundLimiter;
   /** Retry-After not-before times per endpoint, shared with per-model routers. */
   readonly retryAfter: RetryAfterTable;
+  /** The gates every attempt asks (checks: Retry-After, cooldown; rate limit; outbound slot). */
+  readonly admission: Admission;
 }
 
 interface LiveAttempt extends StreamIdleState {
@@ -77,12 +85,12 @@ interface LiveAttempt extends StreamIdleState {
   phase: 'queued' | 'sent';
   /** The outbound slot while held or waited for; null when exempt or released. */
   ticket: SlotTicket | null;
+  /** The queue gate that issued `ticket`; null when none applied. */
+  ticketGate: QueueGate | null;
   /** Whether this attempt is a same-target retry (it costs no fallback budget). */
   readonly retry: boolean;
   gotOutput: boolean;
 }
-
-type DeadlineKind = 'overall' | 'backoff' | 'queue' | 'headers' | 'idle';
 
 const TIMEOUT: Outcome = { kind: 'transport', cause: 'timeout' };
 
@@ -98,28 +106,20 @@ export class MultiTargetLifecycle implements RequestLife {
   outerLife: RequestLife | null = null;
   readonly requestId: string;
   private readonly mt: ResolvedMultiTarget | null;
+  /** The alias family's attempt policy for this model (`request/policy/kind-policy.ts`). */
+  private readonly kindPolicy: RequestKindPolicy | null;
   private done = false;
-  private tiers: ReadonlyArray<readonly ResolvedTarget[]> = [];
-  private tierIdx = 0;
-  /** The current tier in the strategy's order; null until the walk enters the tier. */
-  private tierOrder: ResolvedTarget[] | null = null;
-  private tierReason = 'none';
-  private tierPos = 0;
-  /** Target indices dispatched to or skipped; each target is entered once per request. */
-  private readonly tried = new Set<number>();
-  private ignoreCooldown = false;
+  /** The walk over the candidate tiers (`request/candidates/tier-walk.ts`); set by `begin`. */
+  private tiers!: TierWalk;
   private live: LiveAttempt | null = null;
   private wait: { deadlineId: number; target: ResolvedTarget } | null = null;
-  /** Armed deadlines by id; fired or disarmed ones are deleted. */
-  private readonly deadlines = new Map<number, { kind: DeadlineKind; attemptId: number }>();
+  /** Armed deadlines (`request/deadline-book.ts`). */
+  private readonly deadlines = new DeadlineBook();
   private overallAtMs = Number.POSITIVE_INFINITY;
-  /** After a context-length refusal: targets need a `context_length` above this. */
-  private contextFloor: number | null = null;
   private firstFailureAttemptId: number | null = null;
   private ticketsTaken = 0;
   private ticketsReleased = 0;
   private nextAttemptId = 1;
-  private nextDeadlineId = 1;
   private readonly attempts: AttemptRecord[] = [];
   /** Distinct targets dispatched to (the first plus the fallbacks). */
   private targetsDispatched = 0;
@@ -142,6 +142,7 @@ export class MultiTargetLifecycle implements RequestLife {
   ) {
     this.requestId = request.requestId;
     this.mt = model?.multiTarget ?? null;
+    this.kindPolicy = this.mt === null ? null : aliasPolicy(this.mt, deps.settings);
   }
 
   get isDone(): boolean {
@@ -163,27 +164,28 @@ export class MultiTargetLifecycle implements RequestLife {
       }
       this.pinned = true;
       this.reason = 'pin';
+      this.tiers = new TierWalk([], model.planner, this.request, this.rng, this.deps.admission);
       return this.withOverall(this.startAttempt(t, nowMs, false), nowMs);
     }
     const sel = selectCandidates(model.id, mt, this.request);
     if (sel.kind === 'reject') return this.fail(sel.code, sel.message, nowMs);
-    this.tiers = sel.tiers;
+    let tiers = sel.tiers;
     // Context-window floor: the prompt estimate plus the expected output must fit a target's window.
     const need = contextNeedTokens(this.request);
     const fits = (x: ResolvedTarget) => fitsWindow(x.route.contextLength, need);
-    if (!this.tiers.every((tier) => tier.every(fits))) {
-      const tiers = this.tiers.map((tier) => tier.filter(fits)).filter((tier) => tier.length > 0);
-      if (tiers.length === 0) return this.fail('context_length_exceeded', noWindowFitsMessage(model.id, need, this.tiers.flat().map((x) => x.route.contextLength)), nowMs);
-      this.tiers = tiers;
+    if (!tiers.every((tier) => tier.every(fits))) {
+      const fitting = tiers.map((tier) => tier.filter(fits)).filter((tier) => tier.length > 0);
+      if (fitting.length === 0) return this.fail('context_length_exceeded', noWindowFitsMessage(model.id, need, tiers.flat().map((x) => x.route.contextLength)), nowMs);
+      tiers = fitting;
     }
+    this.tiers = new TierWalk(tiers, model.planner, this.request, this.rng, this.deps.admission);
 
     let t = this.walk(nowMs);
-    if (!t && mt.whenAllUnavailable === 'try_anyway' && this.anyCooling(nowMs)) {
-      this.ignoreCooldown = true;
-      this.tierIdx = 0;
-      this.tierOrder = null;
+    if (!t && mt.whenAllUnavailable === 'try_anyway' && this.tiers.anyCooling(nowMs)) {
+      this.tiers.ignoreCooldown = true;
+      this.tiers.restart();
       t = this.walk(nowMs);
-      if (t) this.tierReason = 'try_anyway';
+      if (t) this.tiers.reason = 'try_anyway';
     }
     if (!t) {
       const cooling = this.coolingAnswer(nowMs);
@@ -192,13 +194,13 @@ export class MultiTargetLifecycle implements RequestLife {
         const after = Number.isFinite(this.soonestTokenMs) ? Math.max(1, Math.ceil(this.soonestTokenMs / 1000)) : null;
         return this.fail('target_rate_limited', `every eligible target of model '${model.id}' is over its rate limit`, nowMs, ERROR_STATUS.target_rate_limited, after);
       }
-      const considered = this.tiers.flat().map((x) => {
+      const considered = this.tiers.tiers.flat().map((x) => {
         const s = this.deps.cooldowns.status(x.endpointId, nowMs);
         return `${x.model} (${s.state === 'cooldown' ? `cooldown: ${s.reason}` : s.state})`;
       });
       return this.fail('all_candidates_unavailable', `no admissible target for model '${model.id}'; considered: ${considered.join(', ')}`, nowMs);
     }
-    this.reason = this.tierReason;
+    this.reason = this.tiers.reason;
     return this.withOverall(this.startAttempt(t, nowMs, false), nowMs);
   }
 
@@ -218,8 +220,8 @@ export class MultiTargetLifecycle implements RequestLife {
   private coolingAnswer(nowMs: number): LifecycleAction[] | null {
     let soonestMs = Number.POSITIVE_INFINITY;
     let status = 429;
-    for (const x of this.tiers.flat()) {
-      if (this.tried.has(x.index)) continue;
+    for (const x of this.tiers.tiers.flat()) {
+      if (this.tiers.tried.has(x.index)) continue;
       const wait = this.deps.retryAfter.remainingMs(x.endpointId, nowMs);
       const c = this.deps.cooldowns.status(x.endpointId, nowMs);
       let ms = 0;
@@ -228,7 +230,7 @@ export class MultiTargetLifecycle implements RequestLife {
         ms = wait;
         st = this.deps.retryAfter.statusOf(x.endpointId);
       }
-      if (c.state === 'cooldown' && !this.ignoreCooldown) {
+      if (c.state === 'cooldown' && !this.tiers.ignoreCooldown) {
         if (c.reason !== 'http_429') return null;
         ms = Math.max(ms, c.untilMs! - nowMs);
       }
@@ -259,7 +261,7 @@ export class MultiTargetLifecycle implements RequestLife {
         if (!a || a.phase !== 'sent') return [];
         this.gotOutput(a);
         // Without a first-chunk wait a stream commits when the upstream response starts (seed 003).
-        if (this.request.stream && this.mt?.streamTimeoutMs === null && this.committed === null) {
+        if (this.committed === null && commitsAt(this.kindPolicy?.commitPoint ?? 'first_token', 'first_output', this.request.stream)) {
           this.committed = a.attemptId;
           return [{ kind: 'commit', attemptId: a.attemptId }];
         }
@@ -323,9 +325,9 @@ export class MultiTargetLifecycle implements RequestLife {
   }
 
   private onDeadline(deadlineId: number, nowMs: number): LifecycleAction[] {
-    const d = this.deadlines.get(deadlineId);
-    if (d === undefined) return [];
-    this.deadlines.delete(deadlineId);
+    const packed = this.deadlines.take(deadlineId);
+    if (packed === 0) return [];
+    const d = { kind: deadlineKind(packed), attemptId: deadlineAttempt(packed) };
     switch (d.kind) {
       case 'overall': {
         const out: LifecycleAction[] = [];
@@ -343,7 +345,7 @@ export class MultiTargetLifecycle implements RequestLife {
         if (!w || w.deadlineId !== deadlineId) return [];
         this.wait = null;
         const t = w.target;
-        if (t.rateLimit && !t.rateLimit.tryTake(nowMs)) {
+        if (!this.deps.admission.gates.rateLimit.take(t, nowMs)) {
           this.recordRateSkip(t, nowMs);
           return this.moveOn(nowMs);
         }
@@ -367,19 +369,22 @@ export class MultiTargetLifecycle implements RequestLife {
         if (rearmAtMs !== null) return [this.arm('idle', a.attemptId, rearmAtMs)]; // chunks came since
         return [{ kind: 'cancel', attemptId: a.attemptId }, ...this.onFailure(a, TIMEOUT, nowMs)];
       }
+      case 'total':
+      case 'engine_wait':
+      case 'hedge': // never armed by this life
+        return [];
     }
   }
 
   /** Arms a deadline and returns its `wait_until`. */
-  private arm(kind: DeadlineKind, attemptId: number, atMs: number): LifecycleAction {
-    const deadlineId = this.nextDeadlineId++;
-    this.deadlines.set(deadlineId, { kind, attemptId });
-    return { kind: 'wait_until', deadlineId, atMs };
+  private arm(kind: DeadlineKind, attemptId: number, atMs: number): WaitUntil {
+    return this.deadlines.arm(kind, attemptId, atMs);
   }
 
   /** Forgets every deadline of attempt `attemptId` (or those of one kind). */
   private disarm(attemptId: number, kind?: DeadlineKind): void {
-    for (const [id, d] of this.deadlines) if (d.attemptId === attemptId && (kind === undefined || d.kind === kind)) this.deadlines.delete(id);
+    if (kind === undefined) this.deadlines.disarmAttempt(attemptId);
+    else this.deadlines.disarm(attemptId, kind);
   }
 
   private gotOutput(a: LiveAttempt): void {
@@ -403,67 +408,19 @@ export class MultiTargetLifecycle implements RequestLife {
   // ---- the walk ---------------------------------------------------------------------------
 
   /**
-   * The next target to dispatch to: continues the current tier's order, entering (and ordering)
-   * later tiers as earlier ones run out. Skips targets already tried or cooling down; records a
-   * 429 skip for each target over its rate limit. Null when the fallback budget is spent or every
-   * tier is exhausted.
+   * The next target to dispatch to (`TierWalk.next`), recording a skipped 429 attempt for each
+   * target passed over for its rate limit. Null when the fallback budget is spent or every tier
+   * is exhausted.
    */
   private walk(nowMs: number): ResolvedTarget | null {
-    const model = this.model!;
-    while (this.tierIdx < this.tiers.length) {
-      if (this.tierOrder === null) {
-        const admissible = this.tiers[this.tierIdx]!.filter((t) => !this.tried.has(t.index) && this.admits(t, nowMs));
-        if (admissible.length === 0) {
-          this.tierIdx++;
-          continue;
-        }
-        const candidates: Candidate[] = admissible.map((t) => ({ endpointId: t.endpointId, weight: t.weight, routeIndex: t.index }));
-        const ordering = planOrder(model.planner, candidates, this.request, nowMs, this.rng);
-        this.tierOrder = ordering.order.map((i) => admissible[i]!);
-        this.tierReason = ordering.reason;
-        this.tierPos = 0;
-      }
-      while (this.tierPos < this.tierOrder.length) {
-        const t = this.tierOrder[this.tierPos++]!;
-        if (this.tried.has(t.index) || !this.admits(t, nowMs)) continue;
-        if (!this.budgetLeft()) return null;
-        if (t.rateLimit && !t.rateLimit.tryTake(nowMs)) {
-          this.recordRateSkip(t, nowMs);
-          continue;
-        }
-        return t;
-      }
-      this.tierIdx++;
-      this.tierOrder = null;
-    }
-    return null;
-  }
-
-  /** Whether another target could still be dispatched (pure apart from rate-limit refills). */
-  private anotherTargetLeft(nowMs: number): boolean {
-    if (!this.budgetLeft()) return false;
-    for (let i = this.tierIdx; i < this.tiers.length; i++) {
-      for (const t of this.tiers[i]!) {
-        if (!this.tried.has(t.index) && this.admits(t, nowMs) && (!t.rateLimit || t.rateLimit.available(nowMs))) return true;
-      }
-    }
-    return false;
+    const t = this.tiers.next(nowMs, this.budgetLeft());
+    for (const skipped of this.tiers.drainRateSkips()) this.recordRateSkip(skipped, nowMs);
+    return t;
   }
 
   private budgetLeft(): boolean {
     const max = this.mt!.maxFallbacks;
     return max === null || this.targetsDispatched === 0 || this.targetsDispatched - 1 < max;
-  }
-
-  /** Runtime admission of a target: the context floor, Retry-After (always), cooldown (unless `try_anyway` ignores it). */
-  private admits(t: ResolvedTarget, nowMs: number): boolean {
-    if (!fitsWindow(t.route.contextLength, 0, this.contextFloor)) return false;
-    if (this.deps.retryAfter.remainingMs(t.endpointId, nowMs) > 0) return false;
-    return this.ignoreCooldown || !this.deps.cooldowns.active(t.endpointId, nowMs);
-  }
-
-  private anyCooling(nowMs: number): boolean {
-    return this.tiers.some((tier) => tier.some((t) => !this.tried.has(t.index) && this.deps.cooldowns.active(t.endpointId, nowMs)));
   }
 
   // ---- attempts ---------------------------------------------------------------------------
@@ -476,18 +433,16 @@ export class MultiTargetLifecycle implements RequestLife {
       this.firstFailureAttemptId = a.attemptId;
     }
     const retryAfterMs = outcome.kind === 'http_status' ? outcome.retryAfterMs : null;
-    if (retryAfterMs !== null && outcome.kind === 'http_status' && (outcome.status === 429 || outcome.status === 503 || outcome.errorClass === 'overloaded')) {
-      this.deps.retryAfter.set(a.target.endpointId, nowMs + retryAfterMs, outcome.status === 429 ? 429 : 503);
-    }
+    this.deps.admission.gates.retryAfter.note(a.target.endpointId, outcome, nowMs);
     const cls = classifyFailure(outcome, this.mt!.rules);
     if (this.committed !== null || this.pinned || cls === 'final' || cls === 'terminal') return this.failWithOutcome(outcome, nowMs, a.attemptId);
     if (cls === 'larger_window') {
-      this.contextFloor = Math.max(this.contextFloor ?? 0, refusalFloorTokens(a.target.route.contextLength, contextNeedTokens(this.request)));
+      this.tiers.contextFloor = Math.max(this.tiers.contextFloor ?? 0, refusalFloorTokens(a.target.route.contextLength, contextNeedTokens(this.request)));
       return this.moveOn(nowMs, outcome, a.attemptId);
     }
     if (cls === 'fail_over') return this.moveOn(nowMs);
     const t = a.target;
-    const allowed = t.retries ?? this.mt!.retries ?? (this.anotherTargetLeft(nowMs) ? 0 : this.deps.options.lastTargetRetries);
+    const allowed = t.retries ?? this.mt!.retries ?? (this.tiers.anotherLeft(nowMs, this.budgetLeft()) ? 0 : this.deps.options.lastTargetRetries);
     if (this.retriesOnCurrent < allowed) {
       const o = this.deps.options;
       const b = this.mt!.backoff;
@@ -495,7 +450,7 @@ export class MultiTargetLifecycle implements RequestLife {
       // The Retry-After is honoured in full; a request that cannot wait that long moves on, or
       // returns this error with the hint.
       if (nowMs + delay >= this.overallAtMs) return this.moveOn(nowMs, outcome, a.attemptId);
-      const wait = this.arm('backoff', 0, nowMs + delay) as Extract<LifecycleAction, { kind: 'wait_until' }>;
+      const wait = this.arm('backoff', 0, nowMs + delay);
       this.wait = { deadlineId: wait.deadlineId, target: t };
       return [wait];
     }
@@ -520,21 +475,19 @@ export class MultiTargetLifecycle implements RequestLife {
    */
   private startAttempt(t: ResolvedTarget, nowMs: number, retry: boolean): LifecycleAction[] {
     const attemptId = this.nextAttemptId++;
-    const a: LiveAttempt = { attemptId, target: t, startMs: nowMs, sampled: false, phase: 'queued', ticket: null, retry, gotOutput: false, lastChunkAtMs: nowMs, idleArmed: false };
+    const a: LiveAttempt = { attemptId, target: t, startMs: nowMs, sampled: false, phase: 'queued', ticket: null, ticketGate: null, retry, gotOutput: false, lastChunkAtMs: nowMs, idleArmed: false };
     this.live = a;
     if (retry) {
       this.retriesOnCurrent++;
       this.retriesTotal++;
     } else {
-      this.tried.add(t.index);
+      this.tiers.tried.add(t.index);
       this.targetsDispatched++;
       this.retriesOnCurrent = 0;
     }
-    const key = t.route.outboundKey;
-    if (key !== null && this.deps.settings.upstreamConcurrencyEnabled) {
-      a.ticket = this.deps.limiter.acquire(key, this, attemptId);
+    if (this.deps.admission.queue(t.route, null, this, attemptId, a)) {
       this.ticketsTaken++;
-      if (a.ticket.state !== 'held') {
+      if (a.ticket!.state !== 'held') {
         const giveUpAtMs = Math.min(nowMs + this.deps.settings.upstreamConcurrencyAcquireTimeoutSec * 1000, this.overallAtMs);
         return [{ kind: 'acquire_slot', attemptId, endpointId: t.endpointId, giveUpAtMs }, this.arm('queue', attemptId, giveUpAtMs)];
       }
@@ -547,15 +500,10 @@ export class MultiTargetLifecycle implements RequestLife {
     this.disarm(a.attemptId, 'queue');
     a.phase = 'sent';
     this.deps.stats.begin(a.target.endpointId);
-    const s = this.deps.settings;
-    const mt = this.mt!;
-    const firstChunkMs = mt.streamTimeoutMs;
-    const firstTokenAtMs = this.request.stream && firstChunkMs !== null ? Math.min(nowMs + firstChunkMs, this.overallAtMs) : null;
-    const totalMs = mt.timeoutMs ?? s.requestTimeoutSec * 1000;
-    const totalAtMs = this.request.stream ? this.overallAtMs : Math.min(nowMs + totalMs, this.overallAtMs);
+    const k = this.kindPolicy!;
     return [
-      { kind: 'dispatch', attemptId: a.attemptId, endpointId: a.target.endpointId, deadlines: { firstTokenAtMs, totalAtMs: Number.isFinite(totalAtMs) ? totalAtMs : null } },
-      this.arm('headers', a.attemptId, nowMs + s.headersTimeoutSec * 1000),
+      { kind: 'dispatch', attemptId: a.attemptId, endpointId: a.target.endpointId, deadlines: dispatchDeadlines(k.waits, this.request.stream, nowMs, this.overallAtMs) },
+      this.arm('headers', a.attemptId, nowMs + k.headersMs),
     ];
   }
 
@@ -568,29 +516,22 @@ export class MultiTargetLifecycle implements RequestLife {
     this.live = null;
     this.disarm(a.attemptId);
     const id = a.target.endpointId;
-    if (a.ticket !== null) {
-      const rateLimited = outcome.kind === 'http_status' && outcome.status === 429;
-      this.deps.limiter.release(a.ticket, outcome.kind === 'ok' ? 'success' : rateLimited ? 'rate_limited' : 'other');
-      a.ticket = null;
-      this.ticketsReleased++;
-    }
+    if (this.deps.admission.release(a, outcome)) this.ticketsReleased++;
     if (a.phase === 'queued') {
       // Never sent: nothing upstream to count; only the record.
       this.attempts.push({ attemptId: a.attemptId, endpointId: id, startMs: a.startMs, endMs: nowMs, outcome, target: a.target.model, usage });
       return;
     }
     this.deps.stats.end(id);
-    this.deps.health.recordUnadmitted(id, outcome, nowMs);
-    if (outcome.kind === 'http_status' && outcome.errorClass === 'auth_rejected') this.deps.health.markDegraded(id, nowMs);
     this.deps.cooldowns.record(id, outcome, nowMs);
-    this.model!.planner.observe?.(id, outcome, nowMs);
+    reportAttemptOutcome(this.deps.health, this.model!.planner, id, null, true, outcome, nowMs);
     this.attempts.push({ attemptId: a.attemptId, endpointId: id, startMs: a.startMs, endMs: nowMs, outcome, target: a.target.model, usage });
   }
 
   /** A target over its own rate limit: a failed 429 attempt with no upstream call. */
   private recordRateSkip(t: ResolvedTarget, nowMs: number): void {
     const retryAfterMs = t.rateLimit ? t.rateLimit.retryAfterMs(nowMs) : null;
-    this.tried.add(t.index);
+    this.tiers.tried.add(t.index);
     this.skippedForRate++;
     if (retryAfterMs !== null) this.soonestTokenMs = Math.min(this.soonestTokenMs, retryAfterMs);
     this.attempts.push({
@@ -610,14 +551,13 @@ export class MultiTargetLifecycle implements RequestLife {
   /** Ends with the error of `outcome`, reported by attempt `attemptId` (its body may pass through). */
   private failWithOutcome(outcome: Outcome, nowMs: number, attemptId: number | null): LifecycleAction[] {
     const e = errorForOutcome(outcome);
-    const tried = this.attempts.map((r) => `${r.target ?? r.endpointId}=${r.skipped ? 'skipped_429' : r.outcome.kind === 'http_status' ? r.outcome.status : r.outcome.kind}`);
-    return this.fail(e.code, `model '${this.model?.id ?? this.request.model}': all attempts failed: ${tried.join(', ')}`, nowMs, e.status, e.retryAfterSec, attemptId);
+    return this.fail(e.code, `model '${this.model?.id ?? this.request.model}': all attempts failed: ${attemptsSummary(this.attempts)}`, nowMs, e.status, e.retryAfterSec, attemptId);
   }
 
   private fail(code: ErrorCode, message: string, nowMs: number, status = ERROR_STATUS[code], retryAfterSec: number | null = null, attemptId: number | null = null): LifecycleAction[] {
-    if (code === 'client_gone') return [this.doneAction(code, nowMs, null)];
-    const respond: LifecycleAction = attemptId === null ? { kind: 'respond_error', status, code, message, retryAfterSec } : { kind: 'respond_error', status, code, message, retryAfterSec, attemptId };
-    return [respond, this.doneAction(code, nowMs, null)];
+    const respond = respondError(code, message, status, retryAfterSec, attemptId);
+    const done = this.doneAction(code, nowMs, null);
+    return respond === null ? [done] : [respond, done];
   }
 
   private doneAction(status: string, nowMs: number, usage: Usage | null): LifecycleAction {

@@ -1,49 +1,43 @@
 /**
- * The life of one request under a per-model router: the `fixed` pipeline and fallback plan of
- * seed 000 ("how FixedRouter picks an endpoint", "fallback"), executed as a state machine.
+ * The life of one request under a per-model (`router:`) router: the pipeline and fallback plan of
+ * seed 000 ("how FixedRouter picks an endpoint", "fallback") as a state machine, composed of the
+ * parts every model kind shares (`request/request-life.ts` picks it).
  *
- * Selection: published and non-empty routes (else 404) → modality filter → explicit pin (no
- * fallback, no affinity) → weight and breaker admission → session affinity (when the planner
- * asks for it) → the planner's pick (prefill-aware for `fixed`).
- * Fallback: after a failure, the remaining routes in declaration order, skipping weight 0,
- * modality mismatches and routes whose breaker gives no claim; the first success wins; if all
- * fail the client gets the primary's error. A committed stream never falls back.
+ * Candidate stages (`request/candidates/`): published and non-empty routes (else 404) →
+ * modality → context-window floor → explicit pin (no fallback, no affinity) → session affinity
+ * when the planner asks for it (`affinity.ts`) → weight and admission (`admitted.ts`) → the
+ * planner's pick (prefill-aware for `fixed`). Every fresh primary choice is pinned; a failure on
+ * the pinned endpoint drops the pin (cancellation and client disconnects are not its failures).
+ * Fallback: the remaining routes in declaration order, skipping weight 0, routes refused by a
+ * gate or whose breaker gives no claim; if all fail the client gets the primary's error.
+ * Request-scoped errors (`lifecycle/outcome-table.ts`) go straight back; a committed stream
+ * never falls back.
  *
- * Session affinity (seed 000, "会话亲和"): a valid pin of (caller, model) to an admitted
- * endpoint is used and its TTL slides; a pin to an endpoint that is no longer admitted is dropped
- * and the planner draws afresh; a pin whose endpoint's prefill backlog exceeds
- * `prefillAffinityCeilingTokens` is bypassed for this request (the planner draws among the
- * others) and moved to the new choice. Every fresh primary choice is pinned. A failure on the
- * pinned endpoint drops the pin (cancellation and client disconnects are not its failures).
- *
- * The full life (seed 000 "出站并发", "排队等待卸载", "引擎等待", "引擎队列上限",
- * "最大卸载输入"): an attempt is first *queued* for an outbound slot (non-local routes, adaptive
- * limiter per provider key) or an engine-hold place (local engines of a model with an
- * `engine_queue_limit`), then *sent* (`dispatch`), then waits for its first output and token.
- * Deadlines are `wait_until` actions the life arms and `deadline` events it interprets: overall
- * (whole life), queue give-up, headers (dispatch → first output), non-streaming request timeout,
- * stream idle (after `chunk` events) and engine wait (dispatch → first output, offload models).
- * Offload: the offload route is never primary while another route is admissible; a queue give-up
- * or engine-wait expiry moves to it next (at most once per request); if it fails, the remaining
- * routes run, then the interrupted route once more without offload deadlines.
+ * Admission (`admission/`): every attempt asks the check gates (Retry-After), claims the breaker
+ * (one half-open probe), and queues for an outbound slot (non-local routes, adaptive per provider
+ * key) or an engine-hold place (local engines of a model with an `engine_queue_limit`), then is
+ * *sent* (`dispatch`). Attempt policy (`request/policy/`): commit at the first content token
+ * (`commit.ts`); deadlines from the router family's waits (`attempt-deadlines.ts`,
+ * `kind-policy.ts`): overall, queue give-up, headers, non-stream total, stream idle, engine wait;
+ * offload (`offload.ts`): the offload route is never primary while another route is admissible,
+ * a queue give-up or engine-wait expiry moves to it (at most once), then the remaining routes,
+ * then the interrupted route once more; hedging (`hedge.ts`): the planner's backup races a slow
+ * primary, the first token commits and cancels the other (`hedge_lost`).
  *
  * The life owns every dispatch claim, prefill lease, outbound slot and hold place it takes and
  * ends each exactly once on every path: a lease at the attempt's first token or its end; a hold
  * place at the first output or the end; a slot and a claim at the attempt's end.
- *
- * Hedge hook (RouteWise): attempts are a list, so two in flight is natural — a planner-driven
- * second `startAttempt` while the first is live; the first `first_token` commits and cancels
- * the other live attempts (`commitAndCancelOthers`), a failure of one while the other is live
- * just waits for the other.
  */
 import type { Rng } from '../rng.ts';
 import type { ResolvedModel, ResolvedRoute } from '../model/resolved-model.ts';
 import type { DispatchClaim, HealthRegistry } from '../health/health-registry.ts';
-import type { Outcome } from './outcome.ts';
-import { ERROR_STATUS, errorForOutcome, type ErrorCode } from './errors.ts';
-import { OUTCOME_RULES } from './outcome-table.ts';
-import { acceptsModalities } from '../request/candidates/modality.ts';
-import { contextNeedTokens, fitsWindow, noWindowFitsMessage, refusalFloorTokens } from '../request/candidates/context-floor.ts';
+import type { Outcome } from '../lifecycle/outcome.ts';
+import { ERROR_STATUS, errorForOutcome, type ErrorCode } from '../lifecycle/errors.ts';
+import { OUTCOME_RULES } from '../lifecycle/outcome-table.ts';
+import { acceptsModalities, routesAccepting } from './candidates/modality.ts';
+import { affinityStage, type AffinityOutcome } from './candidates/affinity.ts';
+import { admittedCandidates, coolestRetryAfterMs, noAdmittedRoute } from './candidates/admitted.ts';
+import { contextNeedTokens, fitsWindow, noWindowFitsMessage, refusalFloorTokens, routesFitting } from './candidates/context-floor.ts';
 import type {
   AttemptRecord,
   LifecycleAction,
@@ -52,18 +46,27 @@ import type {
   RouteRequest,
   RoutingMetadata,
   Usage,
-} from './seam.ts';
-import type { Candidate, HedgeOrder } from '../strategies/planner.ts';
+} from '../lifecycle/seam.ts';
 import type { RoutingSettings } from '../config/routing-settings.ts';
 import type { PrefillLease, PrefillLoad } from '../prefill/prefill-load.ts';
-import type { AffinityPin, AffinityTable } from '../affinity/affinity-table.ts';
+import type { AffinityTable } from '../affinity/affinity-table.ts';
 import { ANONYMOUS_AFFINITY_KEY } from '../affinity/affinity-key.ts';
 import { OutboundLimiter } from '../outbound/outbound-limiter.ts';
 import { EngineHold } from '../outbound/engine-hold.ts';
 import type { SlotTicket } from '../outbound/slot-pool.ts';
-import { RetryAfterTable } from './retry-after.ts';
-import type { OffloadPolicy } from '../offload/offload-policy.ts';
-import { idleDeadlineFired, recordStreamChunk, type StreamIdleState } from '../request/policy/stream-idle.ts';
+import { RetryAfterTable } from '../health/retry-after.ts';
+import { CooldownRegistry } from '../health/cooldown.ts';
+import { buildAdmissions, type Admission } from '../admission/admission.ts';
+import type { QueueGate } from '../admission/queue-gate.ts';
+import { OffloadPlan, type OffloadReason } from './policy/offload.ts';
+import { HedgePlan } from './policy/hedge.ts';
+import { routerPolicy, type RequestKindPolicy } from './policy/kind-policy.ts';
+import { commitsAt } from './policy/commit.ts';
+import { dispatchDeadlines } from './policy/attempt-deadlines.ts';
+import { attemptsSummary, respondError } from './ending.ts';
+import { reportAttemptOutcome } from './attempt-outcome.ts';
+import { DeadlineBook, deadlineAttempt, deadlineKind, type DeadlineKind } from './deadline-book.ts';
+import { idleDeadlineFired, recordStreamChunk, type StreamIdleState } from './policy/stream-idle.ts';
 
 /** The process-wide state a life works with, owned by `RoutingCore`. */
 export interface LifecycleDeps {
@@ -81,13 +84,20 @@ export interface LifecycleDeps {
   readonly hold?: EngineHold;
   /** Not-before times from Retry-After; absent ⇒ private instance. */
   readonly retryAfter?: RetryAfterTable;
+  /**
+   * The gates every attempt asks (`admission/admission.ts`), over the tables above; absent ⇒
+   * built from them (use `RoutingCore.lifecycleDeps` to share the core's).
+   */
+  readonly admission?: Admission;
+  /** The `router:` family's attempt policy under `settings`; absent ⇒ derived from them. */
+  readonly kindPolicy?: RequestKindPolicy;
 }
 
 /** `LifecycleDeps` with every shared table present. */
 type FullDeps = Required<LifecycleDeps>;
 
 function completeDeps(d: LifecycleDeps): FullDeps {
-  if (d.limiter && d.hold && d.retryAfter) return d as FullDeps;
+  if (d.limiter && d.hold && d.retryAfter && d.admission && d.kindPolicy) return d as FullDeps;
   const s = d.settings;
   const limiter =
     d.limiter ??
@@ -95,28 +105,21 @@ function completeDeps(d: LifecycleDeps): FullDeps {
       { enabled: s.upstreamConcurrencyEnabled, initialLimit: s.upstreamConcurrencyInitialLimit, maxLimit: s.upstreamConcurrencyMaxLimit, probeSuccessInterval: s.upstreamConcurrencyProbeSuccessInterval },
       () => {},
     );
-  return { ...d, limiter, hold: d.hold ?? new EngineHold(() => {}), retryAfter: d.retryAfter ?? new RetryAfterTable() };
+  const hold = d.hold ?? new EngineHold(() => {});
+  const retryAfter = d.retryAfter ?? new RetryAfterTable();
+  const admission =
+    d.admission ??
+    buildAdmissions({ health: d.health, retryAfter, cooldowns: new CooldownRegistry(), limiter, hold, outboundLimitEnabled: s.upstreamConcurrencyEnabled }).router;
+  return { ...d, limiter, hold, retryAfter, admission, kindPolicy: d.kindPolicy ?? routerPolicy(s) };
 }
 
-/** Why the offload route was tried (`RoutingMetadata.offloadReason`). */
-export type OffloadReason = 'queue_wait' | 'engine_wait' | 'last_resort';
+export type { OffloadReason } from './policy/offload.ts';
 
 /**
  * `normal`: may be interrupted for offload; `offload`: the offload attempt; `retry`/`pinned`:
  * never interrupted; `hedge`: the planner's backup racing the primary (never interrupted).
  */
 type AttemptRole = 'normal' | 'offload' | 'retry' | 'pinned' | 'hedge';
-type DeadlineKind = 'overall' | 'queue' | 'headers' | 'total' | 'idle' | 'engine_wait' | 'hedge';
-
-/**
- * Armed deadlines are packed in one small-integer array indexed by deadline id:
- * `attemptId * 8 + kind code` (the overall deadline has attempt 0), 0 once fired or disarmed.
- * A life arms a handful, so scans are short; this replaced a Map of objects per life that showed
- * up as allocation and GC time in the decision benchmark.
- */
-const KIND_CODE: Readonly<Record<DeadlineKind, number>> = { overall: 1, queue: 2, headers: 3, total: 4, idle: 5, engine_wait: 6, hedge: 7 };
-const KIND_OF: readonly DeadlineKind[] = ['overall', 'overall', 'queue', 'headers', 'total', 'idle', 'engine_wait', 'hedge'];
-
 interface LiveAttempt extends StreamIdleState {
   readonly attemptId: number;
   readonly route: ResolvedRoute;
@@ -127,11 +130,19 @@ interface LiveAttempt extends StreamIdleState {
   phase: 'queued' | 'sent';
   /** Outbound slot (limiter) or engine-hold place; null when exempt or already given up. */
   ticket: SlotTicket | null;
-  ticketKind: 'limiter' | 'hold' | null;
+  /** The queue gate that issued `ticket` (outbound slot or engine hold); null when none applied. */
+  ticketGate: QueueGate | null;
   /** Held from dispatch until the first token or the attempt's end; then null. */
   lease: PrefillLease | null;
   gotOutput: boolean;
 }
+
+/**
+ * Shared plans for the usual request: no offload policy, no hedge order. Neither is ever
+ * mutated (every mutating call needs a policy or an order first), so one instance serves all.
+ */
+const NO_OFFLOAD = new OffloadPlan(null);
+const NO_HEDGE = new HedgePlan();
 
 const NEUTRAL: Outcome = { kind: 'cancelled' };
 const CANCELLED: Outcome = { kind: 'cancelled' };
@@ -150,11 +161,10 @@ export class RequestLifecycle implements RequestLife {
   private done = false;
   private committedAttempt: number | null = null;
   private nextAttemptId = 1;
-  private nextDeadlineId = 1;
   /** Attempts started and not ended (one, or two while a hedge races); a short array, not a Map. */
   private readonly live: LiveAttempt[] = [];
-  /** Packed armed deadlines by id (see `KIND_CODE`); index 0 unused. Sized for a typical life. */
-  private readonly deadlines: number[] = [0, 0, 0, 0, 0, 0, 0, 0];
+  /** Armed deadlines (`request/deadline-book.ts`). */
+  private readonly deadlines = new DeadlineBook();
   private readonly attempts: AttemptRecord[] = [];
   private primaryFailure: Outcome | null = null;
   private pinned = false;
@@ -168,30 +178,22 @@ export class RequestLifecycle implements RequestLife {
   private ticketsTaken = 0;
   private ticketsReleased = 0;
   private overallAtMs = Number.POSITIVE_INFINITY;
-  /** The model's active offload policy, or null. */
-  private readonly policy: OffloadPolicy | null;
-  /** The offload route when this request may use it (not pinned, fits its size limits), else null. */
-  private offloadRoute: ResolvedRoute | null = null;
+  /** Queue-wait offload of this request (`request/policy/offload.ts`). */
+  private readonly offload: OffloadPlan;
   /** The offload route's endpoint id when the policy is active (it is never primary then). */
   private readonly offloadId: string | null;
-  private offloaded = false;
-  private offloadReason: OffloadReason | null = null;
-  /** The route an offload interrupted; retried once after every other candidate. */
-  private interrupted: ResolvedRoute | null = null;
-  private interruptedRetried = false;
   /** After a context-length rejection: routes need a `context_length` above this. */
   private contextFloor: number | null = null;
   /** Routes that passed the modality and context-window stages (fallback walks these). */
   private eligibleRoutes: readonly ResolvedRoute[] = [];
   /** The attempt whose failure the client is told of when every attempt failed. */
   private primaryFailureAttemptId: number | null = null;
-  /** The planner's hedge order for the primary, until it fires or the primary answers or ends. */
-  private hedgeOrder: HedgeOrder | null = null;
-  private hedgePrimaryId = 0;
-  /** The backup's endpoint once a hedge was sent (metadata), else null. */
-  private hedgedTo: string | null = null;
+  /** The planner's hedge order for the primary (`request/policy/hedge.ts`); shared empty plan until one is made. */
+  private hedge: HedgePlan = NO_HEDGE;
   private readonly health: HealthRegistry;
   private readonly deps: FullDeps;
+  /** The gates every attempt asks (checks: Retry-After; breaker claim; outbound slot, engine hold). */
+  private readonly admission: Admission;
 
   constructor(
     private readonly model: ResolvedModel | null,
@@ -202,9 +204,9 @@ export class RequestLifecycle implements RequestLife {
     this.requestId = request.requestId;
     this.deps = completeDeps(deps);
     this.health = deps.health;
-    const p = model?.offload;
-    this.policy = p && p.active ? p : null;
-    this.offloadId = this.policy?.endpointId ?? null;
+    this.admission = this.deps.admission;
+    this.offload = model?.offload?.active === true ? new OffloadPlan(model) : NO_OFFLOAD;
+    this.offloadId = this.offload.endpointId;
   }
 
   get isDone(): boolean {
@@ -217,15 +219,8 @@ export class RequestLifecycle implements RequestLife {
     if (!model || !model.published || model.routes.length === 0) {
       return this.fail('model_not_found', `model '${this.request.model}' does not exist or has no published routes`, nowMs);
     }
-    // Hot path: most requests are text-only and every route accepts text, so `modal` is usually
-    // the route list itself and nothing is allocated.
-    let modal: readonly ResolvedRoute[] = model.routes;
-    for (let i = 0; i < modal.length; i++) {
-      if (!acceptsModalities(modal[i]!, this.request.modalities)) {
-        modal = model.routes.filter((r) => acceptsModalities(r, this.request.modalities));
-        break;
-      }
-    }
+    // Modality stage: usually every route accepts the request, and `modal` is the route list itself.
+    let modal = routesAccepting(model.routes, this.request.modalities);
     if (modal.length === 0) {
       return this.fail(
         'all_circuits_open',
@@ -235,14 +230,9 @@ export class RequestLifecycle implements RequestLife {
     }
     // Context-window stage (`context-floor.ts`). Usually every route fits: nothing allocated.
     const need = contextNeedTokens(this.request);
-    for (let i = 0; i < modal.length; i++) {
-      if (!fitsWindow(modal[i]!.contextLength, need)) {
-        const fit = modal.filter((r) => fitsWindow(r.contextLength, need));
-        if (fit.length === 0) return this.fail('context_length_exceeded', noWindowFitsMessage(model.id, need, modal.map((r) => r.contextLength)), nowMs);
-        modal = fit;
-        break;
-      }
-    }
+    const fit = routesFitting(modal, need);
+    if (fit.length === 0) return this.fail('context_length_exceeded', noWindowFitsMessage(model.id, need, modal.map((r) => r.contextLength)), nowMs);
+    modal = fit;
     this.eligibleRoutes = modal;
     // The overall deadline's `wait_until` goes last, after the first attempt's actions.
     const out: LifecycleAction[] = [];
@@ -262,66 +252,29 @@ export class RequestLifecycle implements RequestLife {
       this.startAttempt(route, null, 'pinned', nowMs, out);
       return this.withOverall(out);
     }
-    if (this.policy !== null) {
-      const r = modal.find((x) => x.endpointId === this.offloadId) ?? null;
-      const maxIn = this.policy.maxInputTokens;
-      const fits = r !== null && (maxIn === null || this.request.inputTokens <= maxIn) && (r.contextLength === null || this.request.inputTokens <= r.contextLength);
-      this.offloadRoute = fits ? r : null;
-    }
+    this.offload.consider(modal, this.request.inputTokens);
     // Session affinity first: a hit needs only its own endpoint's admission, not the full
     // candidate list (the common case for a returning caller).
-    let bypassed: string | null = null;
-    let affinityPin: AffinityPin | null = null;
+    let bypass: Extract<AffinityOutcome, { kind: 'bypass' }> | null = null;
     if (model.planner.sessionAffinity === true) {
       const key = this.request.callerId ?? ANONYMOUS_AFFINITY_KEY;
       this.affinityKey = key;
-      affinityPin = this.deps.affinity.lookup(key, model.id, nowMs);
-      if (affinityPin !== null) {
-        const route = affinityPin.endpointId === this.offloadId ? null : this.admitted(modal, affinityPin.endpointId, nowMs);
-        if (route === null) {
-          this.deps.affinity.dropIfPinnedTo(key, model.id, affinityPin.endpointId); // no longer admissible
-          affinityPin = null;
-        } else if (this.affinityBacklogTokens(route.endpointId) > this.deps.settings.prefillAffinityCeilingTokens) {
-          bypassed = route.endpointId; // backlogged: draw among the others, re-pin below
-        } else {
-          const claim = this.health.beginDispatch(route.endpointId, nowMs);
-          if (claim) {
-            this.deps.affinity.slide(affinityPin, nowMs);
-            this.reason = 'affinity';
-            this.startAttempt(route, claim, 'normal', nowMs, out);
-            return this.withOverall(out);
-          }
-          this.deps.affinity.dropIfPinnedTo(key, model.id, affinityPin.endpointId);
-          affinityPin = null;
-        }
+      const hit = affinityStage(this.deps, key, this.request.callerId, model.id, modal, this.offloadId, this.admission, nowMs);
+      if (hit.kind === 'hit') {
+        this.reason = 'affinity';
+        this.startAttempt(hit.route, hit.claim, 'normal', nowMs, out);
+        return this.withOverall(out);
       }
+      if (hit.kind === 'bypass') bypass = hit;
     }
-    // Usually every route is eligible: then the planner gets the model's shared candidate array
-    // and nothing is allocated. `prefix` counts eligible routes while they match it.
-    const all = model.candidates;
-    let candidates: Candidate[] | null = null;
-    let prefix = 0;
-    let coolestMs = Number.POSITIVE_INFINITY;
-    for (const r of modal) {
-      if (r.endpointId === bypassed || r.endpointId === this.offloadId || r.effectiveWeight <= 0) continue;
-      const wait = this.deps.retryAfter.remainingMs(r.endpointId, nowMs);
-      if (wait > 0) {
-        coolestMs = Math.min(coolestMs, wait);
-        continue;
-      }
-      if (!this.health.allowRequest(r.endpointId, nowMs)) continue;
-      if (candidates !== null) candidates.push(r.candidate);
-      else if (all[prefix] === r.candidate) prefix++;
-      else (candidates = all.slice(0, prefix)).push(r.candidate);
-    }
-    if (candidates === null && prefix < all.length) candidates = all.slice(0, prefix);
-    let eligible: readonly Candidate[] = candidates ?? all;
-    if (bypassed !== null && eligible.length === 0) {
+    const bypassed = bypass?.route.endpointId ?? null;
+    let eligible = admittedCandidates(model, modal, bypassed, this.offloadId, this.admission, nowMs);
+    if (bypass !== null && eligible.length === 0) {
       // Nowhere else to go: a backlogged pin still beats a rejection (never blocks or rejects).
-      const route = this.admitted(modal, bypassed, nowMs)!;
-      const claim = this.health.beginDispatch(route.endpointId, nowMs);
+      const route = bypass.route;
+      const claim = this.admission.gates.breaker.claim(route.endpointId, nowMs);
       if (claim) {
-        this.deps.affinity.slide(affinityPin!, nowMs);
+        this.deps.affinity.slide(bypass.pin, nowMs);
         this.reason = 'affinity';
         this.startAttempt(route, claim, 'normal', nowMs, out);
         return this.withOverall(out);
@@ -333,13 +286,13 @@ export class RequestLifecycle implements RequestLife {
       const pick = model.planner.pick(eligible, this.request, nowMs, this.rng);
       const chosen = eligible[pick.candidate]!;
       const route = model.routes[chosen.routeIndex]!;
-      const claim = this.health.beginDispatch(route.endpointId, nowMs);
+      const claim = this.admission.gates.breaker.claim(route.endpointId, nowMs);
       if (claim) {
         this.reason = bypassed !== null ? 'affinity_ceiling' : pick.reason;
         if (this.affinityKey !== null) this.deps.affinity.pin(this.affinityKey, model.id, route.endpointId, nowMs);
         if (pick.hedge) {
-          this.hedgeOrder = pick.hedge;
-          this.hedgePrimaryId = this.nextAttemptId; // the attempt started next; armed at its dispatch
+          this.hedge = new HedgePlan();
+          this.hedge.plan(pick.hedge, this.nextAttemptId); // the attempt started next; armed at its dispatch
         }
         this.startAttempt(route, claim, 'normal', nowMs, out);
         return this.withOverall(out);
@@ -353,27 +306,10 @@ export class RequestLifecycle implements RequestLife {
       out.push(...last);
       return this.withOverall(out);
     }
-    if (coolestMs !== Number.POSITIVE_INFINITY) {
-      // Every candidate is cooling after a Retry-After: tell the client when to come back.
-      const status = this.coolingStatus(modal, nowMs);
-      return this.fail(
-        status === 429 ? 'upstream_rate_limited' : 'all_circuits_open',
-        `every route of model '${model.id}' asked us to retry later`,
-        nowMs,
-        status,
-        Math.max(1, Math.ceil(coolestMs / 1000)),
-      );
-    }
-    // Every breaker is shut: tell the client when the first one lets a request (a probe) through.
-    let reopenMs = Number.POSITIVE_INFINITY;
-    for (const r of modal) if (r.effectiveWeight > 0) reopenMs = Math.min(reopenMs, this.health.admitsInMs(r.endpointId, nowMs));
-    return this.fail(
-      'all_circuits_open',
-      `no admitted route for model '${model.id}'; considered: ${modal.map((r) => r.endpointId).join(', ')}`,
-      nowMs,
-      ERROR_STATUS.all_circuits_open,
-      reopenMs > 0 && Number.isFinite(reopenMs) ? Math.max(1, Math.ceil(reopenMs / 1000)) : null,
-    );
+    // Nothing admitted: cooling after Retry-After (429/503 with the hint) or every breaker shut.
+    const coolestMs = coolestRetryAfterMs(modal, bypassed, this.offloadId, this.admission, nowMs);
+    const e = noAdmittedRoute(model, modal, coolestMs, this.admission, nowMs);
+    return this.fail(e.code, e.message, nowMs, e.status, e.retryAfterSec);
   }
 
   step(event: LifecycleEvent, nowMs: number): LifecycleAction[] {
@@ -396,12 +332,9 @@ export class RequestLifecycle implements RequestLife {
         if (!a || a.phase !== 'sent') return [];
         this.gotOutput(a);
         this.releaseLease(a); // prefill is over; decode is not prefill pressure
-        if (a.attemptId === this.hedgePrimaryId && this.hedgeOrder !== null) {
-          this.disarm(a, 'hedge'); // the primary's first token came in time: no hedge
-          this.hedgeOrder = null;
-        }
+        if (this.hedge.answered(a.attemptId)) this.disarm(a, 'hedge'); // the primary's first token came in time: no hedge
         if (this.firstTokenAtMs === null) this.firstTokenAtMs = nowMs;
-        if (this.request.stream && this.committedAttempt === null) {
+        if (this.committedAttempt === null && commitsAt(this.deps.kindPolicy.commitPoint, 'first_token', this.request.stream)) {
           this.committedAttempt = a.attemptId;
           const out: LifecycleAction[] = [{ kind: 'commit', attemptId: a.attemptId }];
           return this.cancelOthers(nowMs, a.attemptId, out, 'hedge_lost');
@@ -482,7 +415,7 @@ export class RequestLifecycle implements RequestLife {
       startMs: nowMs,
       phase: 'queued',
       ticket: null,
-      ticketKind: null,
+      ticketGate: null,
       lease: null,
       gotOutput: false,
       lastChunkAtMs: nowMs,
@@ -490,15 +423,8 @@ export class RequestLifecycle implements RequestLife {
     };
     this.live.push(a);
     const s = this.deps.settings;
-    if (route.outboundKey !== null) {
-      if (s.upstreamConcurrencyEnabled) {
-        a.ticket = this.deps.limiter.acquire(route.outboundKey, this, attemptId);
-        a.ticketKind = 'limiter';
-      }
-    } else if (this.request.stream && this.model?.offload?.active === true && this.model.offload.engineQueueLimit !== null) {
-      a.ticket = this.deps.hold.acquire(route.endpointId, this.model.offload.engineQueueLimit, this, attemptId);
-      a.ticketKind = 'hold';
-    }
+    const holdLimit = this.request.stream && this.model?.offload?.active === true ? this.model.offload.engineQueueLimit : null;
+    this.admission.queue(route, holdLimit, this, attemptId, a);
     if (a.ticket === null || a.ticket.state === 'held') {
       if (a.ticket !== null) this.ticketsTaken++;
       this.send(a, nowMs, out);
@@ -506,7 +432,7 @@ export class RequestLifecycle implements RequestLife {
     }
     this.ticketsTaken++;
     const acquireMs = s.upstreamConcurrencyAcquireTimeoutSec * 1000;
-    const waitMs = this.interruptible(a) ? Math.min(acquireMs, this.policy!.waitMs) : acquireMs;
+    const waitMs = this.interruptible(a) ? Math.min(acquireMs, this.offload.waitMs) : acquireMs;
     const giveUpAtMs = Math.min(nowMs + waitMs, this.overallAtMs);
     out.push({ kind: 'acquire_slot', attemptId, endpointId: route.endpointId, giveUpAtMs }, this.arm('queue', attemptId, giveUpAtMs));
   }
@@ -517,22 +443,16 @@ export class RequestLifecycle implements RequestLife {
     a.phase = 'sent';
     a.lease = this.deps.prefill.acquire(a.route.endpointId, this.request.callerId, this.request.inputTokens, nowMs, this.affinityKey !== null && this.deps.settings.prefillAffinityExcludeOwn);
     this.leasesTaken++;
-    const s = this.deps.settings;
-    const totalAtMs = this.request.stream ? this.overallAtMs : Math.min(this.overallAtMs, nowMs + s.requestTimeoutSec * 1000);
-    const firstTokenAtMs = this.request.stream ? Math.min(this.overallAtMs, nowMs + s.firstTokenTimeoutSec * 1000) : null;
+    const k = this.deps.kindPolicy;
     out.push(
-      {
-        kind: 'dispatch',
-        attemptId: a.attemptId,
-        endpointId: a.route.endpointId,
-        deadlines: { firstTokenAtMs, totalAtMs: Number.isFinite(totalAtMs) ? totalAtMs : null },
-      },
-      this.arm('headers', a.attemptId, nowMs + s.headersTimeoutSec * 1000),
+      { kind: 'dispatch', attemptId: a.attemptId, endpointId: a.route.endpointId, deadlines: dispatchDeadlines(k.waits, this.request.stream, nowMs, this.overallAtMs) },
+      this.arm('headers', a.attemptId, nowMs + k.headersMs),
     );
-    if (!this.request.stream) out.push(this.arm('total', a.attemptId, nowMs + s.requestTimeoutSec * 1000));
+    if (!this.request.stream) out.push(this.arm('total', a.attemptId, nowMs + k.waits.totalMs));
     // Engine wait: a stream on a non-offload route of an offload model gets `wait` to show output.
-    if (this.request.stream && this.interruptible(a)) out.push(this.arm('engine_wait', a.attemptId, nowMs + this.policy!.waitMs));
-    if (this.hedgeOrder !== null && a.attemptId === this.hedgePrimaryId) out.push(this.arm('hedge', a.attemptId, nowMs + this.hedgeOrder.afterMs));
+    if (this.request.stream && this.interruptible(a)) out.push(this.arm('engine_wait', a.attemptId, nowMs + this.offload.waitMs));
+    const hedgeAtMs = this.hedge.checkpointAtMs(a.attemptId, nowMs);
+    if (hedgeAtMs !== null) out.push(this.arm('hedge', a.attemptId, hedgeAtMs));
   }
 
   /** First upstream output (preamble, buffered output or a token): lifts headers and engine-wait limits, frees the hold place. */
@@ -541,31 +461,26 @@ export class RequestLifecycle implements RequestLife {
     a.gotOutput = true;
     this.disarm(a, 'headers');
     this.disarm(a, 'engine_wait');
-    if (a.ticketKind === 'hold') this.releaseTicket(a, 'other');
+    if (a.ticketGate?.releasedAtFirstOutput === true) this.releaseTicket(a, null);
   }
 
   /** Whether `a` may still be cut short to go to the offload route. */
   private interruptible(a: LiveAttempt): boolean {
-    return a.role === 'normal' && a.route.endpointId !== this.offloadId && this.canOffload(-1);
+    return this.offload.interruptible(a.role === 'normal', a.route.endpointId, this.contextFloor, this.admission);
   }
 
   /** Whether the offload route is available to this request now (never twice). */
   private canOffload(nowMs: number): boolean {
-    const r = this.offloadRoute;
-    if (r === null || this.offloaded) return false;
-    if (this.contextFloor !== null && !(r.contextLength !== null && r.contextLength > this.contextFloor)) return false;
-    if (nowMs >= 0 && (this.deps.retryAfter.remainingMs(r.endpointId, nowMs) > 0 || !this.health.allowRequest(r.endpointId, nowMs))) return false;
-    return true;
+    return this.offload.available(this.contextFloor, this.admission, nowMs) !== null;
   }
 
   /** Starts the offload attempt (at most once per request), or null when it is not available. */
   private startOffload(reason: OffloadReason, nowMs: number): LifecycleAction[] | null {
-    if (!this.canOffload(nowMs)) return null;
-    const r = this.offloadRoute!;
-    const claim = this.health.beginDispatch(r.endpointId, nowMs);
+    const r = this.offload.available(this.contextFloor, this.admission, nowMs);
+    if (r === null) return null;
+    const claim = this.admission.gates.breaker.claim(r.endpointId, nowMs);
     if (!claim) return null;
-    this.offloaded = true;
-    this.offloadReason = reason;
+    this.offload.taken(reason);
     return this.started(r, claim, 'offload', nowMs);
   }
 
@@ -575,7 +490,7 @@ export class RequestLifecycle implements RequestLife {
     if (a.phase === 'sent') out.push({ kind: 'cancel', attemptId: a.attemptId });
     const recorded: Outcome = reason === 'queue_wait' ? { kind: 'queue_wait_timeout' } : { kind: 'first_token_timeout' };
     this.endAttempt(a, recorded, nowMs, NEUTRAL); // neither the breaker nor the hints hear of it
-    this.interrupted = a.route;
+    this.offload.interrupted = a.route;
     const next = this.startOffload(reason, nowMs);
     if (next !== null) out.push(...next);
     else out.push(...this.continueAfter(recorded, nowMs));
@@ -583,18 +498,17 @@ export class RequestLifecycle implements RequestLife {
   }
 
   private onDeadline(deadlineId: number, nowMs: number): LifecycleAction[] {
-    const packed = this.deadlines[deadlineId] ?? 0;
+    const packed = this.deadlines.take(deadlineId);
     if (packed === 0) return [];
-    this.deadlines[deadlineId] = 0;
-    const kind = KIND_OF[packed & 7]!;
+    const kind = deadlineKind(packed);
     if (kind === 'overall') return this.overallExpired(nowMs);
-    const a = this.liveAttempt(packed >> 3);
+    const a = this.liveAttempt(deadlineAttempt(packed));
     if (!a) return [];
     switch (kind) {
       case 'queue': {
         if (a.ticket !== null && a.ticket.state === 'held') return this.sent(a, nowMs); // granted, wakeup not yet delivered
         if (this.interruptible(a) && this.canOffload(nowMs)) return this.interrupt(a, 'queue_wait', nowMs);
-        if (a.ticketKind === 'hold' && a.ticket !== null) {
+        if (a.ticketGate?.releasedAtFirstOutput === true && a.ticket !== null) {
           // Holding never fails a request: past the acquire timeout it goes in over the limit.
           a.ticket.pool.force(a.ticket);
           return this.sent(a, nowMs);
@@ -615,6 +529,8 @@ export class RequestLifecycle implements RequestLife {
         if (rearmAtMs !== null) return [this.arm('idle', a.attemptId, rearmAtMs)]; // chunks came since
         return this.stalled(a, nowMs);
       }
+      case 'backoff': // never armed by this life
+        return [];
     }
   }
 
@@ -625,14 +541,13 @@ export class RequestLifecycle implements RequestLife {
    * the first finished answer (non-stream) commits and the other is cancelled.
    */
   private sendHedge(primary: LiveAttempt, nowMs: number): LifecycleAction[] {
-    const order = this.hedgeOrder;
-    this.hedgeOrder = null;
+    const order = this.hedge.take();
     if (order === null || primary.gotOutput || this.committedAttempt !== null || primary.phase !== 'sent') return [];
     const route = this.model!.routes.find((r) => r.endpointId === order.endpointId);
     if (route === undefined || route.endpointId === this.offloadId || this.tried(route.endpointId) || !this.usable(route, nowMs)) return [];
-    const claim = this.health.beginDispatch(route.endpointId, nowMs);
+    const claim = this.admission.gates.breaker.claim(route.endpointId, nowMs);
     if (claim === null) return [];
-    this.hedgedTo = route.endpointId;
+    this.hedge.sentTo = route.endpointId;
     return this.started(route, claim, 'hedge', nowMs);
   }
 
@@ -665,9 +580,7 @@ export class RequestLifecycle implements RequestLife {
     this.endAttempt(a, outcome, nowMs, healthOutcome);
     let requestScoped = false;
     if (outcome.kind === 'http_status') {
-      if (outcome.retryAfterMs !== null && (outcome.errorClass === 'rate_limited' || outcome.errorClass === 'overloaded' || outcome.status === 503)) {
-        this.deps.retryAfter.set(a.route.endpointId, nowMs + outcome.retryAfterMs, outcome.status === 429 ? 429 : 503);
-      }
+      this.admission.gates.retryAfter.note(a.route.endpointId, outcome, nowMs);
       const action = OUTCOME_RULES[outcome.errorClass].action;
       if (action === 'larger_window') {
         this.contextFloor = Math.max(this.contextFloor ?? 0, refusalFloorTokens(a.route.contextLength, contextNeedTokens(this.request)));
@@ -698,15 +611,14 @@ export class RequestLifecycle implements RequestLife {
     if (this.pinned) return this.live.length > 0 ? [] : this.failWithOutcome(this.primaryFailure ?? outcome, nowMs, this.primaryFailureAttemptId);
     for (const r of this.eligibleRoutes) {
       if (r.endpointId === this.offloadId || this.tried(r.endpointId) || !this.usable(r, nowMs)) continue;
-      const claim = this.health.beginDispatch(r.endpointId, nowMs);
+      const claim = this.admission.gates.breaker.claim(r.endpointId, nowMs);
       if (claim) return this.started(r, claim, 'normal', nowMs);
     }
     const last = this.startOffload('last_resort', nowMs);
     if (last !== null) return last;
-    const back = this.interrupted;
-    if (back !== null && !this.interruptedRetried && this.offloaded) {
-      this.interruptedRetried = true;
-      const claim = this.health.beginDispatch(back.endpointId, nowMs);
+    const back = this.offload.takeInterruptedRetry();
+    if (back !== null) {
+      const claim = this.admission.gates.breaker.claim(back.endpointId, nowMs);
       if (claim) return this.started(back, claim, 'retry', nowMs);
     }
     if (this.live.length > 0) return [];
@@ -717,7 +629,7 @@ export class RequestLifecycle implements RequestLife {
   private usable(r: ResolvedRoute, nowMs: number): boolean {
     if (r.effectiveWeight <= 0 || !acceptsModalities(r, this.request.modalities)) return false;
     if (!fitsWindow(r.contextLength, 0, this.contextFloor)) return false;
-    return this.deps.retryAfter.remainingMs(r.endpointId, nowMs) === 0;
+    return this.admission.admits(r, nowMs);
   }
 
   // ---- bookkeeping ------------------------------------------------------------------------
@@ -730,16 +642,12 @@ export class RequestLifecycle implements RequestLife {
 
   /** Arms a deadline: records it and returns the `wait_until` for the driver. */
   private arm(kind: DeadlineKind, attemptId: number, atMs: number): LifecycleAction {
-    const deadlineId = this.nextDeadlineId++;
-    this.deadlines[deadlineId] = attemptId * 8 + KIND_CODE[kind];
-    return { kind: 'wait_until', deadlineId, atMs };
+    return this.deadlines.arm(kind, attemptId, atMs);
   }
 
   /** Forgets `a`'s deadlines of `kind` (their `deadline` events are then ignored). */
   private disarm(a: LiveAttempt, kind: DeadlineKind): void {
-    const d = this.deadlines;
-    const packed = a.attemptId * 8 + KIND_CODE[kind];
-    for (let i = 1; i < this.nextDeadlineId; i++) if (d[i] === packed) d[i] = 0;
+    this.deadlines.disarm(a.attemptId, kind);
   }
 
   /** The live attempt with `attemptId`, or undefined. */
@@ -762,40 +670,6 @@ export class RequestLifecycle implements RequestLife {
     return out;
   }
 
-  /**
-   * The prefill backlog of `endpointId` that the affinity ceiling compares, tokens: the whole
-   * backlog (seed 000), less the caller's own requests still in prefill there when
-   * `prefillAffinityExcludeOwn` is set (their leases are tracked only then).
-   */
-  private affinityBacklogTokens(endpointId: string): number {
-    const all = this.deps.prefill.backlogTokens(endpointId);
-    return this.deps.settings.prefillAffinityExcludeOwn ? all - this.deps.prefill.callerBacklogTokens(endpointId, this.request.callerId) : all;
-  }
-
-  /** The route of `endpointId` among `modal` if it has weight, is not cooling and its breaker admits now, else null. */
-  private admitted(modal: readonly ResolvedRoute[], endpointId: string, nowMs: number): ResolvedRoute | null {
-    for (const r of modal) {
-      if (r.endpointId !== endpointId) continue;
-      if (r.effectiveWeight <= 0 || this.deps.retryAfter.remainingMs(endpointId, nowMs) > 0) return null;
-      return this.health.allowRequest(endpointId, nowMs) ? r : null;
-    }
-    return null;
-  }
-
-  /** 429 unless the shortest-cooling route's Retry-After came with a 503. */
-  private coolingStatus(modal: readonly ResolvedRoute[], nowMs: number): number {
-    let best = Number.POSITIVE_INFINITY;
-    let status = 429;
-    for (const r of modal) {
-      const w = this.deps.retryAfter.remainingMs(r.endpointId, nowMs);
-      if (w > 0 && w < best) {
-        best = w;
-        status = this.deps.retryAfter.statusOf(r.endpointId);
-      }
-    }
-    return status;
-  }
-
   /** Releases the attempt's prefill lease if it still holds one (idempotent per attempt). */
   private releaseLease(a: LiveAttempt): void {
     if (a.lease === null) return;
@@ -805,13 +679,8 @@ export class RequestLifecycle implements RequestLife {
   }
 
   /** Releases the attempt's slot or hold place if it still holds one (idempotent per attempt). */
-  private releaseTicket(a: LiveAttempt, result: 'success' | 'rate_limited' | 'other'): void {
-    const t = a.ticket;
-    if (t === null) return;
-    a.ticket = null;
-    if (a.ticketKind === 'limiter') this.deps.limiter.release(t, result);
-    else t.pool.release(t);
-    this.ticketsReleased++;
+  private releaseTicket(a: LiveAttempt, outcome: Outcome | null): void {
+    if (this.admission.release(a, outcome)) this.ticketsReleased++;
   }
 
   /**
@@ -821,21 +690,14 @@ export class RequestLifecycle implements RequestLife {
   private endAttempt(a: LiveAttempt, outcome: Outcome, nowMs: number, healthOutcome: Outcome = outcome): void {
     const i = this.live.indexOf(a);
     if (i >= 0) this.live.splice(i, 1);
-    const d = this.deadlines;
-    for (let k = 1; k < this.nextDeadlineId; k++) if (d[k]! >> 3 === a.attemptId) d[k] = 0;
+    this.deadlines.disarmAttempt(a.attemptId);
     this.releaseLease(a);
-    const rateLimited = outcome.kind === 'http_status' && outcome.status === 429;
-    this.releaseTicket(a, outcome.kind === 'ok' ? 'success' : rateLimited ? 'rate_limited' : 'other');
+    this.releaseTicket(a, outcome);
     const h = healthOutcome.kind;
     if (this.affinityKey !== null && h !== 'ok' && h !== 'cancelled' && h !== 'client_gone' && h !== 'queue_wait_timeout') {
       this.deps.affinity.dropIfPinnedTo(this.affinityKey, this.model!.id, a.route.endpointId);
     }
-    if (a.claim) this.health.endDispatch(a.claim, healthOutcome, nowMs);
-    else if (a.phase === 'sent') this.health.recordUnadmitted(a.route.endpointId, healthOutcome, nowMs);
-    if (healthOutcome.kind === 'http_status' && healthOutcome.errorClass === 'auth_rejected') {
-      this.health.markDegraded(a.route.endpointId, nowMs);
-    }
-    if (a.phase === 'sent') this.model?.planner.observe?.(a.route.endpointId, healthOutcome, nowMs);
+    reportAttemptOutcome(this.health, this.model?.planner, a.route.endpointId, a.claim, a.phase === 'sent', healthOutcome, nowMs);
     if (outcome.kind !== 'ok' && outcome.kind !== 'cancelled' && outcome.kind !== 'client_gone') {
       const interruption = outcome.kind === 'queue_wait_timeout' || (outcome.kind === 'first_token_timeout' && healthOutcome === NEUTRAL);
       if (this.primaryFailure === null && !interruption) {
@@ -868,14 +730,13 @@ export class RequestLifecycle implements RequestLife {
   /** Ends with the error of `outcome`, reported by attempt `attemptId` (its body may pass through). */
   private failWithOutcome(outcome: Outcome, nowMs: number, attemptId: number | null): LifecycleAction[] {
     const e = errorForOutcome(outcome);
-    const tried = this.attempts.map((a) => `${a.endpointId}=${a.outcome.kind === 'http_status' ? a.outcome.status : a.outcome.kind}`);
-    return this.fail(e.code, `all attempts failed: ${tried.join(', ')}`, nowMs, e.status, e.retryAfterSec, attemptId);
+    return this.fail(e.code, `all attempts failed: ${attemptsSummary(this.attempts)}`, nowMs, e.status, e.retryAfterSec, attemptId);
   }
 
   private fail(code: ErrorCode, message: string, nowMs: number, status = ERROR_STATUS[code], retryAfterSec: number | null = null, attemptId: number | null = null): LifecycleAction[] {
-    if (code === 'client_gone') return [this.doneAction(code, nowMs, null)];
-    const respond: LifecycleAction = attemptId === null ? { kind: 'respond_error', status, code, message, retryAfterSec } : { kind: 'respond_error', status, code, message, retryAfterSec, attemptId };
-    return [respond, this.doneAction(code, nowMs, null)];
+    const respond = respondError(code, message, status, retryAfterSec, attemptId);
+    const done = this.doneAction(code, nowMs, null);
+    return respond === null ? [done] : [respond, done];
   }
 
   private doneAction(status: string, nowMs: number, usage: Usage | null): LifecycleAction {
@@ -897,10 +758,10 @@ export class RequestLifecycle implements RequestLife {
       firstTokenAtMs: this.firstTokenAtMs,
       finishedAtMs: nowMs,
       usage,
-      offloadReason: this.offloadReason,
-      offloadEndpointId: this.offloaded ? this.offloadId : null,
+      offloadReason: this.offload.reason,
+      offloadEndpointId: this.offload.offloaded ? this.offloadId : null,
     };
-    if (this.model?.planner.plansHedges === true) metadata.hedgeEndpointId = this.hedgedTo;
+    if (this.model?.planner.plansHedges === true) metadata.hedgeEndpointId = this.hedge.sentTo;
     return { kind: 'done', metadata };
   }
 }

@@ -1,8 +1,8 @@
 /**
  * What a failed attempt means for a multi-target request (seed 003 "adjust retries and runtime
  * behaviour"), as pure functions: retry the same target, fail over, or return the error — read
- * from the shared outcome table (`outcome-table.ts`) with the alias family's own rules — and how
- * long to back off before a same-target retry.
+ * from the shared outcome table (`outcome-table.ts`) with the alias family's own rules. The wait
+ * before a same-target retry is `backoff.ts`.
  *
  * Retried (same target within `retries`, then failed over): 5xx (busy answers included),
  * transport errors and timeouts (a stream's first-token timeout, a queue-wait timeout, the
@@ -14,9 +14,8 @@
  * our credential refused — goes straight back to the caller: sending a bad request to more
  * targets only multiplies the same failure.
  */
-import type { Rng } from '../rng.ts';
-import type { Outcome } from '../lifecycle/outcome.ts';
-import { OUTCOME_RULES } from '../lifecycle/outcome-table.ts';
+import type { Outcome } from '../../lifecycle/outcome.ts';
+import { OUTCOME_RULES } from '../../lifecycle/outcome-table.ts';
 
 /** Causes of a retryable failure, for the `retry_same_target_on` filter. */
 export type RetryCause = 'server_error' | 'timeout' | 'transport' | 'rate_limited' | 'listed_status';
@@ -28,13 +27,6 @@ export interface RetryRules {
   readonly fallbackOnStatuses: ReadonlySet<number>;
   /** Causes retried on the same target (extension); null = every retryable cause. */
   readonly retrySameOn?: ReadonlySet<RetryCause> | null;
-}
-
-/** Backoff before a same-target retry (YAML extension `routing.backoff`). */
-export interface BackoffPolicy {
-  readonly baseMs: number;
-  readonly maxMs: number;
-  readonly jitter: 'equal' | 'full' | 'none';
 }
 
 /**
@@ -76,19 +68,4 @@ export function classifyFailure(outcome: Outcome, rules: RetryRules): FailureCla
   if (outcome.errorClass === 'route_not_found') return 'fail_over';
   if (OUTCOME_RULES[outcome.errorClass].action === 'larger_window') return 'larger_window';
   return 'final';
-}
-
-/**
- * Backoff before same-target retry number `retry` (1 = first), ms: exponential from `baseMs`,
- * capped at `maxMs`, with `jitter` (`equal`: half fixed, half drawn; `full`: all drawn; `none`;
- * one `rng.float()` unless `none`), and never less than the upstream's Retry-After when it gave
- * one — the hint is honoured in full, beyond `maxMs` (the lifecycle returns the error instead
- * when the request cannot wait that long). Source: AWS Architecture Blog, "Exponential Backoff
- * And Jitter".
- */
-export function backoffMs(retry: number, baseMs: number, maxMs: number, retryAfterMs: number | null, rng: Rng, jitter: BackoffPolicy['jitter'] = 'equal'): number {
-  const ceiling = Math.min(maxMs, baseMs * 2 ** Math.max(0, retry - 1));
-  const jittered = jitter === 'none' ? ceiling : jitter === 'full' ? rng.float() * ceiling : ceiling / 2 + rng.float() * (ceiling / 2);
-  const floor = retryAfterMs === null ? 0 : Math.max(0, retryAfterMs);
-  return Math.max(jittered, floor);
 }

@@ -1,0 +1,63 @@
+/**
+ * The model registry built from a validated config: every `router:` model with its resolved
+ * routes, planner and offload policy, then every multi-target alias over them (an alias may name
+ * only models resolved before it), each under its id and aliases, in configuration order.
+ */
+import type { ModelsConfig } from '../config/models-config.ts';
+import type { StrategyRegistry } from '../strategies/registry.ts';
+import type { PlannerContext } from '../strategies/planner.ts';
+import { resolveOffloadPolicy } from '../offload/offload-policy.ts';
+import { resolveMultiTargetModel } from '../multi-target/multi-target-model.ts';
+import { resolveRoutes } from './resolve-routes.ts';
+import type { ResolvedModel } from './resolved-model.ts';
+
+/**
+ * Resolves every model of `config` into `models` (by id and alias) and `ordered` (once each, in
+ * configuration order), recording each route's outbound key in `outboundKeys`.
+ * @throws Error naming the model and field for an unknown router, bad router_params, a duplicate
+ *   model id/alias, two routes with one endpoint id, or a bad multi-target block.
+ */
+export function resolveModels(
+  config: ModelsConfig,
+  registry: StrategyRegistry,
+  context: PlannerContext,
+  outboundKeys: Map<string, string | null>,
+  models: Map<string, ResolvedModel>,
+  ordered: ResolvedModel[],
+): void {
+  const share = config.routing.local_weight_share;
+  config.models.forEach((m, mi) => {
+    if (m.routing) return; // multi-target models resolve below, once every direct model is known
+    const where = `models[${mi}] (id '${m.id}')`;
+    const routes = resolveRoutes(m.id, m.route, share, where);
+    for (const r of routes) outboundKeys.set(r.endpointId, r.outboundKey);
+    const strategy = m.router ?? config.routing.default_router;
+    const planner = registry.create(
+      strategy,
+      m.router_params,
+      routes.map((r) => ({ endpointId: r.endpointId, configuredWeight: r.configuredWeight, costUsdPer1kTokens: r.costUsdPer1kTokens, route: m.route[r.routeIndex]! })),
+      where,
+      context,
+    );
+    const offload = m.offload ? resolveOffloadPolicy(m.offload, routes, strategy, m.router_params) : undefined;
+    const candidates = routes.map((r) => r.candidate);
+    const model: ResolvedModel = { id: m.id, aliases: m.aliases, strategy, planner, published: m.published, routes, candidates, ...(offload && { offload }) };
+    for (const name of [m.id, ...m.aliases]) {
+      if (models.has(name)) throw new Error(`${where}: model id or alias '${name}' is used twice`);
+      models.set(name, model);
+    }
+    ordered.push(model);
+  });
+  config.models.forEach((m, mi) => {
+    if (!m.routing) return;
+    const where = `models[${mi}] (id '${m.id}')`;
+    const model = resolveMultiTargetModel(m, (name) => models.get(name), registry, context, where);
+    for (const name of [m.id, ...m.aliases]) {
+      if (models.has(name)) throw new Error(`${where}: model id or alias '${name}' is used twice`);
+      models.set(name, model);
+    }
+    ordered.push(model);
+  });
+  const position = new Map(config.models.map((m, i) => [m.id, i]));
+  ordered.sort((a, b) => position.get(a.id)! - position.get(b.id)!);
+}
