@@ -30,6 +30,7 @@ import { resolveOffloadPolicy, type OffloadPolicy } from './offload/offload-poli
 import { fnv1a64Hex } from './affinity/affinity-key.ts';
 import type { LifecycleEvent } from './lifecycle/seam.ts';
 import type { ExclusionReason, ResolvedModel, ResolvedRoute, RouteExclusion } from './model/resolved-model.ts';
+import { overlaidWeight, type RouteOverlay } from './config/route-overlay.ts';
 
 /** Options of the core. */
 export interface RoutingCoreOptions {
@@ -43,6 +44,17 @@ export interface RoutingCoreOptions {
   registry?: StrategyRegistry;
   /** Deployment defaults of multi-target models (last-target retries, backoff, latency EWMA). */
   multiTarget?: Partial<MultiTargetOptions>;
+  /** Weight overrides and disabled providers laid over the configured weights (`route-overlay.ts`). */
+  overlay?: RouteOverlay;
+  /**
+   * The previous configuration generation's core: its learned state (breakers and claims,
+   * prefill leases and hints, affinity pins, outbound slots and limits, engine-hold places,
+   * Retry-After times, endpoint latency and in-flight stats) is shared with this core instead of
+   * starting fresh, so every endpoint whose id is unchanged keeps what was learnt about it. A
+   * piece whose options changed (health options; routing settings; multi-target options) starts
+   * fresh. Cooldowns and planners' own state are always fresh.
+   */
+  carryFrom?: RoutingCore;
 }
 
 const LIMITER_EXEMPT_HOST = /^(localhost|127(\.\d{1,3}){3}|0\.0\.0\.0|host\.docker\.internal|\[::1\])$/i;
@@ -85,11 +97,14 @@ export class RoutingCore {
   /** Retry-After not-before times per endpoint. */
   readonly retryAfter: RetryAfterTable;
   /** Tickets granted from a queue whose lives have not been told yet (see `drainWakeups`). */
-  private readonly wakeups: SlotTicket[] = [];
+  private readonly wakeups: SlotTicket[];
+  private readonly overlay: RouteOverlay | undefined;
   private readonly deps: LifecycleDeps;
   private readonly multiTargetDeps: MultiTargetDeps;
   private readonly models = new Map<string, ResolvedModel>();
   private readonly ordered: ResolvedModel[] = [];
+  /** Latency EWMA alpha `endpointStats` was built with (decides whether a successor may share it). */
+  private readonly mtAlpha: number;
 
   /**
    * @throws Error naming the model and field for an unknown router, bad router_params, a
@@ -98,13 +113,18 @@ export class RoutingCore {
    *   multi-target strategy or bad `routing.params`; RangeError for bad `multiTarget` options.
    */
   constructor(config: ModelsConfig, options: RoutingCoreOptions = {}) {
-    this.health = new HealthRegistry(options.health ?? {});
+    const prev = options.carryFrom;
+    this.overlay = options.overlay;
+    const health = new HealthRegistry(options.health ?? {});
+    this.health = prev && sameValue(prev.health.options, health.options) ? prev.health : health;
     this.settings = resolveRoutingSettings(options.settings);
-    this.prefill = new PrefillLoad(this.settings);
-    this.affinity = new AffinityTable(this.settings);
+    const carry = prev !== undefined && sameValue(prev.settings, this.settings);
+    this.wakeups = carry ? prev.wakeups : [];
+    this.prefill = carry ? prev.prefill : new PrefillLoad(this.settings);
+    this.affinity = carry ? prev.affinity : new AffinityTable(this.settings);
     const sink = (t: SlotTicket) => this.wakeups.push(t);
     const st = this.settings;
-    this.limiter = new OutboundLimiter(
+    this.limiter = carry ? prev.limiter : new OutboundLimiter(
       {
         enabled: st.upstreamConcurrencyEnabled,
         initialLimit: st.upstreamConcurrencyInitialLimit,
@@ -113,8 +133,8 @@ export class RoutingCore {
       },
       sink,
     );
-    this.hold = new EngineHold(sink);
-    this.retryAfter = new RetryAfterTable();
+    this.hold = carry ? prev.hold : new EngineHold(sink);
+    this.retryAfter = carry ? prev.retryAfter : new RetryAfterTable();
     this.deps = {
       health: this.health,
       prefill: this.prefill,
@@ -125,7 +145,8 @@ export class RoutingCore {
       retryAfter: this.retryAfter,
     };
     const mtOptions = resolveMultiTargetOptions(options.multiTarget);
-    this.endpointStats = new EndpointStats(mtOptions.latencyEwmaAlpha);
+    this.endpointStats = carry && prev.mtAlpha === mtOptions.latencyEwmaAlpha ? prev.endpointStats : new EndpointStats(mtOptions.latencyEwmaAlpha);
+    this.mtAlpha = mtOptions.latencyEwmaAlpha;
     this.cooldowns = new CooldownRegistry();
     this.multiTargetDeps = {
       health: this.health,
@@ -198,7 +219,7 @@ export class RoutingCore {
       let effective = r.weight;
       if (r.weight === 0) reasons.push('configured_zero');
       // routing.yaml split: scale local and remote groups to the configured share, once, at start.
-      if (share !== undefined && r.weight > 0) {
+      if (share !== undefined && r.weight > 0 && !this.overlay?.ignoreLocalWeightShare) {
         const local = locals[i]!;
         const groupSum = local ? localSum : remoteSum;
         const groupShare = local ? share : 1 - share;
@@ -206,6 +227,7 @@ export class RoutingCore {
         if (otherSum > 0 || groupShare === 0) effective = groupSum > 0 ? (r.weight / groupSum) * groupShare : 0;
         if (effective === 0) reasons.push('routing_yaml');
       }
+      effective = overlaidWeight(this.overlay, id, r.provider ?? endpointLocation(r.kind, r.base_url), effective, reasons);
       const price = r.pricing;
       return {
         endpointId: id,
@@ -346,4 +368,9 @@ export class RoutingCore {
     this.retryAfter.invariants();
     for (const m of this.ordered) for (const t of m.multiTarget?.targets ?? []) t.rateLimit?.invariants();
   }
+}
+
+/** Structural equality of two option objects (plain data: numbers, strings, booleans, arrays). */
+function sameValue(a: unknown, b: unknown): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
 }
