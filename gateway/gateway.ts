@@ -260,6 +260,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     apply: applyOverlay,
     generation: () => generation,
     persistent: control.store !== null,
+    writesRefused: control.store === null && s.server.workers > 1 ? `This gateway runs ${s.server.workers} workers and has no store, so a change would reach only the worker that took it; configure store: (kind: postgres) to change routing at run time.` : null,
     log,
   });
   control.startPolling(s.store_poll_ms, (next) => {

@@ -52,6 +52,11 @@ export interface AdminDeps {
   generation(): number;
   /** Whether a database backs the overlay (false: this process only). */
   persistent: boolean;
+  /**
+   * Why changes are refused here, or null: a gateway of several workers without a store, where
+   * a change would reach only the worker that took the call.
+   */
+  writesRefused: string | null;
   log: Logger;
   /** Extra read-only routes (e.g. the request log's reports), tried after the built-in ones. */
   extraRoutes?: (call: AdminCall) => Promise<AdminAnswer> | null;
@@ -99,6 +104,9 @@ export class AdminApi {
       return { answer: { status: 200, body: { entries: entries.map((e) => ({ id: e.id, at: e.at, caller_id: e.callerId, method: e.method, path: e.path, status: e.status, before: e.before, after: e.after })) } } };
     }
     const w = WEIGHT_PATH.exec(path);
+    if (this.d.writesRefused && method !== 'GET' && (w || PROVIDER_PATH.test(path))) {
+      return { answer: { status: 409, body: error('store_required', this.d.writesRefused, null) } };
+    }
     if (w && (method === 'PUT' || method === 'DELETE')) return this.writeWeight(call, decode(w[1]!), decode(w[2]!));
     const p = PROVIDER_PATH.exec(path);
     if (p && method === 'PUT') return this.writeProvider(call, decode(p[1]!));
