@@ -83,6 +83,7 @@ export async function runRequestLogBench(rows = 50_000, print = true): Promise<R
       cachedTokens: 0,
       costUsd: 0,
       prompt: null,
+      offloadReason: null,
     };
     const log = await RequestLog.open({ path: join(dir, 'log.duckdb'), bufferRows: rows + 1, batchRows: 256, flushIntervalMs: 100, memoryLimitMb: requestLogMemoryLimitMb({ log_prompts: false }) });
     const t0 = process.hrtime.bigint();

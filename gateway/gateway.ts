@@ -40,6 +40,7 @@ import { aggregateMetricsText, mergeDeepHealth, type PeerAnswer, type WorkerSnap
 import { UpstreamPools } from './upstream/pools.ts';
 import { AdminApi } from './admin/admin-api.ts';
 import { ControlPlane } from './admin/control-plane.ts';
+import { requestReports } from './admin/request-reports.ts';
 import type { OverlaySnapshot } from './store/overlay-repo.ts';
 import { buildGeneration } from './generation.ts';
 import { RouteWiseProber, type ProbeCounters } from './routewise/prober.ts';
@@ -262,6 +263,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     persistent: control.store !== null,
     writesRefused: control.store === null && s.server.workers > 1 ? `This gateway runs ${s.server.workers} workers and has no store, so a change would reach only the worker that took it; configure store: (kind: postgres) to change routing at run time.` : null,
     log,
+    extraRoutes: requestReports(requestLog, () => Date.now()),
   });
   control.startPolling(s.store_poll_ms, (next) => {
     try {

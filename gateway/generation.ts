@@ -107,6 +107,8 @@ export function buildGeneration(config: GatewayConfig, d: GenerationDeps): Gener
       fallback: md?.fallback ?? false,
       offloadReason: md?.offloadReason ?? null,
     });
+    // One line per request moved to its offload route (seed 000, "queue-wait offload").
+    if (md?.offloadReason) d.log.info({ requestId: f.requestId, model: modelId, endpoint, reason: md.offloadReason, httpStatus: f.httpStatus }, 'route_offload');
     if (!d.requestLog) return;
     const usage = md?.usage ?? null;
     const inputTokens = usage && usage.inputTokens > 0 ? usage.inputTokens : f.req.inputTokens;
@@ -135,6 +137,7 @@ export function buildGeneration(config: GatewayConfig, d: GenerationDeps): Gener
       cachedTokens: cached,
       costUsd: p ? (inputTokens - cached) * p.input + cached * p.cached + outputTokens * p.output : 0,
       prompt: d.logPrompts ? prompt : null,
+      offloadReason: md?.offloadReason ?? null,
     };
     d.requestLog.append(row);
   };

@@ -37,6 +37,8 @@ export interface RequestLogRow {
   costUsd: number;
   /** The prompt's JSON, only with `log_prompts: true`; else null. */
   prompt: string | null;
+  /** Why the request was moved to its model's offload route (`queue_wait`, …); null when it was not. */
+  offloadReason: string | null;
 }
 
 /** DuckDB column types the request log uses. */
@@ -74,7 +76,13 @@ export const REQUEST_LOG_COLUMNS: readonly LogColumn[] = [
   col('cachedTokens', 'cached_tokens', 'INTEGER', true),
   col('costUsd', 'cost_usd', 'DOUBLE', true),
   col('prompt', 'prompt', 'VARCHAR', false),
+  // Columns added after the first layout come last, so that a file of an older layout only needs
+  // them added (`REQUEST_LOG_MIGRATIONS`) for the appender's column order to match.
+  col('offloadReason', 'offload_reason', 'VARCHAR', false),
 ];
+
+/** Statements that bring a file of an older layout to `REQUEST_LOG_COLUMNS` (idempotent; run at open). */
+export const REQUEST_LOG_MIGRATIONS: readonly string[] = ['ALTER TABLE requests ADD COLUMN IF NOT EXISTS offload_reason VARCHAR'];
 
 /** DDL of the `requests` table, from `REQUEST_LOG_COLUMNS`. */
 export const REQUEST_LOG_DDL = `CREATE TABLE IF NOT EXISTS requests (

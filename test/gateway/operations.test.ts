@@ -237,6 +237,7 @@ describe('request log writer', () => {
     cachedTokens: 0,
     costUsd: 0,
     prompt: null,
+    offloadReason: null,
   });
 
   it('a batch larger than one DuckDB chunk (2,048 rows) is written whole, values intact', async () => {
