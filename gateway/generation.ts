@@ -138,7 +138,25 @@ export function buildGeneration(config: GatewayConfig, d: GenerationDeps): Gener
       costUsd: p ? (inputTokens - cached) * p.input + cached * p.cached + outputTokens * p.output : 0,
       prompt: d.logPrompts ? prompt : null,
       offloadReason: md?.offloadReason ?? null,
+      strategy: md?.strategy ?? null,
+      attemptEndpoints: [],
+      attemptTargets: [],
+      attemptOutcomes: [],
+      attemptStartMs: [],
+      attemptMs: [],
+      attemptReasons: [],
     };
+    const atts = md?.attempts ?? [];
+    for (let i = 0; i < atts.length; i++) {
+      const a = atts[i]!;
+      row.attemptEndpoints.push(a.endpointId);
+      row.attemptTargets.push(a.target ?? null);
+      row.attemptOutcomes.push(a.outcome.kind === 'http_status' ? `http_${a.outcome.status}` : a.outcome.kind);
+      row.attemptStartMs.push(a.startMs - f.startedAtMs);
+      row.attemptMs.push(a.endMs - a.startMs);
+      const offload = md!.offloadReason !== null && a.endpointId === md!.offloadEndpointId;
+      row.attemptReasons.push(i === 0 ? 'primary' : offload ? 'offload' : a.endpointId === atts[i - 1]!.endpointId ? 'retry' : 'fallback');
+    }
     d.requestLog.append(row);
   };
   return {

@@ -44,7 +44,7 @@ export function requestReports(log: RequestLog | null, nowUnixMs: () => number):
         if (!q.ok) return { status: 400, body: { error: { message: q.problem.message, type: 'invalid_request_error', param: q.problem.param, code: 'invalid_request' } } };
         const v = q.value;
         const rows = await log.query(
-          `SELECT arrival_unix_ms, request_id, session_id, caller_id, model, api, stream, endpoint_id, attempts, http_status, status, fallback, offload_reason, input_tokens, output_tokens, cached_tokens, ttft_ms, e2e_ms, cost_usd FROM requests WHERE ${WHERE} ORDER BY arrival_unix_ms DESC LIMIT ${v.limit}`,
+          `SELECT arrival_unix_ms, request_id, session_id, caller_id, model, api, stream, endpoint_id, attempts, http_status, status, fallback, offload_reason, strategy, attempt_endpoints, attempt_outcomes, attempt_start_ms, attempt_ms, attempt_reasons, input_tokens, output_tokens, cached_tokens, ttft_ms, e2e_ms, cost_usd FROM requests WHERE ${WHERE} ORDER BY arrival_unix_ms DESC LIMIT ${v.limit}`,
           [v.caller ?? null, v.session ?? null, v.model ?? null, v.type ?? null, v.since_ms ?? 0, v.until_ms ?? Number.MAX_SAFE_INTEGER],
         );
         return { status: 200, body: { requests: rows } };

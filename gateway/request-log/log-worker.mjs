@@ -21,7 +21,7 @@ import { BOOLEAN, DOUBLE, DuckDBDataChunk, DuckDBInstance, INTEGER, LIST, listVa
 const { path, memoryLimitMb, ddl, migrations, types, notNull } = workerData;
 const port = /** @type {import('node:worker_threads').MessagePort} */ (parentPort);
 
-const DUCKDB_TYPES = { DOUBLE, VARCHAR, INTEGER, BOOLEAN, 'INTEGER[]': LIST(INTEGER) };
+const DUCKDB_TYPES = { DOUBLE, VARCHAR, INTEGER, BOOLEAN, 'INTEGER[]': LIST(INTEGER), 'VARCHAR[]': LIST(VARCHAR), 'DOUBLE[]': LIST(DOUBLE) };
 const chunkTypes = types.map((t) => DUCKDB_TYPES[t]);
 /** Rows per data chunk: DuckDB's vector size. */
 const CHUNK_ROWS = 2048;
@@ -67,7 +67,7 @@ function appendColumns(a, columns, rows) {
       chunk.setColumns(
         columns.map((values, c) => {
           const part = from === 0 && to === rows ? values : values.slice(from, to);
-          return types[c] === 'INTEGER[]' ? part.map((v) => (v === null ? null : listValue(/** @type {number[]} */ (v)))) : part;
+          return types[c].endsWith('[]') ? part.map((v) => (v === null || v === undefined ? null : listValue(/** @type {never[]} */ (v)))) : part;
         }),
       );
       a.appendDataChunk(chunk);

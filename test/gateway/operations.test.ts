@@ -238,6 +238,13 @@ describe('request log writer', () => {
     costUsd: 0,
     prompt: null,
     offloadReason: null,
+    strategy: null,
+    attemptEndpoints: [],
+    attemptTargets: [],
+    attemptOutcomes: [],
+    attemptStartMs: [],
+    attemptMs: [],
+    attemptReasons: [],
   });
 
   it('a batch larger than one DuckDB chunk (2,048 rows) is written whole, values intact', async () => {

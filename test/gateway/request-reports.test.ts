@@ -1,7 +1,8 @@
 // The request log as operators read it: /admin/recent-requests (filters) and
 // /admin/recent-requests/offloads (per model, route and reason; share of the model's traffic;
 // still-failed excluding client disconnects), read through the writer thread on a live gateway;
-// and a file of the layout before `offload_reason` migrated on open.
+// the attempts view (one row per upstream attempt); and a file of the layout before
+// `offload_reason` and the attempt lists migrated on open.
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -41,6 +42,13 @@ const row = (i: number, over: Partial<RequestLogRow>): RequestLogRow => ({
   costUsd: 0,
   prompt: null,
   offloadReason: null,
+  strategy: null,
+  attemptEndpoints: [],
+  attemptTargets: [],
+  attemptOutcomes: [],
+  attemptStartMs: [],
+  attemptMs: [],
+  attemptReasons: [],
   ...over,
 });
 
@@ -60,6 +68,11 @@ describe('request log reports', () => {
     const recent = await adminCall(gw.url, 'GET', '/admin/recent-requests?limit=10');
     expect(recent.status).toBe(200);
     expect(recent.body.requests).toHaveLength(6);
+    const real = recent.body.requests.find((r: { caller_id: string; request_id: string }) => !r.request_id.startsWith('r-'));
+    expect(real).toMatchObject({ strategy: 'fixed', attempt_outcomes: ['ok'], attempt_reasons: ['primary'], attempts: 1 });
+    expect(stack.ids).toContain(real.attempt_endpoints[0]);
+    const att = await log.query("SELECT endpoint_id, outcome, reason, attempt_index FROM attempts WHERE request_id = $1", [real.request_id]);
+    expect(att).toEqual([{ endpoint_id: real.attempt_endpoints[0], outcome: 'ok', reason: 'primary', attempt_index: 1 }]);
     const bySession = await adminCall(gw.url, 'GET', '/admin/recent-requests?session=s-1');
     expect(bySession.body.requests.map((r: { request_id: string }) => r.request_id)).toEqual(['r-4']);
     const byType = await adminCall(gw.url, 'GET', '/admin/recent-requests?type=completion');
@@ -90,7 +103,7 @@ describe('request log reports', () => {
 
   it('a file of the layout before offload_reason is migrated on open and keeps its rows', async () => {
     const path = join(dir, 'old-layout.duckdb');
-    const old = REQUEST_LOG_COLUMNS.filter((c) => c.column !== 'offload_reason');
+    const old = REQUEST_LOG_COLUMNS.slice(0, REQUEST_LOG_COLUMNS.findIndex((c) => c.column === 'offload_reason'));
     const inst = await DuckDBInstance.create(path);
     const conn = await inst.connect();
     await conn.run(`CREATE TABLE requests (${old.map((c) => `${c.column} ${c.type}`).join(', ')})`);
@@ -98,7 +111,13 @@ describe('request log reports', () => {
     conn.closeSync();
     inst.closeSync();
     const log = await RequestLog.open({ path, bufferRows: 100, batchRows: 10, flushIntervalMs: 60_000, memoryLimitMb: 32 });
-    log.append(row(7, { offloadReason: 'queue_wait' }));
+    log.append(row(7, { offloadReason: 'queue_wait', attemptEndpoints: ['a', 'b'], attemptTargets: [null, null], attemptOutcomes: ['http_503', 'ok'], attemptStartMs: [0, 40], attemptMs: [40, 10], attemptReasons: ['primary', 'offload'] }));
+    const viewRows = await log.query('SELECT request_id, attempt_index, endpoint_id, reason FROM attempts ORDER BY request_id, attempt_index');
+    expect(log.writerError).toBeNull();
+    expect(viewRows).toEqual([
+      { request_id: 'r-7', attempt_index: 1, endpoint_id: 'a', reason: 'primary' },
+      { request_id: 'r-7', attempt_index: 2, endpoint_id: 'b', reason: 'offload' },
+    ]);
     const rows = await log.query('SELECT request_id, offload_reason FROM requests ORDER BY request_id');
     await log.close();
     expect(rows).toEqual([
