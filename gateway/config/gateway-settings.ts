@@ -30,8 +30,8 @@ export const ServerSchema = z
     seed: z.number().int().optional(),
     log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     /**
-     * Admin listener (`/health`, `/health/deep`, `/routing`, `/metrics`, no key needed): keep it
-     * on a private address. null ⇒ none (the public port still serves them to admin keys).
+     * Admin listener (`/health` without a key; `/health/deep`, `/routing`, `/metrics`, `/admin/…`
+     * with an admin key, as on the public port): keep it on a private address. null ⇒ none.
      */
     admin_host: z.string().min(1).default('127.0.0.1'),
     admin_port: z.number().int().min(0).max(65535).nullable().default(8081),
@@ -108,7 +108,7 @@ export const CallerKeySchema = z
       .regex(/^[0-9a-fA-F]{64}$/, 'must be the 64-hex-digit SHA-256 of the key; compute it with: printf %s "$KEY" | sha256sum'),
     /** Model ids or aliases the key may use; absent ⇒ every model. An id admits its aliases. */
     allowed_models: z.array(z.string().min(1)).optional(),
-    /** Admins may pin a route with `X-Route-Pin` and read `/health/deep`. */
+    /** The admin role: may pin a route with `X-Route-Pin` and call `/health/deep`, `/routing`, `/metrics` and `/admin/…` on every listener. */
     admin: z.boolean().default(false),
   })
   .strict();
