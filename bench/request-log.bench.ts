@@ -83,6 +83,14 @@ export async function runRequestLogBench(rows = 50_000, print = true): Promise<R
       cachedTokens: 0,
       costUsd: 0,
       prompt: null,
+      offloadReason: null,
+      strategy: 'fixed',
+      attemptEndpoints: ['m:local-8000'],
+      attemptTargets: [null],
+      attemptOutcomes: ['ok'],
+      attemptStartMs: [0],
+      attemptMs: [12],
+      attemptReasons: ['primary'],
     };
     const log = await RequestLog.open({ path: join(dir, 'log.duckdb'), bufferRows: rows + 1, batchRows: 256, flushIntervalMs: 100, memoryLimitMb: requestLogMemoryLimitMb({ log_prompts: false }) });
     const t0 = process.hrtime.bigint();

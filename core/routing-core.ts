@@ -32,6 +32,7 @@ import { resolveModels } from './model/model-registry.ts';
 import type { LifecycleEvent } from './lifecycle/seam.ts';
 import type { ResolvedModel, RouteExclusion } from './model/resolved-model.ts';
 import { startRequestLife, type LifeDeps } from './request/request-life.ts';
+import type { RouteOverlay } from './config/route-overlay.ts';
 
 /** Options of the core. */
 export interface RoutingCoreOptions {
@@ -45,6 +46,17 @@ export interface RoutingCoreOptions {
   registry?: StrategyRegistry;
   /** Deployment defaults of multi-target models (last-target retries, backoff, latency EWMA). */
   multiTarget?: Partial<MultiTargetOptions>;
+  /** Weight overrides and disabled providers laid over the configured weights (`route-overlay.ts`). */
+  overlay?: RouteOverlay;
+  /**
+   * The previous configuration generation's core: its learned state (breakers and claims,
+   * prefill leases and hints, affinity pins, outbound slots and limits, engine-hold places,
+   * Retry-After times, endpoint latency and in-flight stats) is shared with this core instead of
+   * starting fresh, so every endpoint whose id is unchanged keeps what was learnt about it. A
+   * piece whose options changed (health options; routing settings; multi-target options) starts
+   * fresh. Cooldowns and planners' own state are always fresh.
+   */
+  carryFrom?: RoutingCore;
 }
 
 /** The core. Construct once from a validated config; throws on unknown strategies or params. */
@@ -68,12 +80,14 @@ export class RoutingCore {
   /** Retry-After not-before times per endpoint. */
   readonly retryAfter: RetryAfterTable;
   /** Tickets granted from a queue whose lives have not been told yet (see `drainWakeups`). */
-  private readonly wakeups: SlotTicket[] = [];
+  private readonly wakeups: SlotTicket[];
   private readonly deps: LifecycleDeps;
   private readonly multiTargetDeps: MultiTargetDeps;
   private readonly lives: LifeDeps;
   private readonly models = new Map<string, ResolvedModel>();
   private readonly ordered: ResolvedModel[] = [];
+  /** Latency EWMA alpha `endpointStats` was built with (decides whether a successor may share it). */
+  private readonly mtAlpha: number;
 
   /**
    * @throws Error naming the model and field for an unknown router, bad router_params, a
@@ -82,13 +96,17 @@ export class RoutingCore {
    *   multi-target strategy or bad `routing.params`; RangeError for bad `multiTarget` options.
    */
   constructor(config: ModelsConfig, options: RoutingCoreOptions = {}) {
-    this.health = new HealthRegistry(options.health ?? {});
+    const prev = options.carryFrom;
+    const health = new HealthRegistry(options.health ?? {});
+    this.health = prev && sameValue(prev.health.options, health.options) ? prev.health : health;
     this.settings = resolveRoutingSettings(options.settings);
-    this.prefill = new PrefillLoad(this.settings);
-    this.affinity = new AffinityTable(this.settings);
+    const carry = prev !== undefined && sameValue(prev.settings, this.settings);
+    this.wakeups = carry ? prev.wakeups : [];
+    this.prefill = carry ? prev.prefill : new PrefillLoad(this.settings);
+    this.affinity = carry ? prev.affinity : new AffinityTable(this.settings);
     const sink = (t: SlotTicket) => this.wakeups.push(t);
     const st = this.settings;
-    this.limiter = new OutboundLimiter(
+    this.limiter = carry ? prev.limiter : new OutboundLimiter(
       {
         enabled: st.upstreamConcurrencyEnabled,
         initialLimit: st.upstreamConcurrencyInitialLimit,
@@ -97,8 +115,8 @@ export class RoutingCore {
       },
       sink,
     );
-    this.hold = new EngineHold(sink);
-    this.retryAfter = new RetryAfterTable();
+    this.hold = carry ? prev.hold : new EngineHold(sink);
+    this.retryAfter = carry ? prev.retryAfter : new RetryAfterTable();
     this.cooldowns = new CooldownRegistry();
     const admissions = buildAdmissions({
       health: this.health,
@@ -120,7 +138,8 @@ export class RoutingCore {
       kindPolicy: routerPolicy(this.settings),
     };
     const mtOptions = resolveMultiTargetOptions(options.multiTarget);
-    this.endpointStats = new EndpointStats(mtOptions.latencyEwmaAlpha);
+    this.endpointStats = carry && prev.mtAlpha === mtOptions.latencyEwmaAlpha ? prev.endpointStats : new EndpointStats(mtOptions.latencyEwmaAlpha);
+    this.mtAlpha = mtOptions.latencyEwmaAlpha;
     this.multiTargetDeps = {
       health: this.health,
       stats: this.endpointStats,
@@ -142,7 +161,7 @@ export class RoutingCore {
     };
     const context = { settings: this.settings, prefill: this.prefill, endpoints: this.endpointStats, outbound };
     const registry = options.registry ?? new StrategyRegistry();
-    resolveModels(config, registry, context, outboundKeys, this.models, this.ordered);
+    resolveModels(config, registry, context, outboundKeys, this.models, this.ordered, options.overlay);
     configureCooldowns(config, (m) => this.models.get(m.id), this.cooldowns);
   }
 
@@ -248,4 +267,9 @@ export class RoutingCore {
     this.retryAfter.invariants();
     for (const m of this.ordered) for (const t of m.multiTarget?.targets ?? []) t.rateLimit?.invariants();
   }
+}
+
+/** Structural equality of two option objects (plain data: numbers, strings, booleans, arrays). */
+function sameValue(a: unknown, b: unknown): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
 }

@@ -14,7 +14,7 @@ import type { AuthConfig } from './config/gateway-settings.ts';
 export interface Caller {
   /** Caller id (config `id`; `anonymous` in none mode). */
   readonly id: string;
-  /** May pin a route (`X-Route-Pin`) and read `/health/deep`. */
+  /** The admin role: may pin a route (`X-Route-Pin`) and call `/health/deep`, `/routing`, `/metrics` and `/admin/…`. */
   readonly admin: boolean;
   /** Model names (ids and aliases) this caller may use; null = every model. */
   readonly allowed: ReadonlySet<string> | null;

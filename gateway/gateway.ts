@@ -8,9 +8,13 @@
  *
  * Operations: `reload(config)` builds a new configuration generation (core, routes, keys) and
  * swaps it in one assignment; requests already running finish on the generation they started
- * with; a configuration the core rejects leaves the old one in place. Breakers and learnt state
- * start fresh in the new generation. Listener, pool, admin and request-log settings need a
- * restart (a reload that changes them says so in the log). `drain(graceMs)` stops accepting,
+ * with; a configuration the core rejects leaves the old one in place. Admin changes of the
+ * overlay (`admin/control-plane.ts`: weight overrides, disabled providers) build a new
+ * generation the same way. Either way the new core shares the learned state of the old one
+ * (breakers, claims, affinity pins, prefill hints, outbound limits, latency stats), so every
+ * endpoint whose id is unchanged keeps it (`RoutingCoreOptions.carryFrom`). Listener, pool,
+ * admin, store and request-log settings need a restart (a reload that changes them says so in
+ * the log). A configured store that cannot be opened at start refuses the start. `drain(graceMs)` stops accepting,
  * waits for in-flight requests up to the grace, then closes everything, request log included.
  * A configuration whose routing state several workers would split (`workerScopeError`: learning
  * strategies, RouteWise quota / concurrency routes) is refused at start and on reload when
@@ -21,24 +25,24 @@
  * (and a new one started on the new generation) and on drain / close. One `ProbeGate` per
  * gateway caps probes in flight across generations.
  */
-import { routeNotices } from '../core/config/route-notices.ts';
 import { randomInt } from 'node:crypto';
 import { createServer } from 'node:net';
 import uWS from '@trufflesuite/uws-js-unofficial';
 import type { TemplatedApp, us_listen_socket } from '@trufflesuite/uws-js-unofficial';
 import pino, { type Logger } from 'pino';
-import { deriveRng, endpointId, ProbeGate, RoutingCore, type Rng } from '../core/index.ts';
-import { Callers } from './callers.ts';
-import { bodyLimitBytes, requestLogMemoryLimitMb } from './config/gateway-settings.ts';
-import { healthOptions, workerScopeError, type GatewayConfig } from './config/load.ts';
+import { ProbeGate, type RoutingCore } from '../core/index.ts';
+import { requestLogMemoryLimitMb } from './config/gateway-settings.ts';
+import type { GatewayConfig } from './config/load.ts';
 import { GatewayMetrics } from './metrics.ts';
-import { LOG_BLOCK, type RequestLogRow } from './request-log/log-row.ts';
-import { prefixBlockHashes, serializedPrompt } from './request-log/prefix-hashes.ts';
 import { RequestLog } from './request-log/request-log.ts';
-import type { FinishedExchange, RouteTarget } from './server/exchange.ts';
 import { createAdminApp, createApp, deepHealthView, type Generation, type ServerContext } from './server/uws.ts';
 import { aggregateMetricsText, mergeDeepHealth, type PeerAnswer, type WorkerSnapshot } from './server/worker-aggregate.ts';
 import { UpstreamPools } from './upstream/pools.ts';
+import { AdminApi } from './admin/admin-api.ts';
+import { ControlPlane } from './admin/control-plane.ts';
+import { requestReports } from './admin/request-reports.ts';
+import type { OverlaySnapshot } from './store/overlay-repo.ts';
+import { buildGeneration } from './generation.ts';
 import { RouteWiseProber, type ProbeCounters } from './routewise/prober.ts';
 
 /** Options of `startGateway`. */
@@ -153,6 +157,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     if (v !== undefined && !(v > 0)) throw new RangeError(`gateway: ${name} must be > 0 ms, got ${v}`);
   }
   const log = opts.logger ?? pino({ level: s.server.log_level, base: { worker } });
+  const control = await ControlPlane.open(s.store, log);
   const pools = new UpstreamPools(s.upstream);
   const rl = s.request_log;
   const requestLog = rl.path
@@ -175,17 +180,27 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     metricsText: opts.peers
       ? async () => aggregateMetricsText([await snapshot(), ...(await opts.peers!())])
       : () => metrics.registry.metrics(),
-    deepHealth: opts.peers ? async () => mergeDeepHealth([await snapshot(), ...(await opts.peers!())]) : async () => deepHealthView(ctx),
+    deepHealth: async () => {
+      await control.check();
+      return opts.peers ? mergeDeepHealth([await snapshot(), ...(await opts.peers!())]) : deepHealthView(ctx);
+    },
     startedAtSec: Math.floor(Date.now() / 1000),
     inFlight: 0,
+    admin: null,
+    metricsWithoutKey: s.server.metrics_without_key,
+    storeHealth: () => control.health(),
   };
   const snapshot = async (): Promise<WorkerSnapshot> => ({ worker, metrics: await metrics.registry.getMetricsAsJSON(), deep: deepHealthView(ctx) });
   metrics = new GatewayMetrics({ core: () => ctx.gen.core, inFlight: () => ctx.inFlight, nowMs: () => performance.now(), requestLog: () => requestLog, upstreams: () => pools.stats() });
   // request_log settings take effect at restart only (a reload says so): log_prompts too, since
   // the writer's memory limit was sized for it at start.
   const logPrompts = rl.log_prompts;
-  const build = (c: GatewayConfig): Generation => buildGeneration(c, { seed, worker, pools, log, metrics, requestLog, logPrompts });
-  ctx.gen = build(config);
+  const build = (c: GatewayConfig, prev: Generation | null): Generation =>
+    buildGeneration(c, { seed, worker, pools, log, metrics, requestLog, logPrompts, overlay: control.routeOverlay(), carryFrom: prev?.core ?? null });
+  ctx.gen = build(config, null);
+  /** The YAML configuration in force (the overlay is applied on top of it). */
+  let base = config;
+  let generation = 1;
   const probeGate = new ProbeGate();
   const probeCounters: ProbeCounters = { sent: 0, inFlight: 0, maxInFlight: 0 };
   const startProber = (g: Generation): RouteWiseProber | null =>
@@ -215,10 +230,48 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       (app as TemplatedApp & { close(): void }).close();
       await pools.close();
       await requestLog?.close();
+      await control.close();
       throw new Error(`gateway: admin listener: ${(e as Error).message}`);
     }
   }
   let prober = startProber(ctx.gen);
+  /** Puts `gen` in force and restarts the prober on it. */
+  const swap = (gen: Generation): void => {
+    ctx.gen = gen;
+    generation++;
+    // The old prober's probe in flight (if any) finishes on the old planner and frees the shared gate.
+    prober?.stop(false);
+    prober = ctx.draining ? null : startProber(gen);
+  };
+  const applyOverlay = (next: OverlaySnapshot): void => {
+    const before = control.overlay;
+    control.overlay = next;
+    try {
+      swap(build(base, ctx.gen));
+    } catch (e) {
+      control.overlay = before;
+      throw e;
+    }
+    log.info({ generation, weightOverrides: next.weights.filter((w) => w.weight !== null).length, disabledProviders: next.providers.filter((p) => p.disabled).map((p) => p.provider) }, 'overlay applied');
+  };
+  (ctx as { admin: AdminApi | null }).admin = new AdminApi({
+    repo: control.repo,
+    core: () => ctx.gen.core,
+    overlay: () => control.overlay,
+    apply: applyOverlay,
+    generation: () => generation,
+    persistent: control.store !== null,
+    writesRefused: control.store === null && s.server.workers > 1 ? `This gateway runs ${s.server.workers} workers and has no store, so a change would reach only the worker that took it; configure store: (kind: postgres) to change routing at run time.` : null,
+    log,
+    extraRoutes: requestReports(requestLog, () => Date.now()),
+  });
+  control.startPolling(s.store_poll_ms, (next) => {
+    try {
+      applyOverlay(next);
+    } catch (e) {
+      log.error({ reason: (e as Error).message }, 'overlay from the store refused; the configuration in force stays');
+    }
+  });
   log.info(
     { host, port, admin: admin?.url ?? null, seed, probing: prober ? prober.models.map((m) => m.id) : [], models: ctx.gen.core.allModels().map((m) => m.id), endpoints: [...ctx.gen.routes.keys()], auth: s.auth.mode, requestLog: rl.path },
     'gateway listening',
@@ -237,6 +290,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       await new Promise((r) => setImmediate(r));
       await pools.close();
       await requestLog?.close();
+      await control.close();
     })();
     return closing;
   };
@@ -257,15 +311,13 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     reload(next) {
       let gen: Generation;
       try {
-        gen = build(next);
+        gen = build(next, ctx.gen);
       } catch (e) {
         metrics.observeReload(false);
         throw e;
       }
-      ctx.gen = gen;
-      // The old prober's probe in flight (if any) finishes on the old planner and frees the shared gate.
-      prober?.stop(false);
-      prober = ctx.draining ? null : startProber(gen);
+      base = next;
+      swap(gen);
       metrics.observeReload(true);
       const restart = restartOnly(running, next);
       log.info({ models: gen.core.allModels().map((m) => m.id), endpoints: [...gen.routes.keys()], needsRestart: restart }, 'configuration reloaded');
@@ -288,142 +340,11 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   };
 }
 
-/** What a generation needs besides its configuration. */
-interface GenerationDeps {
-  seed: number;
-  worker: number;
-  pools: UpstreamPools;
-  log: Logger;
-  metrics: GatewayMetrics;
-  requestLog: RequestLog | null;
-  logPrompts: boolean;
-}
-
-/**
- * One configuration generation: core, route targets, routing streams, keys.
- * @throws Error when the core rejects the configuration, or when `server.workers` > 1 and some
- *   model keeps routing state per process (`workerScopeError`: names the models, RouteWise
- *   quota / concurrency routes, and the fix).
- */
-function buildGeneration(config: GatewayConfig, d: GenerationDeps): Generation {
-  const s = config.settings;
-  const scope = workerScopeError(config.models, s.server.workers);
-  if (scope) throw new Error(`gateway: configuration refused: ${scope}`);
-  const core = new RoutingCore(config.models, { health: healthOptions(s), settings: config.routingSettings });
-  // Routes zeroed or re-weighted at start (or reload) are logged once, with configured and
-  // effective weight and the reasons (seed 000: route_weight_zeroed / route_weight_overridden).
-  if (d.worker === 0) {
-    for (const n of routeNotices(core.routeExclusions())) {
-      d.log[n.level]({ model: n.modelId, endpoint: n.endpointId, configured_weight: n.configuredWeight, effective_weight: n.effectiveWeight, reasons: n.reasons }, n.event);
-    }
-  }
-  const routes = new Map<string, RouteTarget>();
-  for (const m of config.models.models) {
-    for (const r of m.route) {
-      const id = endpointId(m.id, r.kind, r.base_url);
-      const url = new URL(r.base_url);
-      routes.set(id, {
-        endpointId: id,
-        pool: d.pools.forOrigin(url.origin),
-        basePath: url.pathname.replace(/\/+$/, ''),
-        apiKey: r.api_key ?? null,
-        upstreamModel: r.provider_model_id ?? m.id,
-      });
-    }
-  }
-  const streamOf = new Map<string, Rng>();
-  const fallbackRng = deriveRng(d.seed, `gateway/worker-${d.worker}/unknown-model`);
-  for (const m of core.allModels()) streamOf.set(m.id, deriveRng(d.seed, `gateway/worker-${d.worker}/model/${m.id}`));
-
-  const routingHeaders = new Set<string>(['x-switchyard-routing-key']);
-  let routingCookies = false;
-  for (const m of config.models.models) {
-    // Multi-target `hash_on` sources, read structurally so this stays valid as the core grows.
-    const chain = (m as { routing?: { hash_on?: Array<{ type: string; name?: string }> } }).routing?.hash_on ?? [];
-    for (const src of chain) {
-      if (src.type === 'header' && src.name) routingHeaders.add(src.name.toLowerCase());
-      if (src.type === 'cookie') routingCookies = true;
-    }
-  }
-  // Price per endpoint, USD per token, for the log's cost column.
-  const price = new Map<string, { input: number; cached: number; output: number }>();
-  for (const m of core.allModels()) {
-    for (const r of m.routes) price.set(r.endpointId, { input: r.pricing.inputUsdPer1M / 1e6, cached: r.pricing.cachedInputUsdPer1M / 1e6, output: r.pricing.outputUsdPer1M / 1e6 });
-  }
-  const timeOrigin = performance.timeOrigin;
-  const onFinished = (f: FinishedExchange): void => {
-    const md = f.metadata;
-    const e2eMs = f.endedAtMs - f.startedAtMs;
-    const ttftMs = md?.firstTokenAtMs != null ? md.firstTokenAtMs - f.startedAtMs : null;
-    const endpoint = md?.endpointId ?? null;
-    // A name the core does not resolve is the client's to choose: 'none', not a label per name.
-    const modelId = md?.modelId ?? core.model(f.req.model)?.id ?? 'none';
-    d.metrics.observeRequest({
-      model: modelId,
-      endpoint: endpoint ?? 'none',
-      httpStatus: f.httpStatus,
-      stream: f.req.stream,
-      // A non-stream's first token is its whole body (the metric's documented meaning).
-      ttftSec: ttftMs !== null ? ttftMs / 1000 : !f.req.stream && md?.status === 'ok' ? e2eMs / 1000 : null,
-      e2eSec: e2eMs / 1000,
-      fallback: md?.fallback ?? false,
-      offloadReason: md?.offloadReason ?? null,
-    });
-    if (!d.requestLog) return;
-    const usage = md?.usage ?? null;
-    const inputTokens = usage && usage.inputTokens > 0 ? usage.inputTokens : f.req.inputTokens;
-    const outputTokens = usage?.outputTokens ?? 0;
-    const cached = usage?.cachedTokens ?? 0;
-    const p = endpoint ? price.get(endpoint) : undefined;
-    const prompt = serializedPrompt(f.req.body);
-    const row: RequestLogRow = {
-      arrivalUnixMs: timeOrigin + f.startedAtMs,
-      requestId: f.requestId,
-      sessionId: f.sessionId,
-      callerId: f.callerId,
-      model: f.req.model,
-      inputTokens,
-      outputTokens,
-      hashIds: prefixBlockHashes(prompt, LOG_BLOCK.blockSize),
-      stream: f.req.stream,
-      ttftMs,
-      e2eMs,
-      api: f.req.endpoint,
-      endpointId: endpoint,
-      attempts: md?.attempts.length ?? 0,
-      httpStatus: f.httpStatus,
-      status: md?.status ?? 'internal_error',
-      fallback: md?.fallback ?? false,
-      cachedTokens: cached,
-      costUsd: p ? (inputTokens - cached) * p.input + cached * p.cached + outputTokens * p.output : 0,
-      prompt: d.logPrompts ? prompt : null,
-    };
-    d.requestLog.append(row);
-  };
-  return {
-    core,
-    routes,
-    rngFor: (name) => {
-      const m = core.model(name);
-      return (m && streamOf.get(m.id)) ?? fallbackRng;
-    },
-    now: () => performance.now(),
-    log: d.log,
-    maxErrorBodyBytes: s.upstream.max_error_body_kb * 1024,
-    onFinished,
-    callers: new Callers(s.auth, core),
-    bodyLimitBytes: bodyLimitBytes(s),
-    maxInFlight: s.server.max_in_flight,
-    overloadRetryAfterSec: s.server.overload_retry_after_sec,
-    routingHeaders: [...routingHeaders],
-    routingCookies,
-  };
-}
-
 /**
  * Settings that differ between two configurations and that a reload cannot apply (they need a
  * restart), as dotted names: `server.host`, `server.port`, `server.workers`, `server.admin_host`,
- * `server.admin_port`, `server.seed`, `server.log_level`, `upstream`, `request_log`, `emulators`.
+ * `server.admin_port`, `server.seed`, `server.log_level`, `upstream`, `request_log`, `emulators`,
+ * `store`.
  * Both configurations must carry the same command-line overrides (the CLI applies them to every
  * load), so a setting that did not change is never reported. Empty when nothing needs a restart.
  */
@@ -435,6 +356,7 @@ export function restartOnly(prev: GatewayConfig, next: GatewayConfig): string[] 
   if (JSON.stringify(a.upstream) !== JSON.stringify(b.upstream)) out.push('upstream');
   if (JSON.stringify(a.request_log) !== JSON.stringify(b.request_log)) out.push('request_log');
   if (JSON.stringify(a.emulators) !== JSON.stringify(b.emulators)) out.push('emulators');
+  if (JSON.stringify(a.store) !== JSON.stringify(b.store)) out.push('store');
   return out;
 }
 

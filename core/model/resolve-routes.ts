@@ -8,6 +8,7 @@ import type { RouteConfig } from '../config/models-config.ts';
 import { endpointId as makeEndpointId, endpointLocation } from '../config/endpoint-id.ts';
 import { fnv1a64Hex } from '../affinity/affinity-key.ts';
 import type { ExclusionReason, ResolvedRoute } from './resolved-model.ts';
+import { overlaidWeight, type RouteOverlay } from '../config/route-overlay.ts';
 
 const LIMITER_EXEMPT_HOST = /^(localhost|127(\.\d{1,3}){3}|0\.0\.0\.0|host\.docker\.internal|\[::1\])$/i;
 
@@ -30,10 +31,11 @@ function isLocalRoute(r: RouteConfig): boolean {
 
 /**
  * Resolves the routes of model `modelId`; `share` is `routing.local_weight_share` (0–1) or
- * undefined. `where` names the model in errors.
+ * undefined. `where` names the model in errors. `overlay` (weight overrides, disabled
+ * providers) is laid over the result and may turn the `routing.yaml` split off.
  * @throws Error naming `where.route[i]` when two routes resolve to the same endpoint id.
  */
-export function resolveRoutes(modelId: string, routes: readonly RouteConfig[], share: number | undefined, where: string): ResolvedRoute[] {
+export function resolveRoutes(modelId: string, routes: readonly RouteConfig[], share: number | undefined, where: string, overlay?: RouteOverlay): ResolvedRoute[] {
   const seen = new Set<string>();
   const locals = routes.map(isLocalRoute);
   let localSum = 0;
@@ -47,7 +49,7 @@ export function resolveRoutes(modelId: string, routes: readonly RouteConfig[], s
     let effective = r.weight;
     if (r.weight === 0) reasons.push('configured_zero');
     // routing.yaml split: scale local and remote groups to the configured share, once, at start.
-    if (share !== undefined && r.weight > 0) {
+    if (share !== undefined && r.weight > 0 && !overlay?.ignoreLocalWeightShare) {
       const local = locals[i]!;
       const groupSum = local ? localSum : remoteSum;
       const groupShare = local ? share : 1 - share;
@@ -55,6 +57,7 @@ export function resolveRoutes(modelId: string, routes: readonly RouteConfig[], s
       if (otherSum > 0 || groupShare === 0) effective = groupSum > 0 ? (r.weight / groupSum) * groupShare : 0;
       if (effective === 0) reasons.push('routing_yaml');
     }
+    effective = overlaidWeight(overlay, id, r.provider ?? endpointLocation(r.kind, r.base_url), effective, reasons);
     const price = r.pricing;
     return {
       endpointId: id,

@@ -30,11 +30,17 @@ export const ServerSchema = z
     seed: z.number().int().optional(),
     log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     /**
-     * Admin listener (`/health`, `/health/deep`, `/routing`, `/metrics`, no key needed): keep it
-     * on a private address. null ⇒ none (the public port still serves them to admin keys).
+     * Admin listener (`/health` without a key; `/health/deep`, `/routing`, `/metrics`, `/admin/…`
+     * with an admin key, as on the public port): keep it on a private address. null ⇒ none.
      */
     admin_host: z.string().min(1).default('127.0.0.1'),
     admin_port: z.number().int().min(0).max(65535).nullable().default(8081),
+    /**
+     * Serve `/metrics` on the admin listener without an admin key, for a Prometheus scraper.
+     * Only allowed when `admin_host` is a loopback or private address (checked at load); every
+     * other operational route keeps needing an admin key on every listener.
+     */
+    metrics_without_key: z.boolean().default(false),
     /** SIGTERM: longest wait for in-flight requests before the rest are cut, ms. */
     drain_grace_ms: z.number().int().nonnegative().default(30_000),
   })
@@ -102,7 +108,7 @@ export const CallerKeySchema = z
       .regex(/^[0-9a-fA-F]{64}$/, 'must be the 64-hex-digit SHA-256 of the key; compute it with: printf %s "$KEY" | sha256sum'),
     /** Model ids or aliases the key may use; absent ⇒ every model. An id admits its aliases. */
     allowed_models: z.array(z.string().min(1)).optional(),
-    /** Admins may pin a route with `X-Route-Pin` and read `/health/deep`. */
+    /** The admin role: may pin a route with `X-Route-Pin` and call `/health/deep`, `/routing`, `/metrics` and `/admin/…` on every listener. */
     admin: z.boolean().default(false),
   })
   .strict();
@@ -142,6 +148,28 @@ export const EmulatorSpecSchema = z
   })
   .strict();
 
+/**
+ * The runtime data store (`gateway/store/`): the overlay operators change through `/admin/…`
+ * (weight overrides, disabled providers) and the admin audit log. Absent ⇒ no database: changes
+ * live in the process only and are lost at exit. `pglite` runs PostgreSQL inside the gateway
+ * (one process; data in `dir`); `postgres` uses a server several replicas share.
+ */
+export const StoreSchema = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('pglite'), dir: z.string().min(1) }).strict(),
+  z
+    .object({
+      kind: z.literal('postgres'),
+      /** `postgres://user:password@host:port/database`. */
+      url: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// (or postgresql://) URL'),
+      pool_size: z.number().int().min(1).max(100).default(4),
+      connect_timeout_ms: z.number().int().positive().default(5_000),
+    })
+    .strict(),
+]);
+
+/** `store:` extras shared by both kinds. */
+export const StorePollSchema = z.number().int().min(100).default(2_000);
+
 /** The whole `gateway.yaml`. Every block is optional. */
 export const GatewaySettingsSchema = z
   .object({
@@ -153,6 +181,12 @@ export const GatewaySettingsSchema = z
     routing_settings: z.record(z.string(), z.unknown()).default({}),
     emulators: z.array(EmulatorSpecSchema).default([]),
     request_log: RequestLogSchema.default(RequestLogSchema.parse({})),
+    store: StoreSchema.optional(),
+    /**
+     * How often the overlay is read back from the store, ms, so that changes made through another
+     * replica (or another worker) are applied here too. Ignored without a store.
+     */
+    store_poll_ms: StorePollSchema,
   })
   .strict();
 

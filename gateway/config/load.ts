@@ -291,6 +291,14 @@ function checkConfig(
     });
   });
 
+  if (settings.server.metrics_without_key && !isPrivateHost(settings.server.admin_host)) {
+    at(gw, ['server', 'metrics_without_key'], `admin_host '${settings.server.admin_host}' is not a loopback or private address, so /metrics would be open to anyone who can reach it`, 'set server.admin_host to a private address (127.0.0.1, 10.x, 172.16-31.x, 192.168.x, fc00::/7) or drop metrics_without_key');
+  }
+
+  if (settings.store?.kind === 'pglite' && settings.server.workers > 1) {
+    at(gw, ['store', 'kind'], `an embedded pglite store belongs to one process, but server.workers is ${settings.server.workers}`, 'use store.kind: postgres (a server every worker connects to) or server.workers: 1');
+  }
+
   // 6. Workers and per-worker state.
   const stateful = statefulModels(models);
   if (settings.server.workers > 1) {
@@ -377,6 +385,11 @@ export function healthOptions(s: GatewaySettings): Partial<HealthOptions> {
 
 function isRecord(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+/** Loopback or a private (RFC 1918 / unique-local) address: where an unauthenticated scraper port may listen. */
+function isPrivateHost(host: string): boolean {
+  return isLoopback(host) || /^(10(\.\d{1,3}){3}|192\.168(\.\d{1,3}){2}|172\.(1[6-9]|2\d|3[01])(\.\d{1,3}){2}|f[cd][0-9a-f]{2}:.*)$/i.test(host);
 }
 
 function isLoopback(host: string): boolean {

@@ -37,10 +37,26 @@ export interface RequestLogRow {
   costUsd: number;
   /** The prompt's JSON, only with `log_prompts: true`; else null. */
   prompt: string | null;
+  /** Why the request was moved to its model's offload route (`queue_wait`, …); null when it was not. */
+  offloadReason: string | null;
+  /** Strategy that planned the request (`fixed`, `least_latency`, …); null when none did. */
+  strategy: string | null;
+  /**
+   * The upstream attempts, one list entry per attempt in start order (the `attempts` view turns
+   * them into rows): endpoint id, multi-target target (null otherwise), outcome (`ok`,
+   * `http_<status>`, or the failure kind), start as ms after arrival, duration ms, and why it was
+   * made (`primary`, `retry` on the endpoint just tried, `fallback` to another, `offload`).
+   */
+  attemptEndpoints: string[];
+  attemptTargets: Array<string | null>;
+  attemptOutcomes: string[];
+  attemptStartMs: number[];
+  attemptMs: number[];
+  attemptReasons: string[];
 }
 
 /** DuckDB column types the request log uses. */
-export type LogColumnType = 'DOUBLE' | 'VARCHAR' | 'INTEGER' | 'BOOLEAN' | 'INTEGER[]';
+export type LogColumnType = 'DOUBLE' | 'VARCHAR' | 'INTEGER' | 'BOOLEAN' | 'INTEGER[]' | 'VARCHAR[]' | 'DOUBLE[]';
 
 /** A column of the `requests` table: the row field it holds, its name, type and nullability. */
 export interface LogColumn {
@@ -74,6 +90,31 @@ export const REQUEST_LOG_COLUMNS: readonly LogColumn[] = [
   col('cachedTokens', 'cached_tokens', 'INTEGER', true),
   col('costUsd', 'cost_usd', 'DOUBLE', true),
   col('prompt', 'prompt', 'VARCHAR', false),
+  // Columns added after the first layout come last, so that a file of an older layout only needs
+  // them added (`REQUEST_LOG_MIGRATIONS`) for the appender's column order to match.
+  col('offloadReason', 'offload_reason', 'VARCHAR', false),
+  col('strategy', 'strategy', 'VARCHAR', false),
+  col('attemptEndpoints', 'attempt_endpoints', 'VARCHAR[]', false),
+  col('attemptTargets', 'attempt_targets', 'VARCHAR[]', false),
+  col('attemptOutcomes', 'attempt_outcomes', 'VARCHAR[]', false),
+  col('attemptStartMs', 'attempt_start_ms', 'DOUBLE[]', false),
+  col('attemptMs', 'attempt_ms', 'DOUBLE[]', false),
+  col('attemptReasons', 'attempt_reasons', 'VARCHAR[]', false),
+];
+
+/**
+ * The `attempts` view: one row per upstream attempt (request id, arrival, model, 1-based index,
+ * endpoint, target, outcome, start offset and duration in ms, reason), from the list columns.
+ */
+export const ATTEMPTS_VIEW_DDL = `CREATE OR REPLACE VIEW attempts AS
+SELECT request_id, arrival_unix_ms, model, i::INTEGER AS attempt_index, attempt_endpoints[i] AS endpoint_id, attempt_targets[i] AS target,
+       attempt_outcomes[i] AS outcome, attempt_start_ms[i] AS start_offset_ms, attempt_ms[i] AS duration_ms, attempt_reasons[i] AS reason
+FROM (SELECT *, unnest(range(1, coalesce(len(attempt_endpoints), 0) + 1)) AS i FROM requests)`;
+
+/** Statements that bring a file of an older layout to `REQUEST_LOG_COLUMNS` (idempotent; run at open). */
+export const REQUEST_LOG_MIGRATIONS: readonly string[] = [
+  ...REQUEST_LOG_COLUMNS.slice(REQUEST_LOG_COLUMNS.findIndex((c) => c.column === 'offload_reason')).map((c) => `ALTER TABLE requests ADD COLUMN IF NOT EXISTS ${c.column} ${c.type}`),
+  ATTEMPTS_VIEW_DDL,
 ];
 
 /** DDL of the `requests` table, from `REQUEST_LOG_COLUMNS`. */

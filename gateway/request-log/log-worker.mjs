@@ -2,7 +2,10 @@
 /**
  * The request log's writer thread: owns the DuckDB file, appends the batches the gateway thread
  * posts (`{columns, rows}`, columns in `REQUEST_LOG_COLUMNS` order) as DuckDB data chunks, and answers `{flush: id}` with `{flushed: id}` once everything before it is
- * on disk, and `{close: true}` by closing the database and posting `{closed: true}`. DuckDB's
+ * on disk, `{query: id, sql, params}` with `{queryId: id, rows}` (or `{queryId, queryError}`)
+ * read on a second connection after committing what it holds, so operators' reports read the
+ * live file through its one owner, and `{close: true}` by closing the database and posting
+ * `{closed: true}`. At open it brings a file of an older layout up to date (`migrations`). DuckDB's
  * `memory_limit` bounds its buffer memory. Started by `request-log.ts`, which passes the file,
  * the limit, the table's DDL and its column types in `workerData`. Creates the file's folder.
  *
@@ -14,11 +17,11 @@ import { dirname } from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
 import { BOOLEAN, DOUBLE, DuckDBDataChunk, DuckDBInstance, INTEGER, LIST, listValue, VARCHAR } from '@duckdb/node-api';
 
-/** @type {{ path: string, memoryLimitMb: number, ddl: string, types: import('./log-row.ts').LogColumnType[], notNull: boolean[] }} */
-const { path, memoryLimitMb, ddl, types, notNull } = workerData;
+/** @type {{ path: string, memoryLimitMb: number, ddl: string, migrations: string[], types: import('./log-row.ts').LogColumnType[], notNull: boolean[] }} */
+const { path, memoryLimitMb, ddl, migrations, types, notNull } = workerData;
 const port = /** @type {import('node:worker_threads').MessagePort} */ (parentPort);
 
-const DUCKDB_TYPES = { DOUBLE, VARCHAR, INTEGER, BOOLEAN, 'INTEGER[]': LIST(INTEGER) };
+const DUCKDB_TYPES = { DOUBLE, VARCHAR, INTEGER, BOOLEAN, 'INTEGER[]': LIST(INTEGER), 'VARCHAR[]': LIST(VARCHAR), 'DOUBLE[]': LIST(DOUBLE) };
 const chunkTypes = types.map((t) => DUCKDB_TYPES[t]);
 /** Rows per data chunk: DuckDB's vector size. */
 const CHUNK_ROWS = 2048;
@@ -64,7 +67,7 @@ function appendColumns(a, columns, rows) {
       chunk.setColumns(
         columns.map((values, c) => {
           const part = from === 0 && to === rows ? values : values.slice(from, to);
-          return types[c] === 'INTEGER[]' ? part.map((v) => (v === null ? null : listValue(/** @type {number[]} */ (v)))) : part;
+          return types[c].endsWith('[]') ? part.map((v) => (v === null || v === undefined ? null : listValue(/** @type {never[]} */ (v)))) : part;
         }),
       );
       a.appendDataChunk(chunk);
@@ -89,6 +92,9 @@ try {
   });
   const conn = await instance.connect();
   await conn.run(ddl);
+  for (const m of migrations) await conn.run(m);
+  /** Reads (operators' reports) run here, beside the appender's connection. */
+  const reader = await instance.connect();
   // One appender for the thread's life. Posted batches are appended as they arrive (a backlog
   // stays in the port's queue as compact serialized bytes) and acknowledged then (`accepted`:
   // they no longer count against the gateway thread's bound), and committed together: a commit
@@ -167,6 +173,13 @@ try {
       }
       if (pending >= COMMIT_ROWS) commit();
       else if (commitTimer === null) commitTimer = setTimeout(commit, COMMIT_INTERVAL_MS);
+    } else if ('query' in m) {
+      commit();
+      const id = m.query;
+      reader.runAndReadAll(m.sql, /** @type {never} */ (m.params)).then(
+        (r) => port.postMessage({ queryId: id, rows: r.getRowObjectsJson() }),
+        (e) => port.postMessage({ queryId: id, queryError: /** @type {Error} */ (e).message }),
+      );
     } else if ('flush' in m) {
       commit();
       port.postMessage({ flushed: m.flush });
@@ -177,6 +190,7 @@ try {
       } catch (e) {
         port.postMessage({ error: /** @type {Error} */ (e).message });
       }
+      reader.closeSync();
       conn.closeSync();
       instance.closeSync();
       port.postMessage({ closed: true });

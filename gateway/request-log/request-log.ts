@@ -9,14 +9,14 @@
  * every row appended before it returns and waits until the writer has closed the file.
  */
 import { Worker } from 'node:worker_threads';
-import { REQUEST_LOG_COLUMNS, REQUEST_LOG_DDL, type RequestLogRow } from './log-row.ts';
+import { REQUEST_LOG_COLUMNS, REQUEST_LOG_DDL, REQUEST_LOG_MIGRATIONS, type RequestLogRow } from './log-row.ts';
 
 /**
  * What the gateway thread posts to the writer (`log-worker.mjs`). Rows travel as columns, in
  * `REQUEST_LOG_COLUMNS` order (`columns[c][r]`): cheaper to post than one object per row, and
  * no row object outlives its request (none is promoted to the old generation while it waits).
  */
-export type LogWorkerMessage = { columns: unknown[][]; rows: number } | { flush: number } | { close: true };
+export type LogWorkerMessage = { columns: unknown[][]; rows: number } | { flush: number } | { query: number; sql: string; params: unknown[] } | { close: true };
 
 const newColumns = (): unknown[][] => REQUEST_LOG_COLUMNS.map(() => []);
 
@@ -52,6 +52,8 @@ export class RequestLog {
   private lost = 0;
   private flushSeq = 0;
   private readonly flushWaiters = new Map<number, () => void>();
+  private readonly queryWaiters = new Map<number, { resolve: (rows: Array<Record<string, unknown>>) => void; reject: (e: Error) => void }>();
+  private querySeq = 0;
   private closed = false;
   private readonly timer: NodeJS.Timeout;
   private closedPromise: Promise<void> | null = null;
@@ -64,7 +66,14 @@ export class RequestLog {
   ) {
     this.timer = setInterval(() => this.post(), opts.flushIntervalMs);
     this.timer.unref();
-    worker.on('message', (m: { flushed?: number; accepted?: number; committed?: number; lostRows?: number; error?: string }) => {
+    worker.on('message', (m: { flushed?: number; accepted?: number; committed?: number; lostRows?: number; error?: string; queryId?: number; rows?: Array<Record<string, unknown>>; queryError?: string }) => {
+      if (m.queryId !== undefined) {
+        const w = this.queryWaiters.get(m.queryId);
+        this.queryWaiters.delete(m.queryId);
+        if (m.queryError !== undefined) w?.reject(new Error(`request log query failed: ${m.queryError}`));
+        else w?.resolve(m.rows ?? []);
+        return;
+      }
       if (m.accepted !== undefined) {
         this.inFlight -= m.accepted;
         this.uncommitted += m.accepted;
@@ -89,6 +98,8 @@ export class RequestLog {
       this.closed = true;
       for (const w of this.flushWaiters.values()) w();
       this.flushWaiters.clear();
+      for (const w of this.queryWaiters.values()) w.reject(new Error('request log closed'));
+      this.queryWaiters.clear();
     });
     worker.on('error', (e) => {
       this.lastError = e.message;
@@ -102,7 +113,7 @@ export class RequestLog {
    */
   static async open(opts: RequestLogOptions): Promise<RequestLog> {
     const worker = new Worker(new URL('./log-worker.mjs', import.meta.url), {
-      workerData: { path: opts.path, memoryLimitMb: opts.memoryLimitMb, ddl: REQUEST_LOG_DDL, types: REQUEST_LOG_COLUMNS.map((c) => c.type), notNull: REQUEST_LOG_COLUMNS.map((c) => c.notNull) },
+      workerData: { path: opts.path, memoryLimitMb: opts.memoryLimitMb, ddl: REQUEST_LOG_DDL, migrations: REQUEST_LOG_MIGRATIONS, types: REQUEST_LOG_COLUMNS.map((c) => c.type), notNull: REQUEST_LOG_COLUMNS.map((c) => c.notNull) },
       // The writer allocates little: a small young generation keeps its resident memory down.
       resourceLimits: { maxYoungGenerationSizeMb: WRITER_YOUNG_GEN_MB },
     });
@@ -161,6 +172,23 @@ export class RequestLog {
     await new Promise<void>((resolve) => {
       this.flushWaiters.set(id, resolve);
       this.worker.postMessage({ flush: id } satisfies LogWorkerMessage);
+    });
+  }
+
+  /**
+   * Runs a read on the writer thread (which owns the file) after handing it every row appended so
+   * far and committing them; rows come back as JSON-safe objects (DuckDB's `getRowObjectsJson`:
+   * BIGINT and DECIMAL as strings, lists as arrays).
+   * @param params values of `$1`, `$2`, …
+   * @throws Error with DuckDB's message, or `request log closed`.
+   */
+  query(sql: string, params: unknown[] = []): Promise<Array<Record<string, unknown>>> {
+    if (this.exited || this.closed) return Promise.reject(new Error('request log closed'));
+    this.post();
+    const id = ++this.querySeq;
+    return new Promise((resolve, reject) => {
+      this.queryWaiters.set(id, { resolve, reject });
+      this.worker.postMessage({ query: id, sql, params } satisfies LogWorkerMessage);
     });
   }
 

@@ -1,8 +1,9 @@
 /**
  * The public HTTP surface on uWebSockets.js: OpenAI's `POST /v1/chat/completions`,
  * `/v1/completions`, `/v1/embeddings` and `GET /v1/models`, plus `GET /health` (public
- * liveness) and the operational routes `/health/deep`, `/routing`, `/metrics` (admin keys only
- * here; without a key on the admin listener, `createAdminApp`). What happens before routing
+ * liveness) and the operational routes `/health/deep`, `/routing`, `/metrics` and `/admin/…`
+ * (admin keys only, on this listener and on the admin listener, `createAdminApp`; see
+ * `admin-routes.ts`). What happens before routing
  * lives here — request id, caller authentication, the in-flight bound, the body limit, JSON and
  * field checks, model access — and each admitted request is handed to an `Exchange` that drives
  * the core with the configuration generation current when it arrived.
@@ -23,7 +24,11 @@ import { isBodyProblem, readClientRequest, type ClientRequest, type Endpoint } f
 import { ClientResponse, statusLine, type HeaderPairs } from './client-response.ts';
 import { Exchange, type ExchangeContext } from './exchange.ts';
 import { BUDGET_ALPHA_HEADER, parseBudgetAlphaHeader } from '../routewise/budget-alpha.ts';
-import type { DeepHealth } from './worker-aggregate.ts';
+import type { DeepHealth, StoreHealth } from './worker-aggregate.ts';
+import type { AdminApi } from '../admin/admin-api.ts';
+import { ADMIN_PATHS, mountAdminRoutes } from './admin-routes.ts';
+export { ADMIN_PATHS };
+export { deepHealthView, routingView } from './operational-views.ts';
 import { deriveAffinityKey } from '../../core/index.ts';
 
 /**
@@ -58,6 +63,12 @@ export interface ServerContext {
   readonly startedAtSec: number;
   /** Requests admitted and not yet over. */
   inFlight: number;
+  /** The `/admin/…` API (null: off). */
+  readonly admin: AdminApi | null;
+  /** `server.metrics_without_key`: `/metrics` on the admin listener answers without a key. */
+  readonly metricsWithoutKey: boolean;
+  /** The store's last known state for `/health/deep`, or null without a store. */
+  readonly storeHealth: () => StoreHealth | null;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:\-]{1,128}$/;
@@ -88,33 +99,22 @@ export function createApp(ctx: ServerContext): TemplatedApp {
     sendNow(res, 200, requestId, JSON.stringify({ object: 'list', data }));
   });
   app.get('/health', (res, req) => sendNow(res, 200, takeRequestId(req), JSON.stringify(liveness(ctx))));
-  for (const path of ADMIN_PATHS) {
-    app.get(path, (res, req) => {
-      const requestId = takeRequestId(req);
-      const caller = ctx.gen.callers.authenticate(req.getHeader('authorization'));
-      if (!caller) return sendNow(res, 401, requestId, errorJson('invalid_api_key', 'Incorrect or missing API key.'));
-      if (!caller.admin) return sendNow(res, 404, requestId, errorJson('not_found', `Unknown request URL: GET ${path}.`));
-      serveAdmin(ctx, path, res, requestId);
-    });
-  }
+  mountAdminRoutes(app, ctx, 'public');
   app.any('/*', (res, req) => {
     sendNow(res, 404, takeRequestId(req), errorJson('not_found', `Unknown request URL: ${req.getMethod().toUpperCase()} ${req.getUrl()}.`));
   });
   return app;
 }
 
-/** The operational routes (admin listener; admin key on the public port). */
-export const ADMIN_PATHS = ['/health/deep', '/routing', '/metrics'] as const;
-type AdminPath = (typeof ADMIN_PATHS)[number];
-
 /**
- * The admin listener's app: `/health`, `/health/deep`, `/routing`, `/metrics`, no key needed —
- * it listens on loopback (or wherever `server.admin_host` says; keep it private).
+ * The admin listener's app: `/health` (no key), and `/health/deep`, `/routing`, `/metrics`,
+ * `/admin/…` with an admin key, like on the public listener (`admin-routes.ts`). It listens on
+ * loopback, or wherever `server.admin_host` says: keep it private.
  */
 export function createAdminApp(ctx: ServerContext): TemplatedApp {
   const app = uWS.App();
   app.get('/health', (res, req) => sendNow(res, 200, takeRequestId(req), JSON.stringify(liveness(ctx))));
-  for (const path of ADMIN_PATHS) app.get(path, (res, req) => serveAdmin(ctx, path, res, takeRequestId(req)));
+  mountAdminRoutes(app, ctx, 'admin');
   app.any('/*', (res, req) => sendNow(res, 404, takeRequestId(req), errorJson('not_found', `Unknown request URL: ${req.getMethod().toUpperCase()} ${req.getUrl()}.`)));
   return app;
 }
@@ -124,69 +124,6 @@ function liveness(ctx: ServerContext): Record<string, unknown> {
   let routes = 0;
   for (const m of ctx.gen.core.allModels()) if (!m.multiTarget) routes += m.routes.length;
   return { status: ctx.draining ? 'draining' : 'ok', in_flight: ctx.inFlight, routes_configured: routes };
-}
-
-/** Body of `/routing`: per model its strategy and every route's configured and effective weight. */
-export function routingView(ctx: ServerContext): Record<string, unknown> {
-  const g = ctx.gen;
-  return {
-    models: g.core.allModels().map((m) => ({
-      id: m.id,
-      aliases: m.aliases,
-      strategy: m.strategy,
-      published: m.published,
-      ...(m.multiTarget && { multi_target: true }),
-      routes: m.routes.map((r) => ({
-        endpoint_id: r.endpointId,
-        provider: r.provider,
-        local: r.local,
-        configured_weight: r.configuredWeight,
-        effective_weight: r.effectiveWeight,
-        exclusion_reasons: r.exclusionReasons,
-      })),
-    })),
-  };
-}
-
-function serveAdmin(ctx: ServerContext, path: AdminPath, res: HttpResponse, requestId: string): void {
-  if (path === '/routing') return sendNow(res, 200, requestId, JSON.stringify(routingView(ctx)));
-  const metrics = ctx.metricsText;
-  if (path === '/metrics' && !metrics) return sendNow(res, 404, requestId, errorJson('not_found', 'Metrics are off.'));
-  // Both may wait for the other workers of a multi-worker gateway.
-  let aborted = false;
-  res.onAborted(() => (aborted = true));
-  const [body, type] = path === '/health/deep' ? [ctx.deepHealth().then((b) => JSON.stringify(b)), JSON_TYPE[1]] : [metrics!(), 'text/plain; version=0.0.4; charset=utf-8'];
-  body.then(
-    (text) => {
-      if (aborted) return;
-      res.cork(() => {
-        res.writeStatus('200 OK').writeHeader('x-request-id', requestId).writeHeader('content-type', type).end(text);
-      });
-    },
-    (e: unknown) => {
-      if (aborted) return;
-      sendNow(res, 500, requestId, errorJson('internal_error', `${path.slice(1)} failed: ${(e as Error).message}`));
-    },
-  );
-}
-
-/**
- * `GET /health/deep` of this gateway: every configured endpoint's breaker snapshot (including
- * those no request has reached yet: they read fresh), the published models no request could be
- * admitted to now, route exclusions, in-flight count and a status — `unavailable` when some
- * model has no admissible route, `degraded` when some breaker is open or half-open, `draining`
- * during a drain. Liveness (`/health`) is separate.
- */
-export function deepHealthView(ctx: ServerContext): DeepHealth {
-  const g = ctx.gen;
-  const now = g.now();
-  const endpoints = [...g.routes.keys()].sort().map((id) => g.core.health.snapshotOf(id, now));
-  const modelsUnavailable = g.core
-    .allModels()
-    .filter((m) => m.published && !m.multiTarget && m.routes.length > 0 && m.routes.every((r) => r.effectiveWeight <= 0 || !g.core.health.allowRequest(r.endpointId, now)))
-    .map((m) => m.id);
-  const status = ctx.draining ? 'draining' : modelsUnavailable.length > 0 ? 'unavailable' : endpoints.some((e) => e.state !== 'closed') ? 'degraded' : 'ok';
-  return { status, in_flight: ctx.inFlight, models_unavailable: modelsUnavailable, endpoints, route_exclusions: g.core.routeExclusions() };
 }
 
 /** Answers synchronously inside a handler (no onAborted needed). */

@@ -38,3 +38,13 @@ export function wakeupsFor(core: RoutingCore): WakeupRouter {
   }
   return r;
 }
+
+/**
+ * Makes `next` (a new configuration generation's core that may share the outbound limiter and
+ * engine-hold queues of `prev`) use `prev`'s router, so a slot freed by a request of either
+ * generation wakes a waiting life of either. Sharing the router is right whether or not the
+ * queues were shared: each core drains only its own grants.
+ */
+export function adoptWakeups(prev: RoutingCore, next: RoutingCore): void {
+  routers.set(next, wakeupsFor(prev));
+}

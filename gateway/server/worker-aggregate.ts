@@ -18,6 +18,16 @@
  */
 import { AggregatorRegistry, type MetricObjectWithValues, type MetricValue } from 'prom-client';
 import type { EndpointHealthSnapshot, RouteExclusion } from '../../core/index.ts';
+import { providersMap, type ProviderHealth } from './operational-views.ts';
+
+/** The store's state as `/health/deep` reports it. */
+export interface StoreHealth {
+  kind: 'pglite' | 'postgres';
+  status: 'ok' | 'down';
+  /** The last check's error when down. */
+  error: string | null;
+  schema_version: number;
+}
 
 /** Body of `GET /health/deep` for one worker (and, merged, for all). */
 export interface DeepHealth {
@@ -27,6 +37,10 @@ export interface DeepHealth {
   models_unavailable: string[];
   endpoints: EndpointHealthSnapshot[];
   route_exclusions: RouteExclusion[];
+  /** `endpoints` keyed by endpoint id, each with `excluded_from_models` and `exclusion_reasons` merged in. */
+  providers: Record<string, ProviderHealth>;
+  /** The store (absent without `store:`): `ok`, or `down` with the error of the last check. */
+  store?: StoreHealth;
   /** Multi-worker only: each worker's own status and in-flight count, by worker index. */
   workers?: Array<{ worker: number; status: DeepHealth['status']; in_flight: number }>;
   /** Multi-worker only: workers that did not answer in time (their numbers are missing). */
@@ -89,6 +103,8 @@ export function mergeDeepHealth(answers: readonly PeerAnswer[]): DeepHealth {
     endpoints: [...worst.values()].sort((a, b) => a.endpointId.localeCompare(b.endpointId)),
     // The configuration is the same in every worker, so are its exclusions.
     route_exclusions: snapshots[0]?.deep.route_exclusions ?? [],
+    providers: providersMap([...worst.values()], snapshots[0]?.deep.route_exclusions ?? []),
+    ...(snapshots[0]?.deep.store && { store: snapshots[0].deep.store }),
     workers: snapshots.map((s) => ({ worker: s.worker, status: s.deep.status, in_flight: s.deep.in_flight })),
     workers_missing: missing,
   };

@@ -35,7 +35,7 @@ describe('switchyard gateway signals', () => {
     writeFileSync(join(dir, 'models.yaml'), models(1, emu.baseUrl));
     writeFileSync(
       join(dir, 'gateway.yaml'),
-      `server:\n  port: 0\n  admin_port: 0\n  seed: 1\n  drain_grace_ms: 10000\nauth:\n  keys:\n    - id: t\n      sha256: ${hashKey(KEY)}\nrequest_log:\n  path: ${logPath}\n  flush_interval_ms: 60000\n`,
+      `server:\n  port: 0\n  admin_port: 0\n  seed: 1\n  drain_grace_ms: 10000\nauth:\n  keys:\n    - id: t\n      sha256: ${hashKey(KEY)}\n      admin: true\nrequest_log:\n  path: ${logPath}\n  flush_interval_ms: 60000\n`,
     );
     child = spawn(process.execPath, [cli, 'gateway', '--config', dir], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
@@ -53,7 +53,7 @@ describe('switchyard gateway signals', () => {
     };
     const m = await waitFor(/switchyard gateway on (http:\/\/[\d.:]+)\/v1 .*admin (http:\/\/[\d.:]+)\)/);
     const [url, admin] = [m[1]!, m[2]!];
-    const routing = async () => ((await (await fetch(`${admin}/routing`)).json()) as { models: Array<{ strategy: string; routes: Array<{ configured_weight: number }> }> }).models[0]!;
+    const routing = async () => ((await (await fetch(`${admin}/routing`, { headers: { authorization: `Bearer ${KEY}` } })).json()) as { models: Array<{ strategy: string; routes: Array<{ configured_weight: number }> }> }).models[0]!;
     const ask = (maxTokens = 2) =>
       fetch(`${url}/v1/chat/completions`, {
         method: 'POST',

@@ -73,7 +73,7 @@ describe('prefix block hashes', () => {
 });
 
 describe('admin surface', () => {
-  it('admin listener serves /health/deep, /routing, /metrics without a key; the public port only to admin keys', async () => {
+  it('/health/deep, /routing, /metrics answer only admin keys, on the public port and on the admin listener', async () => {
     stack = await startStack([{ weight: 3 }, { weight: 1 }], {}, { adminPort: 0 });
     const { gw } = stack;
     expect(gw.adminUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
@@ -91,17 +91,19 @@ describe('admin surface', () => {
       expect(asUser.status, `${path} user key`).toBe(404);
       expect(await asUser.text()).not.toMatch(/127\.0\.0\.1|local-|breaker/);
       expect((await get(`${gw.url}${path}`, KEYS.admin)).status, `${path} admin key`).toBe(200);
-      expect((await get(`${gw.adminUrl}${path}`)).status, `${path} admin listener`).toBe(200);
+      expect((await get(`${gw.adminUrl}${path}`)).status, `${path} admin listener without key`).toBe(401);
+      expect((await get(`${gw.adminUrl}${path}`, KEYS.user)).status, `${path} admin listener, user key`).toBe(403);
+      expect((await get(`${gw.adminUrl}${path}`, KEYS.admin)).status, `${path} admin listener`).toBe(200);
     }
 
-    const deep = (await (await get(`${gw.adminUrl}/health/deep`)).json()) as { endpoints: Array<{ endpointId: string; state: string; availability: number }>; route_exclusions: unknown[] };
+    const deep = (await (await get(`${gw.adminUrl}/health/deep`, KEYS.admin)).json()) as { endpoints: Array<{ endpointId: string; state: string; availability: number }>; route_exclusions: unknown[] };
     // Every configured endpoint (the `other` model's route too), served yet or not.
     expect(deep.endpoints.map((e) => e.endpointId)).toEqual(expect.arrayContaining(stack.ids));
     expect(deep.endpoints).toHaveLength(3);
     expect(deep.endpoints.every((e) => e.state === 'closed')).toBe(true);
     expect(deep.route_exclusions).toEqual([]);
 
-    const routing = (await (await get(`${gw.adminUrl}/routing`)).json()) as { models: Array<{ id: string; strategy: string; routes: Array<{ endpoint_id: string; configured_weight: number; effective_weight: number }> }> };
+    const routing = (await (await get(`${gw.adminUrl}/routing`, KEYS.admin)).json()) as { models: Array<{ id: string; strategy: string; routes: Array<{ endpoint_id: string; configured_weight: number; effective_weight: number }> }> };
     const demo = routing.models.find((m) => m.id === 'demo')!;
     expect(demo.routes.map((r) => [r.endpoint_id, r.configured_weight])).toEqual([
       [stack.ids[0], 3],
@@ -111,7 +113,7 @@ describe('admin surface', () => {
     expect((await stack.post('/v1/chat/completions', { model: 'demo' }, { authorization: 'Bearer nope' })).status).toBe(401);
     // A model name nobody configured is the client's to invent: counted as `none`, not as itself.
     expect((await stack.post('/v1/chat/completions', { model: 'invented-by-a-client', messages: [{ role: 'user', content: 'hi' }] })).status).toBe(404);
-    const text = await (await get(`${gw.adminUrl}/metrics`)).text();
+    const text = await (await get(`${gw.adminUrl}/metrics`, KEYS.admin)).text();
     expect(text).not.toContain('invented-by-a-client');
     expect(text).toMatch(/switchyard_requests_total\{model="none",endpoint="none",status="404"\} 1/);
     expect(text).toMatch(/switchyard_requests_total\{model="none",endpoint="none",status="401"\} 1/);
@@ -235,6 +237,14 @@ describe('request log writer', () => {
     cachedTokens: 0,
     costUsd: 0,
     prompt: null,
+    offloadReason: null,
+    strategy: null,
+    attemptEndpoints: [],
+    attemptTargets: [],
+    attemptOutcomes: [],
+    attemptStartMs: [],
+    attemptMs: [],
+    attemptReasons: [],
   });
 
   it('a batch larger than one DuckDB chunk (2,048 rows) is written whole, values intact', async () => {
@@ -320,7 +330,7 @@ describe('reload and drain', () => {
   it('reload swaps weights atomically; a configuration the core rejects keeps the old one', async () => {
     stack = await startStack([{ weight: 1 }, { weight: 1 }], {}, { adminPort: 0 });
     const weights = async () =>
-      ((await (await get(`${stack!.gw.adminUrl}/routing`)).json()) as { models: Array<{ id: string; routes: Array<{ configured_weight: number }> }> }).models
+      ((await (await get(`${stack!.gw.adminUrl}/routing`, KEYS.admin)).json()) as { models: Array<{ id: string; routes: Array<{ configured_weight: number }> }> }).models
         .find((m) => m.id === 'demo')!
         .routes.map((r) => r.configured_weight);
     expect(await weights()).toEqual([1, 1]);
@@ -337,7 +347,7 @@ describe('reload and drain', () => {
     const bad = { ...good, models: { ...good.models, models: good.models.models.map((m) => ({ ...m, router: 'no-such-router' })) } };
     expect(() => stack!.gw.reload(bad as typeof good)).toThrow(/unknown router/);
     expect(await weights()).toEqual([5, 0]);
-    expect(await (await get(`${stack.gw.adminUrl}/metrics`)).text()).toMatch(/switchyard_config_reloads_total\{result="invalid"\} 1/);
+    expect(await (await get(`${stack.gw.adminUrl}/metrics`, KEYS.admin)).text()).toMatch(/switchyard_config_reloads_total\{result="invalid"\} 1/);
   });
 
   it('drain: in-flight requests finish, new connections are refused, the log is flushed', async () => {

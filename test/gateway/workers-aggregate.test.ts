@@ -57,7 +57,7 @@ describe('--workers 2: one operational view', () => {
     const d = mkdtempSync(join(tmpdir(), 'switchyard-workers-'));
     const port = await freePort();
     writeFileSync(join(d, 'models.yaml'), `models:\n  - id: m\n    router: round_robin\n    route:\n      - base_url: ${emu.baseUrl}\n`);
-    writeFileSync(join(d, 'gateway.yaml'), `server:\n  host: 127.0.0.1\n  port: ${port}\n  workers: 2\n  admin_port: 0\n  drain_grace_ms: 1000\nauth:\n  mode: none\n`);
+    writeFileSync(join(d, 'gateway.yaml'), `server:\n  host: 127.0.0.1\n  port: ${port}\n  workers: 2\n  admin_port: 0\n  drain_grace_ms: 1000\nauth:\n  mode: none\n  anonymous_admin: true\n`);
     child = spawn(process.execPath, [cli, 'gateway', '--config', d], { cwd: d, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     child.stdout!.on('data', (x: Buffer) => (out += x.toString()));
@@ -94,7 +94,7 @@ describe('--workers 2: one operational view', () => {
 });
 
 describe('merging worker snapshots', () => {
-  const deep = (over: Partial<DeepHealth>): DeepHealth => ({ status: 'ok', in_flight: 0, models_unavailable: [], endpoints: [], route_exclusions: [], ...over });
+  const deep = (over: Partial<DeepHealth>): DeepHealth => ({ status: 'ok', in_flight: 0, models_unavailable: [], endpoints: [], route_exclusions: [], providers: {}, ...over });
   const endpoint = (state: 'closed' | 'half_open' | 'open', availability: number) => ({ endpointId: 'm:a', state, availability, consecutiveFailures: 0, openedAtMs: null, probeInFlight: false, claimsInFlight: 0 });
 
   it('/health/deep: worst status and breaker, summed in-flight, a missing worker named (status at least degraded)', () => {

@@ -1,0 +1,39 @@
+/**
+ * Operator changes laid over the configured routes (seed 000, "routes excluded from selection"):
+ * per-(model, endpoint) weight overrides and disabled provider labels, plus whether the
+ * `routing.yaml` local/remote split applies at all (it does not on a gateway with a store). The
+ * gateway reads them from its store and hands them to the core at construction; the core only
+ * applies them, so one overlay always yields the same effective weights.
+ */
+import type { ExclusionReason } from '../model/resolved-model.ts';
+
+/** What the core applies on top of the configured weights. */
+export interface RouteOverlay {
+  /** Effective weight (≥ 0) by endpoint id; 0 drains the route. */
+  readonly weightOverrides?: ReadonlyMap<string, number>;
+  /** Provider labels (`ResolvedRoute.provider`) whose routes get effective weight 0. */
+  readonly disabledProviders?: ReadonlySet<string>;
+  /** When true, `routing.local_weight_share` is not applied (a gateway with a store). Default false. */
+  readonly ignoreLocalWeightShare?: boolean;
+}
+
+/**
+ * The effective weight of one route after the overlay, appending the reasons that apply.
+ * Precedence: a disabled provider zeroes the route whatever its override; otherwise an override
+ * replaces the weight computed from the configuration.
+ * @param weight the weight after the configuration (configured, or scaled by the split).
+ */
+export function overlaidWeight(overlay: RouteOverlay | undefined, endpointId: string, provider: string, weight: number, reasons: ExclusionReason[]): number {
+  if (!overlay) return weight;
+  let w = weight;
+  const o = overlay.weightOverrides?.get(endpointId);
+  if (o !== undefined) {
+    w = o;
+    reasons.push('weight_override');
+  }
+  if (overlay.disabledProviders?.has(provider)) {
+    w = 0;
+    reasons.push('provider_disabled');
+  }
+  return w;
+}

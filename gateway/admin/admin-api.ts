@@ -1,0 +1,251 @@
+/**
+ * The runtime admin API under `/admin/…` (seed 000, "API endpoints"): the routing view, weight
+ * overrides, provider labels disabled and enabled, and the audit log. The HTTP layer
+ * (`server/uws.ts`) authenticates the caller as an admin on whichever listener the call came in,
+ * reads the body and hands the call here; every call is answered with JSON and audited (who,
+ * when, what, and for a change the records before and after).
+ *
+ * A change is written to the overlay store first, with the version precondition the caller sent
+ * (`If-Match` ⇒ 412 when stale, a body `version` ⇒ 409), then the whole overlay is read back and
+ * applied as a new configuration generation (`AdminDeps.apply`), so what a replica serves is
+ * always what the store holds. A store that cannot be reached answers 503 and changes nothing:
+ * the gateway keeps serving on the generation it last applied.
+ */
+import type { Logger } from 'pino';
+import type { Caller } from '../callers.ts';
+import type { RoutingCore } from '../../core/index.ts';
+import type { OverlayRepo, OverlaySnapshot, WriteResult } from '../store/overlay-repo.ts';
+import { AuditQuerySchema, parseBody, parseIfMatch, parseQuery, ProviderBodySchema, VersionOnlyBodySchema, WeightBodySchema, type BodyProblem } from './admin-bodies.ts';
+
+/** One admin call as the HTTP layer read it. */
+export interface AdminCall {
+  method: string;
+  /** Path without the query string, still percent-encoded. */
+  path: string;
+  query: URLSearchParams;
+  /** `If-Match` header ('' when absent). */
+  ifMatch: string;
+  body: string;
+  caller: Caller;
+}
+
+/** The answer: status, JSON body, and an ETag (a record's version) when one is read or written. */
+export interface AdminAnswer {
+  status: number;
+  body: unknown;
+  etag?: string;
+}
+
+/** What the API needs from the gateway. */
+export interface AdminDeps {
+  repo: OverlayRepo;
+  /** The current generation's core (for ids, providers, weights). */
+  core(): RoutingCore;
+  /** The overlay the current generation was built with. */
+  overlay(): OverlaySnapshot;
+  /**
+   * Applies `next` as a new configuration generation (learned state carried over).
+   * @throws Error when the core rejects it (the old generation stays).
+   */
+  apply(next: OverlaySnapshot): void;
+  /** Number of the current generation (1 at start, +1 per applied change or reload). */
+  generation(): number;
+  /** Whether a database backs the overlay (false: this process only). */
+  persistent: boolean;
+  /**
+   * Why changes are refused here, or null: a gateway of several workers without a store, where
+   * a change would reach only the worker that took the call.
+   */
+  writesRefused: string | null;
+  log: Logger;
+  /** Extra read-only routes (e.g. the request log's reports), tried after the built-in ones. */
+  extraRoutes?: (call: AdminCall) => Promise<AdminAnswer> | null;
+}
+
+const WEIGHT_PATH = /^\/admin\/routing\/weights\/([^/]+)\/([^/]+)$/;
+const PROVIDER_PATH = /^\/admin\/routing\/providers\/([^/]+)$/;
+
+/** The `/admin/…` routes. */
+export class AdminApi {
+  constructor(private readonly d: AdminDeps) {}
+
+  /** Answers one call and audits it (an audit write that fails is logged, not answered). */
+  async handle(call: AdminCall): Promise<AdminAnswer> {
+    let answer: AdminAnswer;
+    let change: { before: unknown; after: unknown } | null = null;
+    try {
+      const r = await this.route(call);
+      answer = r.answer;
+      change = r.change ?? null;
+    } catch (e) {
+      answer = storeDown(e);
+    }
+    await this.audit(call.caller, call.method, call.path, answer.status, change);
+    return answer;
+  }
+
+  /** Records a call answered elsewhere (`/health/deep`, `/routing`). */
+  async audit(caller: Caller, method: string, path: string, status: number, change: { before: unknown; after: unknown } | null = null): Promise<void> {
+    try {
+      await this.d.repo.appendAudit({ callerId: caller.id, method, path, status, before: change?.before ?? null, after: change?.after ?? null });
+    } catch (e) {
+      this.d.log.error({ method, path, caller: caller.id, reason: (e as Error).message }, 'admin audit entry not stored');
+    }
+  }
+
+  private async route(call: AdminCall): Promise<{ answer: AdminAnswer; change?: { before: unknown; after: unknown } }> {
+    const { method, path } = call;
+    if (path === '/admin/routing' && method === 'GET') return { answer: { status: 200, body: this.routingView() } };
+    if (path === '/admin/routing/providers' && method === 'GET') return { answer: { status: 200, body: { providers: this.providersView() } } };
+    if (path === '/admin/audit' && method === 'GET') {
+      const q = parseQuery(AuditQuerySchema, call.query);
+      if (!q.ok) return { answer: badRequest(q.problem) };
+      const entries = await this.d.repo.listAudit(q.value.limit);
+      return { answer: { status: 200, body: { entries: entries.map((e) => ({ id: e.id, at: e.at, caller_id: e.callerId, method: e.method, path: e.path, status: e.status, before: e.before, after: e.after })) } } };
+    }
+    const w = WEIGHT_PATH.exec(path);
+    if (this.d.writesRefused && method !== 'GET' && (w || PROVIDER_PATH.test(path))) {
+      return { answer: { status: 409, body: error('store_required', this.d.writesRefused, null) } };
+    }
+    if (w && (method === 'PUT' || method === 'DELETE')) return this.writeWeight(call, decode(w[1]!), decode(w[2]!));
+    const p = PROVIDER_PATH.exec(path);
+    if (p && method === 'PUT') return this.writeProvider(call, decode(p[1]!));
+    const extra = this.d.extraRoutes?.(call);
+    if (extra) return { answer: await extra };
+    return { answer: { status: 404, body: error('not_found', `Unknown admin URL: ${method} ${path}.`, null) } };
+  }
+
+  /** `GET /admin/routing`: every model (unpublished too), routes with weights, reasons and overrides. */
+  routingView(): Record<string, unknown> {
+    const core = this.d.core();
+    const ov = this.d.overlay();
+    const overrideOf = new Map(ov.weights.filter((x) => x.weight !== null).map((x) => [x.endpointId, x]));
+    return {
+      generation: this.d.generation(),
+      persistent: this.d.persistent,
+      models: core.allModels().map((m) => ({
+        id: m.id,
+        aliases: m.aliases,
+        strategy: m.strategy,
+        published: m.published,
+        ...(m.multiTarget && { multi_target: true }),
+        routes: m.routes.map((r) => {
+          const o = overrideOf.get(r.endpointId);
+          return {
+            endpoint_id: r.endpointId,
+            provider: r.provider,
+            base_url: r.baseUrl,
+            configured_weight: r.configuredWeight,
+            effective_weight: r.effectiveWeight,
+            exclusion_reasons: r.exclusionReasons,
+            weight_override: o ? { weight: o.weight, version: o.version, updated_by: o.updatedBy, updated_at: o.updatedAt } : null,
+          };
+        }),
+      })),
+      providers: this.providersView(),
+    };
+  }
+
+  private providersView(): Array<Record<string, unknown>> {
+    const ov = this.d.overlay();
+    const state = new Map(ov.providers.map((p) => [p.provider, p]));
+    const endpoints = new Map<string, string[]>();
+    for (const m of this.d.core().allModels()) {
+      if (m.multiTarget) continue;
+      for (const r of m.routes) (endpoints.get(r.provider) ?? endpoints.set(r.provider, []).get(r.provider)!).push(r.endpointId);
+    }
+    return [...endpoints.keys()].sort().map((label) => {
+      const s = state.get(label);
+      return { provider: label, disabled: s?.disabled ?? false, version: s?.version ?? 0, endpoints: endpoints.get(label) };
+    });
+  }
+
+  private async writeWeight(call: AdminCall, modelName: string, endpointId: string): Promise<{ answer: AdminAnswer; change?: { before: unknown; after: unknown } }> {
+    const model = this.d.core().model(modelName);
+    if (!model || model.multiTarget) {
+      return { answer: { status: 404, body: error('model_not_found', `No model '${modelName}' with routes of its own; GET /admin/routing lists them.`, 'model_id') } };
+    }
+    if (!model.routes.some((r) => r.endpointId === endpointId)) {
+      return { answer: { status: 404, body: error('endpoint_not_found', `Model '${model.id}' has no route '${endpointId}'; its routes are: ${model.routes.map((r) => r.endpointId).join(', ')}.`, 'endpoint_id') } };
+    }
+    const del = call.method === 'DELETE';
+    const body = del ? parseBody(VersionOnlyBodySchema, call.body) : parseBody(WeightBodySchema, call.body);
+    if (!body.ok) return { answer: badRequest(body.problem) };
+    const pre = precondition(call.ifMatch, body.value.version);
+    if (!pre.ok) return { answer: badRequest(pre.problem) };
+    if (del) {
+      const cur = (await this.d.repo.load()).weights.find((x) => x.modelId === model.id && x.endpointId === endpointId);
+      if (!cur || cur.weight === null) {
+        return { answer: { status: 404, body: error('override_not_found', `Route '${endpointId}' of model '${model.id}' has no weight override to clear.`, 'endpoint_id') } };
+      }
+    }
+    const weight = del ? null : (body.value as { weight: number }).weight;
+    const r = await this.d.repo.writeWeight(model.id, endpointId, weight, pre.version, call.caller.id);
+    return this.finish(r, pre.from, () => ({ model_id: model.id, endpoint_id: endpointId }));
+  }
+
+  private async writeProvider(call: AdminCall, label: string): Promise<{ answer: AdminAnswer; change?: { before: unknown; after: unknown } }> {
+    const known = this.providersView().some((p) => p.provider === label);
+    if (!known) {
+      return { answer: { status: 404, body: error('provider_not_found', `No route has provider label '${label}'; GET /admin/routing/providers lists them.`, 'provider') } };
+    }
+    const body = parseBody(ProviderBodySchema, call.body);
+    if (!body.ok) return { answer: badRequest(body.problem) };
+    const pre = precondition(call.ifMatch, body.value.version);
+    if (!pre.ok) return { answer: badRequest(pre.problem) };
+    const r = await this.d.repo.writeProvider(label, body.value.disabled, pre.version, call.caller.id);
+    return this.finish(r, pre.from, () => ({ provider: label }));
+  }
+
+  /** Refusal (412 / 409) or: read the overlay back, apply it, answer the record written. */
+  private async finish<T extends { version: number }>(
+    r: WriteResult<T>,
+    from: 'if-match' | 'version' | null,
+    key: () => Record<string, unknown>,
+  ): Promise<{ answer: AdminAnswer; change?: { before: unknown; after: unknown } }> {
+    if (!r.ok) {
+      const status = from === 'if-match' ? 412 : 409;
+      const code = status === 412 ? 'precondition_failed' : 'version_conflict';
+      return {
+        answer: {
+          status,
+          etag: `"${r.currentVersion}"`,
+          body: { ...error(code, `The record changed since you read it (now at version ${r.currentVersion}); read it again and resend your change based on that version.`, from === 'if-match' ? 'If-Match' : 'version'), current_version: r.currentVersion },
+        },
+      };
+    }
+    this.d.apply(await this.d.repo.load());
+    return { answer: { status: 200, etag: `"${r.after.version}"`, body: { ...key(), record: r.after, generation: this.d.generation() } }, change: { before: r.before, after: r.after } };
+  }
+}
+
+/** The version precondition: `If-Match` wins over a body `version`; null when neither is sent. */
+function precondition(ifMatch: string, bodyVersion: number | undefined): { ok: true; version: number | null; from: 'if-match' | 'version' | null } | { ok: false; problem: BodyProblem } {
+  const h = parseIfMatch(ifMatch);
+  if (!h.ok) return h;
+  if (h.version !== null) return { ok: true, version: h.version, from: 'if-match' };
+  if (bodyVersion !== undefined) return { ok: true, version: bodyVersion, from: 'version' };
+  return { ok: true, version: null, from: null };
+}
+
+function decode(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+}
+
+/** The OpenAI-style error body the rest of the gateway uses. */
+function error(code: string, message: string, param: string | null): { error: { message: string; type: string; param: string | null; code: string } } {
+  return { error: { message, type: 'invalid_request_error', param, code } };
+}
+
+function badRequest(p: BodyProblem): AdminAnswer {
+  return { status: 400, body: error('invalid_request', p.message, p.param) };
+}
+
+/** 503 for a store that failed mid-call (the generation in force is unchanged). */
+function storeDown(e: unknown): AdminAnswer {
+  return { status: 503, body: { error: { message: `The store cannot be reached (${(e as Error).message}); nothing was changed and the gateway keeps serving on its current configuration. Retry when the store is back.`, type: 'server_error', param: null, code: 'store_unavailable' } } };
+}

@@ -1,0 +1,92 @@
+/**
+ * Bodies, query strings and preconditions of the admin API, checked with zod. A problem becomes
+ * a 400 whose message names the field, what was wrong and the fix, and whose `param` is the
+ * field's dotted path (`weight`, `version`, `limit`).
+ */
+import { z } from 'zod';
+
+/** `PUT /admin/routing/weights/{model_id}/{endpoint_id}`. */
+export const WeightBodySchema = z
+  .object({
+    /** The route's effective weight from now on; 0 drains it. */
+    weight: z.number().min(0).refine(Number.isFinite, 'must be a finite number'),
+    /** The override's version this write is based on (0: none existed); stale ⇒ 409. */
+    version: z.number().int().min(0).optional(),
+  })
+  .strict();
+
+/** `DELETE /admin/routing/weights/…`: optional body. */
+export const VersionOnlyBodySchema = z.object({ version: z.number().int().min(0).optional() }).strict();
+
+/** `PUT /admin/routing/providers/{provider}`. */
+export const ProviderBodySchema = z
+  .object({
+    /** true: every route with this provider label gets effective weight 0. */
+    disabled: z.boolean(),
+    version: z.number().int().min(0).optional(),
+  })
+  .strict();
+
+/** `GET /admin/audit` query. */
+export const AuditQuerySchema = z.object({ limit: z.coerce.number().int().min(1).max(1000).default(100) }).strict();
+
+/** A 400 answer's content: message naming the field and the fix, and the field. */
+export interface BodyProblem {
+  message: string;
+  param: string | null;
+}
+
+const FIXES: Record<string, string> = {
+  weight: 'send a number >= 0, e.g. {"weight": 0} to drain the route',
+  version: 'send the integer version you read from GET /admin/routing (0 when there was no record), or leave it out',
+  disabled: 'send true or false',
+  limit: 'use an integer from 1 to 1000',
+};
+
+/**
+ * Parses a JSON body (empty ⇒ `{}`) against `schema`.
+ * @returns the value, or the problem to answer with 400.
+ */
+export function parseBody<T>(schema: z.ZodType<T>, text: string): { ok: true; value: T } | { ok: false; problem: BodyProblem } {
+  let raw: unknown = {};
+  if (text.trim().length > 0) {
+    try {
+      raw = JSON.parse(text);
+    } catch (e) {
+      return { ok: false, problem: { message: `The body is not valid JSON (${(e as Error).message}); send a JSON object.`, param: null } };
+    }
+  }
+  return check(schema, raw);
+}
+
+/** Checks a query string against `schema` (every parameter a string before coercion). */
+export function parseQuery<T>(schema: z.ZodType<T>, query: URLSearchParams): { ok: true; value: T } | { ok: false; problem: BodyProblem } {
+  return check(schema, Object.fromEntries(query.entries()));
+}
+
+function check<T>(schema: z.ZodType<T>, raw: unknown): { ok: true; value: T } | { ok: false; problem: BodyProblem } {
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return { ok: false, problem: { message: 'The body must be a JSON object.', param: null } };
+  const r = schema.safeParse(raw);
+  if (r.success) return { ok: true, value: r.data };
+  const issue = r.error.issues[0]!;
+  if (issue.code === 'unrecognized_keys') {
+    const key = issue.keys[0]!;
+    return { ok: false, problem: { message: `Unknown field '${key}': remove it (allowed: ${Object.keys((schema as unknown as z.ZodObject).shape).join(', ')}).`, param: key } };
+  }
+  const field = issue.path.map(String).join('.') || null;
+  const fix = field ? FIXES[field] : undefined;
+  const missing = issue.code === 'invalid_type' && (raw as Record<string, unknown>)[field ?? ''] === undefined;
+  return { ok: false, problem: { message: `'${field ?? '(body)'}' ${missing ? 'is required' : `is invalid: ${issue.message}`}${fix ? `; ${fix}` : ''}.`, param: field } };
+}
+
+/**
+ * The version an `If-Match` header names: `"3"`, `W/"3"` or `3`; null when the header is absent.
+ * @returns `{ ok: false }` for any other value (answer 400).
+ */
+export function parseIfMatch(header: string): { ok: true; version: number | null } | { ok: false; problem: BodyProblem } {
+  const h = header.trim();
+  if (h.length === 0) return { ok: true, version: null };
+  const m = /^(?:W\/)?"?(\d{1,9})"?$/.exec(h);
+  if (!m) return { ok: false, problem: { message: `If-Match '${h}' is not a record version; send the ETag you read, e.g. If-Match: "3".`, param: 'If-Match' } };
+  return { ok: true, version: Number(m[1]) };
+}

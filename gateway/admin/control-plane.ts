@@ -1,0 +1,140 @@
+/**
+ * The gateway's control plane state: the store (when `store:` is configured), the overlay read
+ * from it, the store's health, and the poller that picks up changes other replicas (or other
+ * workers) wrote. The effective configuration of a generation is the YAML plus
+ * `routeOverlay()`; the gateway builds a new generation whenever the overlay changes.
+ *
+ * Without a store the overlay lives in this process (`MemoryOverlayRepo`): changes apply at once
+ * and are lost at exit, and the `routing.yaml` local/remote split still applies. With a store the
+ * split never applies (seed 000: with a database it does not act on weights).
+ */
+import type { Logger } from 'pino';
+import type { RouteOverlay } from '../../core/index.ts';
+import type { StoreConfig, SqlStore } from '../store/sql-store.ts';
+import { MemoryOverlayRepo, SqlOverlayRepo, type OverlayRepo, type OverlaySnapshot } from '../store/overlay-repo.ts';
+import type { StoreHealth } from '../server/worker-aggregate.ts';
+
+/** Longest wait for the store's answer to a health check, ms. */
+const CHECK_TIMEOUT_MS = 1_000;
+
+/** Store, overlay and store health of one gateway. */
+export class ControlPlane {
+  /** The overlay the current generation was built with. */
+  overlay: OverlaySnapshot;
+  private state: StoreHealth | null;
+  private timer: NodeJS.Timeout | null = null;
+  private polling: Promise<void> | null = null;
+
+  private constructor(
+    readonly store: SqlStore | null,
+    readonly repo: OverlayRepo,
+    overlay: OverlaySnapshot,
+    private readonly log: Logger,
+  ) {
+    this.overlay = overlay;
+    this.state = store ? { kind: store.kind, status: 'ok', error: null, schema_version: store.schemaVersion } : null;
+  }
+
+  /**
+   * Opens the store (migrating it) and reads the overlay; no store ⇒ an empty overlay in memory.
+   * The store module and its driver are imported only here, and only when `store` is given.
+   * @throws Error `store (<kind> <where>): …` when the store cannot be reached, opened or
+   *   migrated, or its schema is newer than this gateway's: the gateway refuses to start.
+   */
+  static async open(store: StoreConfig | undefined, log: Logger): Promise<ControlPlane> {
+    if (!store) return new ControlPlane(null, new MemoryOverlayRepo(), { weights: [], providers: [] }, log);
+    const { openStore } = await import('../store/sql-store.ts');
+    const db = await openStore(store);
+    const repo = new SqlOverlayRepo(db);
+    try {
+      const overlay = await repo.load();
+      log.info({ store: db.kind, where: db.where, schemaVersion: db.schemaVersion, weightOverrides: overlay.weights.filter((w) => w.weight !== null).length, disabledProviders: overlay.providers.filter((p) => p.disabled).length }, 'store opened');
+      return new ControlPlane(db, repo, overlay, log);
+    } catch (e) {
+      await db.close().catch(() => {});
+      throw new Error(`store (${db.kind} ${db.where}): cannot read the overlay: ${(e as Error).message}`);
+    }
+  }
+
+  /** The core's view of the overlay: active overrides, disabled labels, and the split rule. */
+  routeOverlay(): RouteOverlay {
+    const weightOverrides = new Map<string, number>();
+    for (const w of this.overlay.weights) if (w.weight !== null) weightOverrides.set(w.endpointId, w.weight);
+    const disabledProviders = new Set(this.overlay.providers.filter((p) => p.disabled).map((p) => p.provider));
+    return { weightOverrides, disabledProviders, ignoreLocalWeightShare: this.store !== null };
+  }
+
+  /** The store's state as of the last check (null without a store). */
+  health(): StoreHealth | null {
+    return this.state && { ...this.state };
+  }
+
+  /** Asks the store for `SELECT 1` (bounded) and records the result; never throws. */
+  async check(): Promise<void> {
+    if (!this.state) return;
+    try {
+      await withTimeout(this.repo.ping(), CHECK_TIMEOUT_MS);
+      this.mark(null);
+    } catch (e) {
+      this.mark((e as Error).message);
+    }
+  }
+
+  /**
+   * Reads the overlay back every `everyMs` and calls `onChange` with it when it differs from the
+   * one in force (changes made through another replica or worker). A failed read marks the store
+   * down and keeps the generation in force. No-op without a store.
+   */
+  startPolling(everyMs: number, onChange: (next: OverlaySnapshot) => void): void {
+    if (!this.store || this.timer) return;
+    this.timer = setInterval(() => {
+      if (this.polling) return;
+      this.polling = (async () => {
+        try {
+          const next = await withTimeout(this.repo.load(), Math.max(CHECK_TIMEOUT_MS, everyMs));
+          this.mark(null);
+          if (JSON.stringify(next) !== JSON.stringify(this.overlay)) onChange(next);
+        } catch (e) {
+          this.mark((e as Error).message);
+        } finally {
+          this.polling = null;
+        }
+      })();
+    }, everyMs);
+    this.timer.unref();
+  }
+
+  /** Stops polling and closes the store. */
+  async close(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.polling;
+    await this.store?.close().catch((e: unknown) => this.log.warn({ reason: (e as Error).message }, 'store close failed'));
+  }
+
+  private mark(error: string | null): void {
+    if (!this.state) return;
+    const was = this.state.status;
+    this.state = { ...this.state, status: error === null ? 'ok' : 'down', error };
+    if (was !== this.state.status) {
+      if (error === null) this.log.info({ store: this.state.kind }, 'store reachable again');
+      else this.log.error({ store: this.state.kind, reason: error }, 'store unreachable; serving on the last applied configuration');
+    }
+  }
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+    p.then(
+      (v) => {
+        clearTimeout(t);
+        resolve(v);
+      },
+      (e: unknown) => {
+        clearTimeout(t);
+        reject(e);
+      },
+    );
+  });
+}

@@ -1,0 +1,181 @@
+/**
+ * Builds one configuration generation of a gateway (`startGateway`, gateway.ts): the routing
+ * core for the YAML configuration with the operators' overlay on top, the route targets, the
+ * routing streams, the caller keys and the request-log hook. Every start, SIGHUP reload and
+ * admin change of the overlay builds one.
+ */
+import type { Logger } from 'pino';
+import { routeNotices } from '../core/config/route-notices.ts';
+import { deriveRng, endpointId, RoutingCore, type RouteOverlay, type Rng } from '../core/index.ts';
+import { Callers } from './callers.ts';
+import { bodyLimitBytes } from './config/gateway-settings.ts';
+import { healthOptions, workerScopeError, type GatewayConfig } from './config/load.ts';
+import type { GatewayMetrics } from './metrics.ts';
+import { LOG_BLOCK, type RequestLogRow } from './request-log/log-row.ts';
+import { prefixBlockHashes, serializedPrompt } from './request-log/prefix-hashes.ts';
+import type { RequestLog } from './request-log/request-log.ts';
+import type { FinishedExchange, RouteTarget } from './server/exchange.ts';
+import type { Generation } from './server/uws.ts';
+import { adoptWakeups } from './server/wakeups.ts';
+import type { UpstreamPools } from './upstream/pools.ts';
+
+/** What a generation needs besides its configuration. */
+export interface GenerationDeps {
+  seed: number;
+  worker: number;
+  pools: UpstreamPools;
+  log: Logger;
+  metrics: GatewayMetrics;
+  requestLog: RequestLog | null;
+  logPrompts: boolean;
+  /** Weight overrides and disabled providers in force. */
+  overlay: RouteOverlay;
+  /** The generation in force until now, whose learned state the new core shares; null at start. */
+  carryFrom: RoutingCore | null;
+}
+
+/**
+ * One configuration generation: core (the YAML with the overlay laid over it, sharing the
+ * previous generation's learned state), route targets, routing streams, keys.
+ * @throws Error when the core rejects the configuration, or when `server.workers` > 1 and some
+ *   model keeps routing state per process (`workerScopeError`: names the models, RouteWise
+ *   quota / concurrency routes, and the fix).
+ */
+export function buildGeneration(config: GatewayConfig, d: GenerationDeps): Generation {
+  const s = config.settings;
+  const scope = workerScopeError(config.models, s.server.workers);
+  if (scope) throw new Error(`gateway: configuration refused: ${scope}`);
+  const core = new RoutingCore(config.models, { health: healthOptions(s), settings: config.routingSettings, overlay: d.overlay, ...(d.carryFrom && { carryFrom: d.carryFrom }) });
+  // Lives of the old generation may wait on slots the new one frees: one wake-up router for both.
+  if (d.carryFrom) adoptWakeups(d.carryFrom, core);
+  // Routes zeroed or re-weighted at start (or reload) are logged once, with configured and
+  // effective weight and the reasons (seed 000: route_weight_zeroed / route_weight_overridden).
+  if (d.worker === 0) {
+    for (const n of routeNotices(core.routeExclusions())) {
+      d.log[n.level]({ model: n.modelId, endpoint: n.endpointId, configured_weight: n.configuredWeight, effective_weight: n.effectiveWeight, reasons: n.reasons }, n.event);
+    }
+  }
+  const routes = new Map<string, RouteTarget>();
+  for (const m of config.models.models) {
+    for (const r of m.route) {
+      const id = endpointId(m.id, r.kind, r.base_url);
+      const url = new URL(r.base_url);
+      routes.set(id, {
+        endpointId: id,
+        pool: d.pools.forOrigin(url.origin),
+        basePath: url.pathname.replace(/\/+$/, ''),
+        apiKey: r.api_key ?? null,
+        upstreamModel: r.provider_model_id ?? m.id,
+      });
+    }
+  }
+  const streamOf = new Map<string, Rng>();
+  const fallbackRng = deriveRng(d.seed, `gateway/worker-${d.worker}/unknown-model`);
+  for (const m of core.allModels()) streamOf.set(m.id, deriveRng(d.seed, `gateway/worker-${d.worker}/model/${m.id}`));
+
+  const routingHeaders = new Set<string>(['x-switchyard-routing-key']);
+  let routingCookies = false;
+  for (const m of config.models.models) {
+    // Multi-target `hash_on` sources, read structurally so this stays valid as the core grows.
+    const chain = (m as { routing?: { hash_on?: Array<{ type: string; name?: string }> } }).routing?.hash_on ?? [];
+    for (const src of chain) {
+      if (src.type === 'header' && src.name) routingHeaders.add(src.name.toLowerCase());
+      if (src.type === 'cookie') routingCookies = true;
+    }
+  }
+  // Price per endpoint, USD per token, for the log's cost column.
+  const price = new Map<string, { input: number; cached: number; output: number }>();
+  for (const m of core.allModels()) {
+    for (const r of m.routes) price.set(r.endpointId, { input: r.pricing.inputUsdPer1M / 1e6, cached: r.pricing.cachedInputUsdPer1M / 1e6, output: r.pricing.outputUsdPer1M / 1e6 });
+  }
+  const timeOrigin = performance.timeOrigin;
+  const onFinished = (f: FinishedExchange): void => {
+    const md = f.metadata;
+    const e2eMs = f.endedAtMs - f.startedAtMs;
+    const ttftMs = md?.firstTokenAtMs != null ? md.firstTokenAtMs - f.startedAtMs : null;
+    const endpoint = md?.endpointId ?? null;
+    // A name the core does not resolve is the client's to choose: 'none', not a label per name.
+    const modelId = md?.modelId ?? core.model(f.req.model)?.id ?? 'none';
+    d.metrics.observeRequest({
+      model: modelId,
+      endpoint: endpoint ?? 'none',
+      httpStatus: f.httpStatus,
+      stream: f.req.stream,
+      // A non-stream's first token is its whole body (the metric's documented meaning).
+      ttftSec: ttftMs !== null ? ttftMs / 1000 : !f.req.stream && md?.status === 'ok' ? e2eMs / 1000 : null,
+      e2eSec: e2eMs / 1000,
+      fallback: md?.fallback ?? false,
+      offloadReason: md?.offloadReason ?? null,
+    });
+    // One line per request moved to its offload route (seed 000, "queue-wait offload").
+    if (md?.offloadReason) d.log.info({ requestId: f.requestId, model: modelId, endpoint, reason: md.offloadReason, httpStatus: f.httpStatus }, 'route_offload');
+    if (!d.requestLog) return;
+    const usage = md?.usage ?? null;
+    const inputTokens = usage && usage.inputTokens > 0 ? usage.inputTokens : f.req.inputTokens;
+    const outputTokens = usage?.outputTokens ?? 0;
+    const cached = usage?.cachedTokens ?? 0;
+    const p = endpoint ? price.get(endpoint) : undefined;
+    const prompt = serializedPrompt(f.req.body);
+    const row: RequestLogRow = {
+      arrivalUnixMs: timeOrigin + f.startedAtMs,
+      requestId: f.requestId,
+      sessionId: f.sessionId,
+      callerId: f.callerId,
+      model: f.req.model,
+      inputTokens,
+      outputTokens,
+      hashIds: prefixBlockHashes(prompt, LOG_BLOCK.blockSize),
+      stream: f.req.stream,
+      ttftMs,
+      e2eMs,
+      api: f.req.endpoint,
+      endpointId: endpoint,
+      attempts: md?.attempts.length ?? 0,
+      httpStatus: f.httpStatus,
+      status: md?.status ?? 'internal_error',
+      fallback: md?.fallback ?? false,
+      cachedTokens: cached,
+      costUsd: p ? (inputTokens - cached) * p.input + cached * p.cached + outputTokens * p.output : 0,
+      prompt: d.logPrompts ? prompt : null,
+      offloadReason: md?.offloadReason ?? null,
+      strategy: md?.strategy ?? null,
+      attemptEndpoints: [],
+      attemptTargets: [],
+      attemptOutcomes: [],
+      attemptStartMs: [],
+      attemptMs: [],
+      attemptReasons: [],
+    };
+    const atts = md?.attempts ?? [];
+    for (let i = 0; i < atts.length; i++) {
+      const a = atts[i]!;
+      row.attemptEndpoints.push(a.endpointId);
+      row.attemptTargets.push(a.target ?? null);
+      row.attemptOutcomes.push(a.outcome.kind === 'http_status' ? `http_${a.outcome.status}` : a.outcome.kind);
+      row.attemptStartMs.push(a.startMs - f.startedAtMs);
+      row.attemptMs.push(a.endMs - a.startMs);
+      const offload = md!.offloadReason !== null && a.endpointId === md!.offloadEndpointId;
+      row.attemptReasons.push(i === 0 ? 'primary' : offload ? 'offload' : a.endpointId === atts[i - 1]!.endpointId ? 'retry' : 'fallback');
+    }
+    d.requestLog.append(row);
+  };
+  return {
+    core,
+    routes,
+    rngFor: (name) => {
+      const m = core.model(name);
+      return (m && streamOf.get(m.id)) ?? fallbackRng;
+    },
+    now: () => performance.now(),
+    log: d.log,
+    maxErrorBodyBytes: s.upstream.max_error_body_kb * 1024,
+    onFinished,
+    callers: new Callers(s.auth, core),
+    bodyLimitBytes: bodyLimitBytes(s),
+    maxInFlight: s.server.max_in_flight,
+    overloadRetryAfterSec: s.server.overload_retry_after_sec,
+    routingHeaders: [...routingHeaders],
+    routingCookies,
+  };
+}
+

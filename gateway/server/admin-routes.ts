@@ -1,0 +1,131 @@
+/**
+ * The operational and admin routes on a uWS app — the public listener and the admin listener
+ * alike: `GET /health/deep`, `/routing`, `/metrics` and everything under `/admin/`. Each needs an
+ * admin key (`Authorization: Bearer …` of a caller with `admin: true`) on either listener: no
+ * key or an unknown one ⇒ 401; a key without the admin role ⇒ 404 on the public listener (as for
+ * an unknown URL, so topology never leaks) and 403 on the admin listener. The one exception is
+ * `/metrics` on the admin listener when `server.metrics_without_key` is set (a scraper on a
+ * private address; the configuration check refuses it on a public one). `auth.mode: none` with
+ * `anonymous_admin: true` makes every caller an admin (local use).
+ *
+ * `/admin/…` calls are handed to `AdminApi` (gateway/admin/admin-api.ts) with their body (at most
+ * 1 MiB) and `If-Match` header; reads of `/health/deep` and `/routing` are audited here.
+ */
+import { randomUUID } from 'node:crypto';
+import type { HttpRequest, HttpResponse, TemplatedApp } from '@trufflesuite/uws-js-unofficial';
+import type { Caller } from '../callers.ts';
+import { errorJson } from '../errors.ts';
+import { statusLine } from './client-response.ts';
+import { deepHealthView, routingView } from './operational-views.ts';
+import type { ServerContext } from './uws.ts';
+
+/** The operational routes besides `/admin/…`. */
+export const ADMIN_PATHS = ['/health/deep', '/routing', '/metrics'] as const;
+type AdminPath = (typeof ADMIN_PATHS)[number];
+
+/** Largest admin request body, bytes. */
+const ADMIN_BODY_LIMIT = 1024 * 1024;
+const REQUEST_ID = /^[A-Za-z0-9._:\-]{1,128}$/;
+
+/** Registers the operational and `/admin/…` routes on `app` (call before its catch-all). */
+export function mountAdminRoutes(app: TemplatedApp, ctx: ServerContext, listener: 'public' | 'admin'): void {
+  for (const path of ADMIN_PATHS) {
+    app.get(path, (res, req) => {
+      const requestId = requestIdOf(req);
+      if (listener === 'admin' && path === '/metrics' && ctx.metricsWithoutKey) return serveOperational(ctx, path, res, requestId);
+      const caller = gate(ctx, listener, req, res, requestId, `GET ${path}`);
+      if (!caller) return;
+      if (path !== '/metrics') void ctx.admin?.audit(caller, 'GET', path, 200);
+      serveOperational(ctx, path, res, requestId);
+    });
+  }
+  app.any('/admin/*', (res, req) => {
+    const requestId = requestIdOf(req);
+    const method = req.getMethod().toUpperCase();
+    const path = req.getUrl();
+    const query = new URLSearchParams(req.getQuery() ?? '');
+    const ifMatch = req.getHeader('if-match');
+    const caller = gate(ctx, listener, req, res, requestId, `${method} ${path}`);
+    if (!caller) return;
+    const admin = ctx.admin;
+    if (!admin) return send(res, 404, requestId, errorJson('not_found', 'The admin API is off in this gateway.'));
+    let aborted = false;
+    res.onAborted(() => (aborted = true));
+    const parts: Buffer[] = [];
+    let size = 0;
+    res.onData((chunk, isLast) => {
+      if (aborted) return;
+      size += chunk.byteLength;
+      if (size > ADMIN_BODY_LIMIT) {
+        if (size - chunk.byteLength <= ADMIN_BODY_LIMIT) {
+          aborted = true;
+          res.cork(() => res.writeStatus(statusLine(413)).writeHeader('x-request-id', requestId).writeHeader('content-type', 'application/json').end(errorJson('body_too_large', `Admin request bodies are limited to ${ADMIN_BODY_LIMIT} bytes.`, null, 413), true));
+        }
+        return;
+      }
+      parts.push(Buffer.from(chunk.slice(0)));
+      if (!isLast) return;
+      const body = Buffer.concat(parts).toString('utf8');
+      admin.handle({ method, path, query, ifMatch, body, caller }).then(
+        (a) => {
+          if (aborted) return;
+          res.cork(() => {
+            res.writeStatus(statusLine(a.status)).writeHeader('x-request-id', requestId).writeHeader('content-type', 'application/json');
+            if (a.etag) res.writeHeader('etag', a.etag);
+            res.end(JSON.stringify(a.body));
+          });
+        },
+        (e: unknown) => {
+          if (!aborted) send(res, 500, requestId, errorJson('internal_error', `admin call failed: ${(e as Error).message}`));
+        },
+      );
+    });
+  });
+}
+
+/** The admin caller, or null after answering 401 / 403 / 404. */
+function gate(ctx: ServerContext, listener: 'public' | 'admin', req: HttpRequest, res: HttpResponse, requestId: string, what: string): Caller | null {
+  const caller = ctx.gen.callers.authenticate(req.getHeader('authorization'));
+  if (!caller) {
+    send(res, 401, requestId, errorJson('invalid_api_key', 'Incorrect or missing admin key. Send it as "Authorization: Bearer <key>" (a key with admin: true).'));
+    return null;
+  }
+  if (caller.admin) return caller;
+  if (listener === 'public') send(res, 404, requestId, errorJson('not_found', `Unknown request URL: ${what}.`));
+  else send(res, 403, requestId, errorJson('admin_required', `${what} needs a key with admin: true; '${caller.id}' is not an admin.`));
+  return null;
+}
+
+function serveOperational(ctx: ServerContext, path: AdminPath, res: HttpResponse, requestId: string): void {
+  if (path === '/routing') return send(res, 200, requestId, JSON.stringify(routingView(ctx)));
+  const metrics = ctx.metricsText;
+  if (path === '/metrics' && !metrics) return send(res, 404, requestId, errorJson('not_found', 'Metrics are off.'));
+  // Both may wait (for the other workers of a multi-worker gateway, or the store's check).
+  let aborted = false;
+  res.onAborted(() => (aborted = true));
+  const [body, type] = path === '/health/deep' ? [ctx.deepHealth().then((b) => JSON.stringify(b)), 'application/json'] : [metrics!(), 'text/plain; version=0.0.4; charset=utf-8'];
+  body.then(
+    (text) => {
+      if (aborted) return;
+      res.cork(() => {
+        res.writeStatus('200 OK').writeHeader('x-request-id', requestId).writeHeader('content-type', type).end(text);
+      });
+    },
+    (e: unknown) => {
+      if (!aborted) send(res, 500, requestId, errorJson('internal_error', `${path.slice(1)} failed: ${(e as Error).message}`));
+    },
+  );
+}
+
+function send(res: HttpResponse, status: number, requestId: string, body: string): void {
+  res.cork(() => {
+    res.writeStatus(statusLine(status)).writeHeader('x-request-id', requestId).writeHeader('content-type', 'application/json').end(body);
+  });
+}
+
+function requestIdOf(req: HttpRequest): string {
+  const given = req.getHeader('x-request-id');
+  return given && REQUEST_ID.test(given) ? given : randomUUID();
+}
+
+export { deepHealthView };

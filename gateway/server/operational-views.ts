@@ -1,0 +1,87 @@
+/**
+ * The bodies of the operational reads: `/routing` (weights per model) and `/health/deep`
+ * (seed 000, "endpoint health and circuit breaking", "routes excluded from selection").
+ */
+import type { EndpointHealthSnapshot, RouteExclusion } from '../../core/index.ts';
+import type { ServerContext } from './uws.ts';
+import type { DeepHealth } from './worker-aggregate.ts';
+
+/** Body of `/routing`: per model its strategy and every route's configured and effective weight. */
+export function routingView(ctx: ServerContext): Record<string, unknown> {
+  const g = ctx.gen;
+  return {
+    models: g.core.allModels().map((m) => ({
+      id: m.id,
+      aliases: m.aliases,
+      strategy: m.strategy,
+      published: m.published,
+      ...(m.multiTarget && { multi_target: true }),
+      routes: m.routes.map((r) => ({
+        endpoint_id: r.endpointId,
+        provider: r.provider,
+        local: r.local,
+        configured_weight: r.configuredWeight,
+        effective_weight: r.effectiveWeight,
+        exclusion_reasons: r.exclusionReasons,
+      })),
+    })),
+  };
+}
+
+/** One entry of `/health/deep`'s `providers` map: the breaker snapshot plus the route's exclusions. */
+export interface ProviderHealth extends EndpointHealthSnapshot {
+  /** Models that do not route to this endpoint now (effective weight 0). */
+  excluded_from_models: string[];
+  /** Why its weight differs from the configured one (`weight_override`, `provider_disabled`, `routing_yaml`, `configured_zero`). */
+  exclusion_reasons: string[];
+}
+
+/**
+ * The `providers` map keyed by endpoint id: every endpoint's breaker snapshot with its
+ * exclusions merged in, endpoints no request has reached yet included (they read fresh).
+ */
+export function providersMap(endpoints: readonly EndpointHealthSnapshot[], exclusions: readonly RouteExclusion[]): Record<string, ProviderHealth> {
+  const out: Record<string, ProviderHealth> = {};
+  for (const e of endpoints) out[e.endpointId] = { ...e, excluded_from_models: [], exclusion_reasons: [] };
+  for (const x of exclusions) {
+    const p = (out[x.endpointId] ??= { endpointId: x.endpointId, state: 'closed', availability: 1, consecutiveFailures: 0, openedAtMs: null, probeInFlight: false, claimsInFlight: 0, excluded_from_models: [], exclusion_reasons: [] });
+    if (x.effectiveWeight <= 0 && !p.excluded_from_models.includes(x.modelId)) p.excluded_from_models.push(x.modelId);
+    for (const r of x.reasons) if (!p.exclusion_reasons.includes(r)) p.exclusion_reasons.push(r);
+  }
+  return out;
+}
+
+/**
+ * `GET /health/deep` of this gateway: every configured endpoint's breaker snapshot (`endpoints`,
+ * and the same keyed by endpoint id with exclusions merged in: `providers`), the published models
+ * no request could be admitted to now, route exclusions, the store's state, in-flight count and
+ * a status — `unavailable` when some published model has routes of weight > 0 and none of them
+ * admits a request, `degraded` when some breaker is open or half-open or the store is down,
+ * `draining` during a drain. A route an operator zeroed never makes the verdict worse: that is a
+ * decision, not a fault (seed 000). Liveness (`/health`) is separate.
+ */
+export function deepHealthView(ctx: ServerContext): DeepHealth {
+  const g = ctx.gen;
+  const now = g.now();
+  const endpoints = [...g.routes.keys()].sort().map((id) => g.core.health.snapshotOf(id, now));
+  const modelsUnavailable = g.core
+    .allModels()
+    .filter((m) => {
+      if (!m.published || m.multiTarget) return false;
+      const live = m.routes.filter((r) => r.effectiveWeight > 0);
+      return live.length > 0 && live.every((r) => !g.core.health.allowRequest(r.endpointId, now));
+    })
+    .map((m) => m.id);
+  const store = ctx.storeHealth();
+  const status = ctx.draining ? 'draining' : modelsUnavailable.length > 0 ? 'unavailable' : endpoints.some((e) => e.state !== 'closed') || store?.status === 'down' ? 'degraded' : 'ok';
+  const exclusions = g.core.routeExclusions();
+  return {
+    status,
+    in_flight: ctx.inFlight,
+    models_unavailable: modelsUnavailable,
+    endpoints,
+    providers: providersMap(endpoints, exclusions),
+    route_exclusions: exclusions,
+    ...(store && { store }),
+  };
+}

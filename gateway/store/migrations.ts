@@ -1,0 +1,89 @@
+/**
+ * The store's schema, as numbered migrations applied in order and recorded in
+ * `schema_migrations`. A migration is never edited once released: a change is a new entry.
+ * `migrate` runs on one connection holding a session-level `pg_advisory_lock`, so gateways that
+ * start together against one server apply each migration once, and it refuses a database that a
+ * newer gateway has already migrated past what this code knows.
+ */
+import type { Queryer } from './sql-store.ts';
+
+/** One schema step. */
+export interface Migration {
+  readonly version: number;
+  readonly description: string;
+  readonly sql: string;
+}
+
+/** Every migration, oldest first; versions are 1, 2, 3, … */
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    description: 'overlay (weight overrides, disabled providers) and the admin audit log',
+    sql: `
+CREATE TABLE weight_overrides (
+  model_id text NOT NULL,
+  endpoint_id text NOT NULL,
+  weight double precision CHECK (weight IS NULL OR weight >= 0),
+  version integer NOT NULL,
+  updated_by text NOT NULL,
+  updated_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (model_id, endpoint_id)
+);
+CREATE TABLE disabled_providers (
+  provider text PRIMARY KEY,
+  disabled boolean NOT NULL,
+  version integer NOT NULL,
+  updated_by text NOT NULL,
+  updated_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE audit_log (
+  id bigserial PRIMARY KEY,
+  at timestamptz NOT NULL DEFAULT now(),
+  caller_id text NOT NULL,
+  method text NOT NULL,
+  path text NOT NULL,
+  status integer NOT NULL,
+  before jsonb,
+  after jsonb
+);`,
+  },
+];
+
+/** The newest schema version this code knows. */
+export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;
+
+/** Advisory-lock key of the migrations (any fixed 64-bit number; 'swyd-mig' in ASCII). */
+const MIGRATION_LOCK = '8319953392429934951';
+
+/**
+ * Brings the schema up to `SCHEMA_VERSION` and returns it. Rows with a NULL weight in
+ * `weight_overrides` are cleared overrides: they keep the record's version, so a write that read
+ * an earlier version is still refused after a delete and re-create.
+ * @throws Error when the database is at a newer version than `SCHEMA_VERSION`.
+ */
+export async function migrate(q: Queryer): Promise<number> {
+  await q.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
+  try {
+    await q.query('CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, description text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())');
+    const { rows } = await q.query<{ v: number | null }>('SELECT max(version) AS v FROM schema_migrations');
+    const current = rows[0]?.v ?? 0;
+    if (current > SCHEMA_VERSION) {
+      throw new Error(`the database schema is at version ${current}, newer than this gateway's ${SCHEMA_VERSION}; run a gateway at least as new as the one that migrated it, or point store: at another database`);
+    }
+    for (const m of MIGRATIONS) {
+      if (m.version <= current) continue;
+      await q.query('BEGIN');
+      try {
+        for (const stmt of m.sql.split(/;\s*\n/).map((x) => x.trim()).filter((x) => x.length > 0)) await q.query(stmt);
+        await q.query('INSERT INTO schema_migrations (version, description) VALUES ($1, $2)', [m.version, m.description]);
+        await q.query('COMMIT');
+      } catch (e) {
+        await q.query('ROLLBACK').catch(() => {});
+        throw new Error(`migration ${m.version} (${m.description}) failed: ${(e as Error).message}`);
+      }
+    }
+    return SCHEMA_VERSION;
+  } finally {
+    await q.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => {});
+  }
+}

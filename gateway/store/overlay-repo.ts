@@ -1,0 +1,225 @@
+/**
+ * The overlay operators edit at run time — weight overrides per (model, endpoint) and disabled
+ * provider labels — and the admin audit log, kept in the store (`SqlOverlayRepo`) or, on a
+ * gateway without `store:`, in this process only (`MemoryOverlayRepo`, lost at exit).
+ *
+ * Optimistic concurrency: every record carries a version (an absent record is version 0; each
+ * write adds 1; clearing an override keeps its row with a NULL weight, so versions never go
+ * back). A write may name the version it read; when the record has moved on since, the write is
+ * refused with the current record (`conflict`) instead of overwriting a change it never saw.
+ */
+import type { Queryer, SqlStore } from './sql-store.ts';
+
+/** A weight override; `weight` null once cleared (the record keeps its version). */
+export interface WeightOverrideRecord {
+  modelId: string;
+  endpointId: string;
+  weight: number | null;
+  version: number;
+  updatedBy: string;
+  /** ISO 8601. */
+  updatedAt: string;
+}
+
+/** A provider label's state. */
+export interface ProviderRecord {
+  provider: string;
+  disabled: boolean;
+  version: number;
+  updatedBy: string;
+  /** ISO 8601. */
+  updatedAt: string;
+}
+
+/** Everything in the overlay. */
+export interface OverlaySnapshot {
+  weights: WeightOverrideRecord[];
+  providers: ProviderRecord[];
+}
+
+/** One audited admin call. */
+export interface AuditEntry {
+  id: number;
+  /** ISO 8601. */
+  at: string;
+  callerId: string;
+  method: string;
+  path: string;
+  status: number;
+  before: unknown;
+  after: unknown;
+}
+
+/** The outcome of a versioned write: done (with the records before and after), or refused. */
+export type WriteResult<T> = { ok: true; before: T | null; after: T } | { ok: false; currentVersion: number };
+
+/** Storage of the overlay and the audit log. */
+export interface OverlayRepo {
+  load(): Promise<OverlaySnapshot>;
+  /**
+   * Sets (weight ≥ 0) or clears (null) the override of (model, endpoint).
+   * @param expectedVersion the version the writer read, or null for an unconditional write.
+   */
+  writeWeight(modelId: string, endpointId: string, weight: number | null, expectedVersion: number | null, by: string): Promise<WriteResult<WeightOverrideRecord>>;
+  /** Disables or enables a provider label (same version rule). */
+  writeProvider(provider: string, disabled: boolean, expectedVersion: number | null, by: string): Promise<WriteResult<ProviderRecord>>;
+  appendAudit(e: Omit<AuditEntry, 'id' | 'at'>): Promise<void>;
+  /** Newest first, at most `limit`. */
+  listAudit(limit: number): Promise<AuditEntry[]>;
+  /** Throws when the backing store cannot answer now. */
+  ping(): Promise<void>;
+}
+
+/** The overlay in this process only (a gateway without a store). */
+export class MemoryOverlayRepo implements OverlayRepo {
+  private readonly weights = new Map<string, WeightOverrideRecord>();
+  private readonly providers = new Map<string, ProviderRecord>();
+  private readonly audit: AuditEntry[] = [];
+  private nextAuditId = 1;
+
+  /** @param auditLimit entries kept (oldest dropped first). */
+  constructor(private readonly auditLimit = 10_000) {}
+
+  async load(): Promise<OverlaySnapshot> {
+    return { weights: [...this.weights.values()].map((r) => ({ ...r })), providers: [...this.providers.values()].map((r) => ({ ...r })) };
+  }
+
+  async writeWeight(modelId: string, endpointId: string, weight: number | null, expectedVersion: number | null, by: string): Promise<WriteResult<WeightOverrideRecord>> {
+    const key = JSON.stringify([modelId, endpointId]);
+    const cur = this.weights.get(key) ?? null;
+    const v = cur?.version ?? 0;
+    if (expectedVersion !== null && expectedVersion !== v) return { ok: false, currentVersion: v };
+    const after: WeightOverrideRecord = { modelId, endpointId, weight, version: v + 1, updatedBy: by, updatedAt: new Date().toISOString() };
+    this.weights.set(key, after);
+    return { ok: true, before: cur && { ...cur }, after: { ...after } };
+  }
+
+  async writeProvider(provider: string, disabled: boolean, expectedVersion: number | null, by: string): Promise<WriteResult<ProviderRecord>> {
+    const cur = this.providers.get(provider) ?? null;
+    const v = cur?.version ?? 0;
+    if (expectedVersion !== null && expectedVersion !== v) return { ok: false, currentVersion: v };
+    const after: ProviderRecord = { provider, disabled, version: v + 1, updatedBy: by, updatedAt: new Date().toISOString() };
+    this.providers.set(provider, after);
+    return { ok: true, before: cur && { ...cur }, after: { ...after } };
+  }
+
+  async appendAudit(e: Omit<AuditEntry, 'id' | 'at'>): Promise<void> {
+    this.audit.push({ ...e, id: this.nextAuditId++, at: new Date().toISOString() });
+    if (this.audit.length > this.auditLimit) this.audit.splice(0, this.audit.length - this.auditLimit);
+  }
+
+  async listAudit(limit: number): Promise<AuditEntry[]> {
+    return this.audit.slice(-limit).reverse();
+  }
+
+  async ping(): Promise<void> {}
+}
+
+interface WeightRow {
+  model_id: string;
+  endpoint_id: string;
+  weight: number | null;
+  version: number;
+  updated_by: string;
+  updated_at: Date | string;
+}
+
+interface ProviderRow {
+  provider: string;
+  disabled: boolean;
+  version: number;
+  updated_by: string;
+  updated_at: Date | string;
+}
+
+const iso = (t: Date | string): string => (t instanceof Date ? t.toISOString() : new Date(t).toISOString());
+const weightRecord = (r: WeightRow): WeightOverrideRecord => ({ modelId: r.model_id, endpointId: r.endpoint_id, weight: r.weight === null ? null : Number(r.weight), version: r.version, updatedBy: r.updated_by, updatedAt: iso(r.updated_at) });
+const providerRecord = (r: ProviderRow): ProviderRecord => ({ provider: r.provider, disabled: r.disabled, version: r.version, updatedBy: r.updated_by, updatedAt: iso(r.updated_at) });
+
+/** The overlay in the SQL store (PGlite or PostgreSQL; the same statements). */
+export class SqlOverlayRepo implements OverlayRepo {
+  constructor(private readonly store: SqlStore) {}
+
+  async load(): Promise<OverlaySnapshot> {
+    const w = await this.store.query<WeightRow>('SELECT * FROM weight_overrides ORDER BY model_id, endpoint_id');
+    const p = await this.store.query<ProviderRow>('SELECT * FROM disabled_providers ORDER BY provider');
+    return { weights: w.rows.map(weightRecord), providers: p.rows.map(providerRecord) };
+  }
+
+  writeWeight(modelId: string, endpointId: string, weight: number | null, expectedVersion: number | null, by: string): Promise<WriteResult<WeightOverrideRecord>> {
+    return this.store.transaction(async (q) => {
+      const cur = (await q.query<WeightRow>('SELECT * FROM weight_overrides WHERE model_id = $1 AND endpoint_id = $2 FOR UPDATE', [modelId, endpointId])).rows[0];
+      return versionedWrite(
+        q,
+        cur ? weightRecord(cur) : null,
+        expectedVersion,
+        'INSERT INTO weight_overrides (model_id, endpoint_id, weight, version, updated_by) VALUES ($1, $2, $3, 1, $4) ON CONFLICT (model_id, endpoint_id) DO NOTHING RETURNING *',
+        'UPDATE weight_overrides SET weight = $3, version = version + 1, updated_by = $4, updated_at = now() WHERE model_id = $1 AND endpoint_id = $2 AND version = $5 RETURNING *',
+        [modelId, endpointId, weight, by],
+        weightRecord,
+      );
+    });
+  }
+
+  writeProvider(provider: string, disabled: boolean, expectedVersion: number | null, by: string): Promise<WriteResult<ProviderRecord>> {
+    return this.store.transaction(async (q) => {
+      const cur = (await q.query<ProviderRow>('SELECT * FROM disabled_providers WHERE provider = $1 FOR UPDATE', [provider])).rows[0];
+      return versionedWrite(
+        q,
+        cur ? providerRecord(cur) : null,
+        expectedVersion,
+        'INSERT INTO disabled_providers (provider, disabled, version, updated_by) VALUES ($1, $2, 1, $3) ON CONFLICT (provider) DO NOTHING RETURNING *',
+        'UPDATE disabled_providers SET disabled = $2, version = version + 1, updated_by = $3, updated_at = now() WHERE provider = $1 AND version = $4 RETURNING *',
+        [provider, disabled, by],
+        providerRecord,
+      );
+    });
+  }
+
+  async appendAudit(e: Omit<AuditEntry, 'id' | 'at'>): Promise<void> {
+    await this.store.query('INSERT INTO audit_log (caller_id, method, path, status, before, after) VALUES ($1, $2, $3, $4, $5, $6)', [
+      e.callerId,
+      e.method,
+      e.path,
+      e.status,
+      e.before === null || e.before === undefined ? null : JSON.stringify(e.before),
+      e.after === null || e.after === undefined ? null : JSON.stringify(e.after),
+    ]);
+  }
+
+  async listAudit(limit: number): Promise<AuditEntry[]> {
+    const r = await this.store.query<{ id: string | number; at: Date | string; caller_id: string; method: string; path: string; status: number; before: unknown; after: unknown }>(
+      'SELECT * FROM audit_log ORDER BY id DESC LIMIT $1',
+      [limit],
+    );
+    return r.rows.map((x) => ({ id: Number(x.id), at: iso(x.at), callerId: x.caller_id, method: x.method, path: x.path, status: x.status, before: x.before ?? null, after: x.after ?? null }));
+  }
+
+  async ping(): Promise<void> {
+    await this.store.query('SELECT 1');
+  }
+}
+
+/**
+ * The version check and write shared by both record kinds. The row was read FOR UPDATE; an
+ * absent row is inserted with ON CONFLICT DO NOTHING, so two writers that both saw version 0
+ * cannot both win (the loser gets no row back and is refused).
+ * @param params the key and values, in the statements' `$1…$n` order; the update gets the
+ *   expected version as its last parameter.
+ */
+async function versionedWrite<T extends { version: number }, R>(
+  q: Queryer,
+  cur: T | null,
+  expectedVersion: number | null,
+  insertSql: string,
+  updateSql: string,
+  params: unknown[],
+  toRecord: (r: R) => T,
+): Promise<WriteResult<T>> {
+  const v = cur?.version ?? 0;
+  if (expectedVersion !== null && expectedVersion !== v) return { ok: false, currentVersion: v };
+  const r = cur ? await q.query<R>(updateSql, [...params, v]) : await q.query<R>(insertSql, params);
+  const row = r.rows[0];
+  if (!row) return { ok: false, currentVersion: v + 1 };
+  return { ok: true, before: cur, after: toRecord(row) };
+}
