@@ -3,7 +3,7 @@
 // per-request results written as the gateway's `requests` table. No wall clock anywhere.
 import { DuckDBInstance } from '@duckdb/node-api';
 import { deriveRng } from '../../core/rng.ts';
-import { REQUEST_LOG_DDL } from '../../gateway/request-log/log-row.ts';
+import { REQUEST_LOG_COLUMNS, REQUEST_LOG_DDL } from '../../gateway/request-log/log-row.ts';
 import { ExperimentSchema, type Experiment } from '../../simulator/experiment.ts';
 import { buildReplica, resolveReplicas } from '../../simulator/engine/replica-config.ts';
 import { replayRun, type RunResult } from '../../simulator/replay.ts';
@@ -68,6 +68,11 @@ export function simulate(rows: readonly TraceRow[], terms: Record<string, unknow
   return replayRun({ experiment: exp, rows, run: { strategy: 'round_robin', params: {}, label: 'round_robin' }, runId: 'synth', seed: 1, makeReplica: () => buildReplica(resolved, 512, { coalesceDecodeSteps: true }) });
 }
 
+/** The log's columns up to `prompt` (the first layout, which the values below fill). */
+const FIRST_LAYOUT = REQUEST_LOG_COLUMNS.slice(0, REQUEST_LOG_COLUMNS.findIndex((c) => c.column === 'prompt') + 1)
+  .map((c) => c.column)
+  .join(', ');
+
 /** Writes a run's requests as a gateway request log (the `requests` table) at `path`, arrivals from `startUnixMs`. */
 export async function writeRequestLog(path: string, result: RunResult, startUnixMs = 1_764_000_000_000): Promise<void> {
   const instance = await DuckDBInstance.create(path);
@@ -81,7 +86,7 @@ export async function writeRequestLog(path: string, result: RunResult, startUnix
     const values = inOrder.map((r) =>
       `(${startUnixMs + r.arrivalMs}, ${q(r.requestId)}, NULL, NULL, 'm', ${r.inputTokens}, ${r.outputTokens}, NULL, ${r.stream}, ${n(r.ttftMs)}, ${r.e2eMs ?? 0}, 'chat', ${q(r.endpointId)}, ${r.tries}, ${r.status === 'ok' ? 200 : 500}, ${q(r.status)}, false, ${r.cachedTokens}, 0, NULL)`,
     );
-    for (let i = 0; i < values.length; i += 500) await conn.run(`INSERT INTO requests VALUES ${values.slice(i, i + 500).join(', ')}`);
+    for (let i = 0; i < values.length; i += 500) await conn.run(`INSERT INTO requests (${FIRST_LAYOUT}) VALUES ${values.slice(i, i + 500).join(', ')}`);
   } finally {
     conn.closeSync();
     instance.closeSync();
