@@ -25,9 +25,9 @@
  * primary, the first token commits and cancels the other (`hedge_lost`).
  *
  * The life (its attempt ledger, `router-attempts.ts`) owns every dispatch claim, prefill lease,
- * outbound slot and hold place it takes and
- * ends each exactly once on every path: a lease at the attempt's first token or its end; a hold
- * place at the first output or the end; a slot and a claim at the attempt's end.
+ * outbound slot and hold place it takes and ends each exactly once on every path: a lease at the
+ * attempt's first token or its end; a hold place at the first output or the end; a slot and a
+ * claim at the attempt's end.
  */
 import type { ResolvedRoute } from '../model/resolved-model.ts';
 import type { Outcome } from '../lifecycle/outcome.ts';
