@@ -37,7 +37,7 @@ import type { Outcome } from '../lifecycle/outcome.ts';
 import type { LifecycleAction, LifecycleEvent, RequestLife } from '../lifecycle/seam.ts';
 import type { ResolvedTarget } from '../multi-target/multi-target-model.ts';
 import { selectCandidates } from '../multi-target/candidates.ts';
-import { classifyFailure } from './policy/retry-policy.ts';
+import { failureClassOf, failureStep } from './policy/failure-rule.ts';
 import { backoffMs } from './policy/backoff.ts';
 import { contextNeedTokens, fitsWindow, noWindowFitsMessage, refusalFloorTokens } from './candidates/context-floor.ts';
 import { noTargetAdmitted } from './candidates/no-target-admitted.ts';
@@ -237,13 +237,15 @@ export class MultiTargetLifecycle extends AliasAttempts implements RequestLife {
     }
     const retryAfterMs = outcome.kind === 'http_status' ? outcome.retryAfterMs : null;
     this.deps.admission.gates.retryAfter.note(a.target.endpointId, outcome, nowMs);
-    const cls = classifyFailure(outcome, this.mt!.rules);
-    if (this.committed !== null || this.pinned || cls === 'final' || cls === 'terminal') return this.failWithOutcome(outcome, nowMs, a.attemptId);
-    if (cls === 'larger_window') {
+    const k = this.kindPolicy!;
+    const cls = failureClassOf(k, outcome);
+    const step = failureStep(k, cls);
+    if (this.committed !== null || this.pinned || step === 'end') return this.failWithOutcome(outcome, nowMs, a.attemptId);
+    if (step === 'larger_window') {
       this.tiers.contextFloor = Math.max(this.tiers.contextFloor ?? 0, refusalFloorTokens(a.target.route.contextLength, contextNeedTokens(this.request)));
       return this.moveOn(nowMs, outcome, a.attemptId);
     }
-    if (cls === 'fail_over') return this.moveOn(nowMs);
+    if (step === 'fail_over') return this.moveOn(nowMs);
     const t = a.target;
     const allowed = t.retries ?? this.mt!.retries ?? (this.tiers.anotherLeft(nowMs, this.budgetLeft()) ? 0 : this.deps.options.lastTargetRetries);
     if (this.retriesOnCurrent < allowed) {

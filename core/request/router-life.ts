@@ -31,7 +31,6 @@
  */
 import type { ResolvedRoute } from '../model/resolved-model.ts';
 import type { Outcome } from '../lifecycle/outcome.ts';
-import { OUTCOME_RULES } from '../lifecycle/outcome-table.ts';
 import { acceptsModalities, routesAccepting } from './candidates/modality.ts';
 import { affinityStage, type AffinityOutcome } from './candidates/affinity.ts';
 import { admittedCandidates, coolestRetryAfterMs, noAdmittedRoute } from './candidates/admitted.ts';
@@ -41,6 +40,7 @@ import { ANONYMOUS_AFFINITY_KEY } from '../affinity/affinity-key.ts';
 import { HedgePlan } from './policy/hedge.ts';
 import type { OffloadReason } from './policy/offload.ts';
 import { commitsAt } from './policy/commit.ts';
+import { failureClassOf, failureStep } from './policy/failure-rule.ts';
 import { deadlineAttempt, deadlineKind } from './deadline-book.ts';
 import { idleDeadlineFired, recordStreamChunk } from './policy/stream-idle.ts';
 import { NEUTRAL, OK, RouterAttempts, TIMEOUT, type LiveAttempt } from './router-attempts.ts';
@@ -312,22 +312,20 @@ export class RequestLifecycle extends RouterAttempts implements RequestLife {
 
   /**
    * An attempt failed with `outcome` (`healthOutcome` is what the breaker hears). What follows
-   * is the outcome table's row (`outcome-table.ts`): request-scoped errors go straight back to
-   * the caller; a context-length refusal moves on only to a route with a larger window (and goes
-   * back when there is none); everything else fails over.
+   * is the family's failure rule (`policy/failure-rule.ts`): request-scoped errors go straight
+   * back to the caller; a context-length refusal moves on only to a route with a larger window
+   * (and goes back when there is none); everything else fails over.
    */
   private attemptFailed(a: LiveAttempt, outcome: Outcome, healthOutcome: Outcome, nowMs: number): LifecycleAction[] {
     this.endAttempt(a, outcome, nowMs, healthOutcome);
-    let requestScoped = false;
-    if (outcome.kind === 'http_status') {
-      this.admission.gates.retryAfter.note(a.route.endpointId, outcome, nowMs);
-      const action = OUTCOME_RULES[outcome.errorClass].action;
-      if (action === 'larger_window') {
-        this.contextFloor = Math.max(this.contextFloor ?? 0, refusalFloorTokens(a.route.contextLength, contextNeedTokens(this.request)));
-        requestScoped = !this.largerWindowLeft(nowMs);
-      } else requestScoped = action === 'return';
+    if (outcome.kind === 'http_status') this.admission.gates.retryAfter.note(a.route.endpointId, outcome, nowMs);
+    const cls = failureClassOf(this.deps.kindPolicy, outcome);
+    let requestScoped = cls === 'final';
+    if (failureStep(this.deps.kindPolicy, cls) === 'larger_window') {
+      this.contextFloor = Math.max(this.contextFloor ?? 0, refusalFloorTokens(a.route.contextLength, contextNeedTokens(this.request)));
+      requestScoped = !this.largerWindowLeft(nowMs);
     }
-    const terminal = outcome.kind === 'client_gone' || outcome.kind === 'cancelled' || requestScoped;
+    const terminal = cls === 'terminal' || requestScoped;
     if (this.pinned || this.committedAttempt !== null || terminal) {
       if (this.live.length > 0) return [];
       if (requestScoped || this.committedAttempt !== null) return this.failWithOutcome(outcome, nowMs, a.attemptId);
