@@ -15,7 +15,7 @@
  *
  * Attempt policy (`request/policy/kind-policy.ts`, alias family): a retryable failure
  * (`request/policy/retry-policy.ts`) is retried on the same target after a backoff
- * (`request/policy/backoff.ts`, a `wait_until` the driver performs) up to the target's `retries`
+ * (`request/policy/same-target-retry.ts`, `backoff.ts`; a `wait_until` the driver performs) up to the target's `retries`
  * (else the block's; else none while another target is left, and the deployment default on the
  * last one); then the walk moves on, at most `max_fallbacks` extra targets across all tiers.
  * Other failures go straight back to the caller. Streams commit (`request/policy/commit.ts`) at
@@ -38,7 +38,7 @@ import type { LifecycleAction, LifecycleEvent, RequestLife } from '../lifecycle/
 import type { ResolvedTarget } from '../multi-target/multi-target-model.ts';
 import { selectCandidates } from '../multi-target/candidates.ts';
 import { failureClassOf, failureStep } from './policy/failure-rule.ts';
-import { backoffMs } from './policy/backoff.ts';
+import { sameTargetDelayMs, sameTargetRetries } from './policy/same-target-retry.ts';
 import { contextNeedTokens, fitsWindow, noWindowFitsMessage, refusalFloorTokens } from './candidates/context-floor.ts';
 import { noTargetAdmitted } from './candidates/no-target-admitted.ts';
 import { commitsAt } from './policy/commit.ts';
@@ -247,11 +247,9 @@ export class MultiTargetLifecycle extends AliasAttempts implements RequestLife {
     }
     if (step === 'fail_over') return this.moveOn(nowMs);
     const t = a.target;
-    const allowed = t.retries ?? this.mt!.retries ?? (this.tiers.anotherLeft(nowMs, this.budgetLeft()) ? 0 : this.deps.options.lastTargetRetries);
+    const allowed = sameTargetRetries(t, this.mt!, this.deps.options, () => this.tiers.anotherLeft(nowMs, this.budgetLeft()));
     if (this.retriesOnCurrent < allowed) {
-      const o = this.deps.options;
-      const b = this.mt!.backoff;
-      const delay = backoffMs(this.retriesOnCurrent + 1, b?.baseMs ?? o.backoffBaseMs, b?.maxMs ?? o.backoffMaxMs, retryAfterMs, this.rng, b?.jitter ?? 'equal');
+      const delay = sameTargetDelayMs(this.retriesOnCurrent + 1, this.mt!, this.deps.options, retryAfterMs, this.rng);
       // The Retry-After is honoured in full; a request that cannot wait that long moves on, or
       // returns this error with the hint.
       if (nowMs + delay >= this.overallAtMs) return this.moveOn(nowMs, outcome, a.attemptId);
