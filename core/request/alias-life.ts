@@ -13,10 +13,11 @@
  * `when_all_unavailable: try_anyway`, the walk runs again ignoring cooldown. The attempts and
  * their bookkeeping live in the life's attempt ledger (`alias-attempts.ts`).
  *
- * Attempt policy (`request/policy/kind-policy.ts`, alias family): a retryable failure
- * (`request/policy/retry-policy.ts`) is retried on the same target after a backoff
- * (`request/policy/same-target-retry.ts`, `backoff.ts`; a `wait_until` the driver performs) up to the target's `retries`
- * (else the block's; else none while another target is left, and the deployment default on the
+ * Attempt policy (`request/policy/kind-policy.ts`, alias family): what a failure means is the
+ * family's failure rule (`request/policy/failure-rule.ts`, `retry-policy.ts`); a retryable
+ * failure is retried on the same target after a backoff (`request/policy/same-target-retry.ts`,
+ * `backoff.ts`; a `wait_until` the driver performs) up to the target's `retries` (else the
+ * block's; else none while another target is left, and the deployment default on the
  * last one); then the walk moves on, at most `max_fallbacks` extra targets across all tiers.
  * Other failures go straight back to the caller. Streams commit (`request/policy/commit.ts`) at
  * the first token when a first-chunk wait is set, else at the upstream's response start. A
