@@ -10,8 +10,8 @@
  * the pinned endpoint drops the pin (cancellation and client disconnects are not its failures).
  * Fallback: the remaining routes in declaration order, skipping weight 0, routes refused by a
  * gate or whose breaker gives no claim; if all fail the client gets the primary's error.
- * Request-scoped errors (`lifecycle/outcome-table.ts`) go straight back; a committed stream
- * never falls back.
+ * Request-scoped errors (the family's failure rule, `policy/failure-rule.ts`, over
+ * `lifecycle/outcome-table.ts`) go straight back; a committed stream never falls back.
  *
  * Admission (`admission/`): every attempt asks the check gates (Retry-After), claims the breaker
  * (one half-open probe), and queues for an outbound slot (non-local routes, adaptive per provider
