@@ -29,6 +29,7 @@ import { attemptsSummary, respondError } from './ending.ts';
 import { reportAttemptOutcome } from './attempt-outcome.ts';
 import { baseMetadata } from './metadata.ts';
 import type { TierWalk } from './candidates/tier-walk.ts';
+import { AttemptLedger } from './attempt-ledger.ts';
 import { DeadlineBook, type DeadlineKind, type WaitUntil } from './deadline-book.ts';
 import type { StreamIdleState } from './policy/stream-idle.ts';
 
@@ -92,10 +93,10 @@ export abstract class AliasAttempts {
   protected readonly deadlines = new DeadlineBook();
   protected overallAtMs = Number.POSITIVE_INFINITY;
   protected firstFailureAttemptId: number | null = null;
-  protected ticketsTaken = 0;
-  protected ticketsReleased = 0;
-  protected nextAttemptId = 1;
-  protected readonly attempts: AttemptRecord[] = [];
+  /** Attempt ids, ended attempts and ticket counts (`attempt-ledger.ts`). */
+  protected readonly ledger = new AttemptLedger();
+  /** The ledger's records: every ended attempt, in start order. */
+  protected readonly attempts: AttemptRecord[] = this.ledger.records;
   /** Distinct targets dispatched to (the first plus the fallbacks). */
   protected targetsDispatched = 0;
   protected retriesOnCurrent = 0;
@@ -150,10 +151,8 @@ export abstract class AliasAttempts {
   invariants(): void {
     const id = this.requestId;
     if (this.done && (this.live !== null || this.wait !== null)) throw new Error(`${id}: attempt or backoff still pending after done`);
-    const held = this.live?.ticket ? 1 : 0;
-    if (this.ticketsTaken !== this.ticketsReleased + held) throw new Error(`${id}: slot tickets taken ${this.ticketsTaken} != released ${this.ticketsReleased} + held ${held}`);
+    this.ledger.check(id, this.live ? 1 : 0, this.live?.ticket ? 1 : 0);
     if (this.live !== null && this.wait !== null) throw new Error(`${id}: an attempt in flight while backing off`);
-    if (this.attempts.length + (this.live ? 1 : 0) !== this.nextAttemptId - 1) throw new Error(`${id}: attempts recorded + live != attempts started`);
     const max = this.mt?.maxFallbacks ?? null;
     if (max !== null && this.targetsDispatched - 1 > max) throw new Error(`${id}: ${this.targetsDispatched - 1} fallbacks > max_fallbacks ${max}`);
     for (const r of this.attempts) if (r.skipped && r.startMs !== r.endMs) throw new Error(`${id}: skipped attempt ${r.attemptId} has a duration`);
@@ -184,7 +183,7 @@ export abstract class AliasAttempts {
    * limiter applies and none is free (`acquire_slot` + a give-up `wait_until`), else sent now.
    */
   protected startAttempt(t: ResolvedTarget, nowMs: number, retry: boolean): LifecycleAction[] {
-    const attemptId = this.nextAttemptId++;
+    const attemptId = this.ledger.take();
     const a: LiveAttempt = { attemptId, target: t, startMs: nowMs, sampled: false, phase: 'queued', ticket: null, ticketGate: null, retry, gotOutput: false, lastChunkAtMs: nowMs, idleArmed: false };
     this.live = a;
     if (retry) {
@@ -196,7 +195,7 @@ export abstract class AliasAttempts {
       this.retriesOnCurrent = 0;
     }
     if (this.deps.admission.queue(t.route, null, this, attemptId, a)) {
-      this.ticketsTaken++;
+      this.ledger.ticketsTaken++;
       if (a.ticket!.state !== 'held') {
         const giveUpAtMs = Math.min(nowMs + this.deps.settings.upstreamConcurrencyAcquireTimeoutSec * 1000, this.overallAtMs);
         return [{ kind: 'acquire_slot', attemptId, endpointId: t.endpointId, giveUpAtMs }, this.arm('queue', attemptId, giveUpAtMs)];
@@ -226,7 +225,7 @@ export abstract class AliasAttempts {
     this.live = null;
     this.disarm(a.attemptId);
     const id = a.target.endpointId;
-    if (this.deps.admission.release(a, outcome)) this.ticketsReleased++;
+    if (this.deps.admission.release(a, outcome)) this.ledger.ticketsReleased++;
     if (a.phase === 'queued') {
       // Never sent: nothing upstream to count; only the record.
       this.attempts.push({ attemptId: a.attemptId, endpointId: id, startMs: a.startMs, endMs: nowMs, outcome, target: a.target.model, usage });
@@ -245,7 +244,7 @@ export abstract class AliasAttempts {
     this.skippedForRate++;
     if (retryAfterMs !== null) this.soonestTokenMs = Math.min(this.soonestTokenMs, retryAfterMs);
     this.attempts.push({
-      attemptId: this.nextAttemptId++,
+      attemptId: this.ledger.take(),
       endpointId: t.endpointId,
       startMs: nowMs,
       endMs: nowMs,

@@ -22,6 +22,7 @@ import { dispatchDeadlines } from './policy/attempt-deadlines.ts';
 import { attemptsSummary, respondError } from './ending.ts';
 import { reportAttemptOutcome } from './attempt-outcome.ts';
 import { baseMetadata } from './metadata.ts';
+import { AttemptLedger } from './attempt-ledger.ts';
 import { DeadlineBook, type DeadlineKind } from './deadline-book.ts';
 import type { StreamIdleState } from './policy/stream-idle.ts';
 import { completeDeps, type FullDeps, type LifecycleDeps } from './router-deps.ts';
@@ -74,12 +75,14 @@ export abstract class RouterAttempts {
   readonly requestId: string;
   protected done = false;
   protected committedAttempt: number | null = null;
-  protected nextAttemptId = 1;
   /** Attempts started and not ended (one, or two while a hedge races); a short array, not a Map. */
   protected readonly live: LiveAttempt[] = [];
   /** Armed deadlines (`request/deadline-book.ts`). */
   protected readonly deadlines = new DeadlineBook();
-  protected readonly attempts: AttemptRecord[] = [];
+  /** Attempt ids, ended attempts and ticket counts (`attempt-ledger.ts`). */
+  protected readonly ledger = new AttemptLedger();
+  /** The ledger's records: every ended attempt, in start order. */
+  protected readonly attempts: AttemptRecord[] = this.ledger.records;
   protected primaryFailure: Outcome | null = null;
   protected pinned = false;
   protected reason = 'none';
@@ -89,8 +92,6 @@ export abstract class RouterAttempts {
   protected affinityKey: string | null = null;
   protected leasesTaken = 0;
   protected leasesReleased = 0;
-  protected ticketsTaken = 0;
-  protected ticketsReleased = 0;
   protected overallAtMs = Number.POSITIVE_INFINITY;
   /** Queue-wait offload of this request (`request/policy/offload.ts`). */
   protected readonly offload: OffloadPlan;
@@ -127,12 +128,8 @@ export abstract class RouterAttempts {
     return this.done;
   }
 
-
   invariants(): void {
     if (this.done && this.live.length > 0) throw new Error(`${this.requestId}: ${this.live.length} attempt(s) still live after done`);
-    if (this.attempts.length + this.live.length !== this.nextAttemptId - 1) {
-      throw new Error(`${this.requestId}: attempts recorded + live != attempts started`);
-    }
     let leases = 0;
     let tickets = 0;
     for (const a of this.live) {
@@ -145,9 +142,7 @@ export abstract class RouterAttempts {
     if (this.leasesTaken !== this.leasesReleased + leases) {
       throw new Error(`${this.requestId}: prefill leases taken ${this.leasesTaken} != released ${this.leasesReleased} + held ${leases}`);
     }
-    if (this.ticketsTaken !== this.ticketsReleased + tickets) {
-      throw new Error(`${this.requestId}: slot tickets taken ${this.ticketsTaken} != released ${this.ticketsReleased} + held ${tickets}`);
-    }
+    this.ledger.check(this.requestId, this.live.length, tickets);
   }
 
 
@@ -158,7 +153,7 @@ export abstract class RouterAttempts {
    * applies and none is free (`acquire_slot` + a give-up `wait_until`), else sent at once.
    */
   protected startAttempt(route: ResolvedRoute, claim: DispatchClaim | null, role: AttemptRole, nowMs: number, out: LifecycleAction[]): void {
-    const attemptId = this.nextAttemptId++;
+    const attemptId = this.ledger.take();
     const a: LiveAttempt = {
       attemptId,
       route,
@@ -178,11 +173,11 @@ export abstract class RouterAttempts {
     const holdLimit = this.request.stream && this.model?.offload?.active === true ? this.model.offload.engineQueueLimit : null;
     this.admission.queue(route, holdLimit, this, attemptId, a);
     if (a.ticket === null || a.ticket.state === 'held') {
-      if (a.ticket !== null) this.ticketsTaken++;
+      if (a.ticket !== null) this.ledger.ticketsTaken++;
       this.send(a, nowMs, out);
       return;
     }
-    this.ticketsTaken++;
+    this.ledger.ticketsTaken++;
     const acquireMs = s.upstreamConcurrencyAcquireTimeoutSec * 1000;
     const waitMs = this.interruptible(a) ? Math.min(acquireMs, this.offload.waitMs) : acquireMs;
     const giveUpAtMs = Math.min(nowMs + waitMs, this.overallAtMs);
@@ -275,7 +270,7 @@ export abstract class RouterAttempts {
 
   /** Releases the attempt's slot or hold place if it still holds one (idempotent per attempt). */
   protected releaseTicket(a: LiveAttempt, outcome: Outcome | null): void {
-    if (this.admission.release(a, outcome)) this.ticketsReleased++;
+    if (this.admission.release(a, outcome)) this.ledger.ticketsReleased++;
   }
 
   /**

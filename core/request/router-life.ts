@@ -128,7 +128,7 @@ export class RequestLifecycle extends RouterAttempts implements RequestLife {
         if (this.affinityKey !== null) this.deps.affinity.pin(this.affinityKey, model.id, route.endpointId, nowMs);
         if (pick.hedge) {
           this.hedge = new HedgePlan();
-          this.hedge.plan(pick.hedge, this.nextAttemptId); // the attempt started next; armed at its dispatch
+          this.hedge.plan(pick.hedge, this.ledger.nextId); // the attempt started next; armed at its dispatch
         }
         this.startAttempt(route, claim, 'normal', nowMs, out);
         return this.withOverall(out);
