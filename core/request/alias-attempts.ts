@@ -65,14 +65,17 @@ export interface LiveAttempt extends StreamIdleState {
   gotOutput: boolean;
 }
 
+/** A silent upstream: a headers or stream-idle wait, or the overall deadline, ran out. */
 export const TIMEOUT: Outcome = { kind: 'transport', cause: 'timeout' };
 
+/** The usage of an attempt that served nothing (failed attempts are not billed). */
 export const NO_USAGE: Usage = Object.freeze({ inputTokens: 0, outputTokens: 0, cachedTokens: 0 });
 
 /** Whether `o` is a timeout (headers, first chunk or a transport timeout). */
 export function isTimeout(o: Outcome): boolean {
   return o.kind === 'first_token_timeout' || (o.kind === 'transport' && o.cause === 'timeout');
 }
+
 /**
  * The attempt ledger of an alias's life (abstract: `MultiTargetLifecycle` adds selection, events
  * and the attempt policy). Every field is the life's own per-request state.

@@ -57,10 +57,18 @@ export interface LiveAttempt extends StreamIdleState {
 const NO_OFFLOAD = new OffloadPlan(null);
 const NO_HEDGE = new HedgePlan();
 
+/**
+ * What the breaker, affinity and planner hear of an attempt cut short for offload: nothing (a
+ * cancellation). A distinct object from `CANCELLED`: `endAttempt` tells an offload cut by identity.
+ */
 export const NEUTRAL: Outcome = { kind: 'cancelled' };
+/** An attempt cancelled by the life (hedge loser, client gone, overall deadline); compared by identity. */
 export const CANCELLED: Outcome = { kind: 'cancelled' };
+/** A served attempt. */
 export const OK: Outcome = { kind: 'ok' };
+/** A silent upstream: a headers, total or stream-idle wait ran out. */
 export const TIMEOUT: Outcome = { kind: 'transport', cause: 'timeout' };
+
 /**
  * The attempt ledger of a per-model life (abstract: `RequestLifecycle` adds selection, events
  * and the attempt policy). Every field is the life's own per-request state.
