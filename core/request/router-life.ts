@@ -10,8 +10,8 @@
  * the pinned endpoint drops the pin (cancellation and client disconnects are not its failures).
  * Fallback: the remaining routes in declaration order, skipping weight 0, routes refused by a
  * gate or whose breaker gives no claim; if all fail the client gets the primary's error.
- * Request-scoped errors (`lifecycle/outcome-table.ts`) go straight back; a committed stream
- * never falls back.
+ * Request-scoped errors (the family's failure rule, `policy/failure-rule.ts`, over
+ * `lifecycle/outcome-table.ts`) go straight back; a committed stream never falls back.
  *
  * Admission (`admission/`): every attempt asks the check gates (Retry-After), claims the breaker
  * (one half-open probe), and queues for an outbound slot (non-local routes, adaptive per provider
@@ -24,196 +24,32 @@
  * then the interrupted route once more; hedging (`hedge.ts`): the planner's backup races a slow
  * primary, the first token commits and cancels the other (`hedge_lost`).
  *
- * The life owns every dispatch claim, prefill lease, outbound slot and hold place it takes and
- * ends each exactly once on every path: a lease at the attempt's first token or its end; a hold
- * place at the first output or the end; a slot and a claim at the attempt's end.
+ * The life (its attempt ledger, `router-attempts.ts`) owns every dispatch claim, prefill lease,
+ * outbound slot and hold place it takes and ends each exactly once on every path: a lease at the
+ * attempt's first token or its end; a hold place at the first output or the end; a slot and a
+ * claim at the attempt's end.
  */
-import type { Rng } from '../rng.ts';
-import type { ResolvedModel, ResolvedRoute } from '../model/resolved-model.ts';
-import type { DispatchClaim, HealthRegistry } from '../health/health-registry.ts';
+import type { ResolvedRoute } from '../model/resolved-model.ts';
 import type { Outcome } from '../lifecycle/outcome.ts';
-import { ERROR_STATUS, errorForOutcome, type ErrorCode } from '../lifecycle/errors.ts';
-import { OUTCOME_RULES } from '../lifecycle/outcome-table.ts';
 import { acceptsModalities, routesAccepting } from './candidates/modality.ts';
 import { affinityStage, type AffinityOutcome } from './candidates/affinity.ts';
 import { admittedCandidates, coolestRetryAfterMs, noAdmittedRoute } from './candidates/admitted.ts';
 import { contextNeedTokens, fitsWindow, noWindowFitsMessage, refusalFloorTokens, routesFitting } from './candidates/context-floor.ts';
-import type {
-  AttemptRecord,
-  LifecycleAction,
-  LifecycleEvent,
-  RequestLife,
-  RouteRequest,
-  RoutingMetadata,
-  Usage,
-} from '../lifecycle/seam.ts';
-import type { RoutingSettings } from '../config/routing-settings.ts';
-import type { PrefillLease, PrefillLoad } from '../prefill/prefill-load.ts';
-import type { AffinityTable } from '../affinity/affinity-table.ts';
+import type { LifecycleAction, LifecycleEvent, RequestLife } from '../lifecycle/seam.ts';
 import { ANONYMOUS_AFFINITY_KEY } from '../affinity/affinity-key.ts';
-import { OutboundLimiter } from '../outbound/outbound-limiter.ts';
-import { EngineHold } from '../outbound/engine-hold.ts';
-import type { SlotTicket } from '../outbound/slot-pool.ts';
-import { RetryAfterTable } from '../health/retry-after.ts';
-import { CooldownRegistry } from '../health/cooldown.ts';
-import { buildAdmissions, type Admission } from '../admission/admission.ts';
-import type { QueueGate } from '../admission/queue-gate.ts';
-import { OffloadPlan, type OffloadReason } from './policy/offload.ts';
 import { HedgePlan } from './policy/hedge.ts';
-import { routerPolicy, type RequestKindPolicy } from './policy/kind-policy.ts';
+import type { OffloadReason } from './policy/offload.ts';
 import { commitsAt } from './policy/commit.ts';
-import { dispatchDeadlines } from './policy/attempt-deadlines.ts';
-import { attemptsSummary, respondError } from './ending.ts';
-import { reportAttemptOutcome } from './attempt-outcome.ts';
-import { DeadlineBook, deadlineAttempt, deadlineKind, type DeadlineKind } from './deadline-book.ts';
-import { idleDeadlineFired, recordStreamChunk, type StreamIdleState } from './policy/stream-idle.ts';
+import { failureClassOf, failureStep } from './policy/failure-rule.ts';
+import { deadlineAttempt, deadlineKind } from './deadline-book.ts';
+import { idleDeadlineFired, recordStreamChunk } from './policy/stream-idle.ts';
+import { NEUTRAL, OK, RouterAttempts, TIMEOUT, type LiveAttempt } from './router-attempts.ts';
 
-/** The process-wide state a life works with, owned by `RoutingCore`. */
-export interface LifecycleDeps {
-  readonly health: HealthRegistry;
-  readonly prefill: PrefillLoad;
-  readonly affinity: AffinityTable;
-  readonly settings: Readonly<RoutingSettings>;
-  /**
-   * Adaptive outbound slots per provider key (seed 000 "出站并发"). Optional only so that code
-   * building deps by hand keeps compiling; absent ⇒ a private, unshared instance (use
-   * `RoutingCore.lifecycleDeps` to share the core's).
-   */
-  readonly limiter?: OutboundLimiter;
-  /** Engine-hold places per local engine (seed 000 "引擎队列上限"); absent ⇒ private instance. */
-  readonly hold?: EngineHold;
-  /** Not-before times from Retry-After; absent ⇒ private instance. */
-  readonly retryAfter?: RetryAfterTable;
-  /**
-   * The gates every attempt asks (`admission/admission.ts`), over the tables above; absent ⇒
-   * built from them (use `RoutingCore.lifecycleDeps` to share the core's).
-   */
-  readonly admission?: Admission;
-  /** The `router:` family's attempt policy under `settings`; absent ⇒ derived from them. */
-  readonly kindPolicy?: RequestKindPolicy;
-}
-
-/** `LifecycleDeps` with every shared table present. */
-type FullDeps = Required<LifecycleDeps>;
-
-function completeDeps(d: LifecycleDeps): FullDeps {
-  if (d.limiter && d.hold && d.retryAfter && d.admission && d.kindPolicy) return d as FullDeps;
-  const s = d.settings;
-  const limiter =
-    d.limiter ??
-    new OutboundLimiter(
-      { enabled: s.upstreamConcurrencyEnabled, initialLimit: s.upstreamConcurrencyInitialLimit, maxLimit: s.upstreamConcurrencyMaxLimit, probeSuccessInterval: s.upstreamConcurrencyProbeSuccessInterval },
-      () => {},
-    );
-  const hold = d.hold ?? new EngineHold(() => {});
-  const retryAfter = d.retryAfter ?? new RetryAfterTable();
-  const admission =
-    d.admission ??
-    buildAdmissions({ health: d.health, retryAfter, cooldowns: new CooldownRegistry(), limiter, hold, outboundLimitEnabled: s.upstreamConcurrencyEnabled }).router;
-  return { ...d, limiter, hold, retryAfter, admission, kindPolicy: d.kindPolicy ?? routerPolicy(s) };
-}
-
+export type { LifecycleDeps } from './router-deps.ts';
 export type { OffloadReason } from './policy/offload.ts';
 
-/**
- * `normal`: may be interrupted for offload; `offload`: the offload attempt; `retry`/`pinned`:
- * never interrupted; `hedge`: the planner's backup racing the primary (never interrupted).
- */
-type AttemptRole = 'normal' | 'offload' | 'retry' | 'pinned' | 'hedge';
-interface LiveAttempt extends StreamIdleState {
-  readonly attemptId: number;
-  readonly route: ResolvedRoute;
-  /** Null when the attempt bypassed admission (explicit pin). */
-  readonly claim: DispatchClaim | null;
-  readonly role: AttemptRole;
-  readonly startMs: number;
-  phase: 'queued' | 'sent';
-  /** Outbound slot (limiter) or engine-hold place; null when exempt or already given up. */
-  ticket: SlotTicket | null;
-  /** The queue gate that issued `ticket` (outbound slot or engine hold); null when none applied. */
-  ticketGate: QueueGate | null;
-  /** Held from dispatch until the first token or the attempt's end; then null. */
-  lease: PrefillLease | null;
-  gotOutput: boolean;
-}
-
-/**
- * Shared plans for the usual request: no offload policy, no hedge order. Neither is ever
- * mutated (every mutating call needs a policy or an order first), so one instance serves all.
- */
-const NO_OFFLOAD = new OffloadPlan(null);
-const NO_HEDGE = new HedgePlan();
-
-const NEUTRAL: Outcome = { kind: 'cancelled' };
-const CANCELLED: Outcome = { kind: 'cancelled' };
-const OK: Outcome = { kind: 'ok' };
-const TIMEOUT: Outcome = { kind: 'transport', cause: 'timeout' };
-
 /** Implementation of `RequestLife` for per-model routers. Created by `RoutingCore.start`. */
-export class RequestLifecycle implements RequestLife {
-  /**
-   * The life the driver holds for this one (a planner's or stats tap wrapping it), set by
-   * `RoutingCore.start`; outbound-slot wake-ups are addressed to it. Null ⇒ this life itself.
-   * A field rather than a WeakMap in the core: a WeakMap entry per request showed up as GC time.
-   */
-  outerLife: RequestLife | null = null;
-  readonly requestId: string;
-  private done = false;
-  private committedAttempt: number | null = null;
-  private nextAttemptId = 1;
-  /** Attempts started and not ended (one, or two while a hedge races); a short array, not a Map. */
-  private readonly live: LiveAttempt[] = [];
-  /** Armed deadlines (`request/deadline-book.ts`). */
-  private readonly deadlines = new DeadlineBook();
-  private readonly attempts: AttemptRecord[] = [];
-  private primaryFailure: Outcome | null = null;
-  private pinned = false;
-  private reason = 'none';
-  private firstTokenAtMs: number | null = null;
-  private servedBy: ResolvedRoute | null = null;
-  /** The caller key when affinity applies to this request, else null. */
-  private affinityKey: string | null = null;
-  private leasesTaken = 0;
-  private leasesReleased = 0;
-  private ticketsTaken = 0;
-  private ticketsReleased = 0;
-  private overallAtMs = Number.POSITIVE_INFINITY;
-  /** Queue-wait offload of this request (`request/policy/offload.ts`). */
-  private readonly offload: OffloadPlan;
-  /** The offload route's endpoint id when the policy is active (it is never primary then). */
-  private readonly offloadId: string | null;
-  /** After a context-length rejection: routes need a `context_length` above this. */
-  private contextFloor: number | null = null;
-  /** Routes that passed the modality and context-window stages (fallback walks these). */
-  private eligibleRoutes: readonly ResolvedRoute[] = [];
-  /** The attempt whose failure the client is told of when every attempt failed. */
-  private primaryFailureAttemptId: number | null = null;
-  /** The planner's hedge order for the primary (`request/policy/hedge.ts`); shared empty plan until one is made. */
-  private hedge: HedgePlan = NO_HEDGE;
-  private readonly health: HealthRegistry;
-  private readonly deps: FullDeps;
-  /** The gates every attempt asks (checks: Retry-After; breaker claim; outbound slot, engine hold). */
-  private readonly admission: Admission;
-
-  constructor(
-    private readonly model: ResolvedModel | null,
-    private readonly request: RouteRequest,
-    deps: LifecycleDeps,
-    private readonly rng: Rng,
-  ) {
-    this.requestId = request.requestId;
-    this.deps = completeDeps(deps);
-    this.health = deps.health;
-    this.admission = this.deps.admission;
-    this.offload = model?.offload?.active === true ? new OffloadPlan(model) : NO_OFFLOAD;
-    this.offloadId = this.offload.endpointId;
-  }
-
-  get isDone(): boolean {
-    return this.done;
-  }
-
-  /** Runs the selection pipeline at `nowMs`. Called once, by `RoutingCore.start`. */
+export class RequestLifecycle extends RouterAttempts implements RequestLife {
   begin(nowMs: number): LifecycleAction[] {
     const model = this.model;
     if (!model || !model.published || model.routes.length === 0) {
@@ -292,7 +128,7 @@ export class RequestLifecycle implements RequestLife {
         if (this.affinityKey !== null) this.deps.affinity.pin(this.affinityKey, model.id, route.endpointId, nowMs);
         if (pick.hedge) {
           this.hedge = new HedgePlan();
-          this.hedge.plan(pick.hedge, this.nextAttemptId); // the attempt started next; armed at its dispatch
+          this.hedge.plan(pick.hedge, this.ledger.nextId); // the attempt started next; armed at its dispatch
         }
         this.startAttempt(route, claim, 'normal', nowMs, out);
         return this.withOverall(out);
@@ -377,102 +213,6 @@ export class RequestLifecycle implements RequestLife {
     }
   }
 
-  invariants(): void {
-    if (this.done && this.live.length > 0) throw new Error(`${this.requestId}: ${this.live.length} attempt(s) still live after done`);
-    if (this.attempts.length + this.live.length !== this.nextAttemptId - 1) {
-      throw new Error(`${this.requestId}: attempts recorded + live != attempts started`);
-    }
-    let leases = 0;
-    let tickets = 0;
-    for (const a of this.live) {
-      if (a.lease !== null) leases++;
-      if (a.ticket !== null) {
-        tickets++;
-        if (a.ticket.state === 'released') throw new Error(`${this.requestId}: attempt ${a.attemptId} keeps a released ticket`);
-      }
-    }
-    if (this.leasesTaken !== this.leasesReleased + leases) {
-      throw new Error(`${this.requestId}: prefill leases taken ${this.leasesTaken} != released ${this.leasesReleased} + held ${leases}`);
-    }
-    if (this.ticketsTaken !== this.ticketsReleased + tickets) {
-      throw new Error(`${this.requestId}: slot tickets taken ${this.ticketsTaken} != released ${this.ticketsReleased} + held ${tickets}`);
-    }
-  }
-
-  // ---- attempts -------------------------------------------------------------------------
-
-  /**
-   * Starts an attempt on `route`: queued behind an outbound slot or engine-hold place when one
-   * applies and none is free (`acquire_slot` + a give-up `wait_until`), else sent at once.
-   */
-  private startAttempt(route: ResolvedRoute, claim: DispatchClaim | null, role: AttemptRole, nowMs: number, out: LifecycleAction[]): void {
-    const attemptId = this.nextAttemptId++;
-    const a: LiveAttempt = {
-      attemptId,
-      route,
-      claim,
-      role,
-      startMs: nowMs,
-      phase: 'queued',
-      ticket: null,
-      ticketGate: null,
-      lease: null,
-      gotOutput: false,
-      lastChunkAtMs: nowMs,
-      idleArmed: false,
-    };
-    this.live.push(a);
-    const s = this.deps.settings;
-    const holdLimit = this.request.stream && this.model?.offload?.active === true ? this.model.offload.engineQueueLimit : null;
-    this.admission.queue(route, holdLimit, this, attemptId, a);
-    if (a.ticket === null || a.ticket.state === 'held') {
-      if (a.ticket !== null) this.ticketsTaken++;
-      this.send(a, nowMs, out);
-      return;
-    }
-    this.ticketsTaken++;
-    const acquireMs = s.upstreamConcurrencyAcquireTimeoutSec * 1000;
-    const waitMs = this.interruptible(a) ? Math.min(acquireMs, this.offload.waitMs) : acquireMs;
-    const giveUpAtMs = Math.min(nowMs + waitMs, this.overallAtMs);
-    out.push({ kind: 'acquire_slot', attemptId, endpointId: route.endpointId, giveUpAtMs }, this.arm('queue', attemptId, giveUpAtMs));
-  }
-
-  /** Sends a (no longer queued) attempt: prefill lease, dispatch, headers/total/engine-wait deadlines. */
-  private send(a: LiveAttempt, nowMs: number, out: LifecycleAction[]): void {
-    this.disarm(a, 'queue');
-    a.phase = 'sent';
-    a.lease = this.deps.prefill.acquire(a.route.endpointId, this.request.callerId, this.request.inputTokens, nowMs, this.affinityKey !== null && this.deps.settings.prefillAffinityExcludeOwn);
-    this.leasesTaken++;
-    const k = this.deps.kindPolicy;
-    out.push(
-      { kind: 'dispatch', attemptId: a.attemptId, endpointId: a.route.endpointId, deadlines: dispatchDeadlines(k.waits, this.request.stream, nowMs, this.overallAtMs) },
-      this.arm('headers', a.attemptId, nowMs + k.headersMs),
-    );
-    if (!this.request.stream) out.push(this.arm('total', a.attemptId, nowMs + k.waits.totalMs));
-    // Engine wait: a stream on a non-offload route of an offload model gets `wait` to show output.
-    if (this.request.stream && this.interruptible(a)) out.push(this.arm('engine_wait', a.attemptId, nowMs + this.offload.waitMs));
-    const hedgeAtMs = this.hedge.checkpointAtMs(a.attemptId, nowMs);
-    if (hedgeAtMs !== null) out.push(this.arm('hedge', a.attemptId, hedgeAtMs));
-  }
-
-  /** First upstream output (preamble, buffered output or a token): lifts headers and engine-wait limits, frees the hold place. */
-  private gotOutput(a: LiveAttempt): void {
-    if (a.gotOutput) return;
-    a.gotOutput = true;
-    this.disarm(a, 'headers');
-    this.disarm(a, 'engine_wait');
-    if (a.ticketGate?.releasedAtFirstOutput === true) this.releaseTicket(a, null);
-  }
-
-  /** Whether `a` may still be cut short to go to the offload route. */
-  private interruptible(a: LiveAttempt): boolean {
-    return this.offload.interruptible(a.role === 'normal', a.route.endpointId, this.contextFloor, this.admission);
-  }
-
-  /** Whether the offload route is available to this request now (never twice). */
-  private canOffload(nowMs: number): boolean {
-    return this.offload.available(this.contextFloor, this.admission, nowMs) !== null;
-  }
 
   /** Starts the offload attempt (at most once per request), or null when it is not available. */
   private startOffload(reason: OffloadReason, nowMs: number): LifecycleAction[] | null {
@@ -572,22 +312,20 @@ export class RequestLifecycle implements RequestLife {
 
   /**
    * An attempt failed with `outcome` (`healthOutcome` is what the breaker hears). What follows
-   * is the outcome table's row (`outcome-table.ts`): request-scoped errors go straight back to
-   * the caller; a context-length refusal moves on only to a route with a larger window (and goes
-   * back when there is none); everything else fails over.
+   * is the family's failure rule (`policy/failure-rule.ts`): request-scoped errors go straight
+   * back to the caller; a context-length refusal moves on only to a route with a larger window
+   * (and goes back when there is none); everything else fails over.
    */
   private attemptFailed(a: LiveAttempt, outcome: Outcome, healthOutcome: Outcome, nowMs: number): LifecycleAction[] {
     this.endAttempt(a, outcome, nowMs, healthOutcome);
-    let requestScoped = false;
-    if (outcome.kind === 'http_status') {
-      this.admission.gates.retryAfter.note(a.route.endpointId, outcome, nowMs);
-      const action = OUTCOME_RULES[outcome.errorClass].action;
-      if (action === 'larger_window') {
-        this.contextFloor = Math.max(this.contextFloor ?? 0, refusalFloorTokens(a.route.contextLength, contextNeedTokens(this.request)));
-        requestScoped = !this.largerWindowLeft(nowMs);
-      } else requestScoped = action === 'return';
+    if (outcome.kind === 'http_status') this.admission.gates.retryAfter.note(a.route.endpointId, outcome, nowMs);
+    const cls = failureClassOf(this.deps.kindPolicy, outcome);
+    let requestScoped = cls === 'final';
+    if (failureStep(this.deps.kindPolicy, cls) === 'larger_window') {
+      this.contextFloor = Math.max(this.contextFloor ?? 0, refusalFloorTokens(a.route.contextLength, contextNeedTokens(this.request)));
+      requestScoped = !this.largerWindowLeft(nowMs);
     }
-    const terminal = outcome.kind === 'client_gone' || outcome.kind === 'cancelled' || requestScoped;
+    const terminal = cls === 'terminal' || requestScoped;
     if (this.pinned || this.committedAttempt !== null || terminal) {
       if (this.live.length > 0) return [];
       if (requestScoped || this.committedAttempt !== null) return this.failWithOutcome(outcome, nowMs, a.attemptId);
@@ -632,136 +370,4 @@ export class RequestLifecycle implements RequestLife {
     return this.admission.admits(r, nowMs);
   }
 
-  // ---- bookkeeping ------------------------------------------------------------------------
-
-  /** Appends the overall deadline to `begin`'s actions. */
-  private withOverall(out: LifecycleAction[]): LifecycleAction[] {
-    out.push(this.arm('overall', 0, this.overallAtMs));
-    return out;
-  }
-
-  /** Arms a deadline: records it and returns the `wait_until` for the driver. */
-  private arm(kind: DeadlineKind, attemptId: number, atMs: number): LifecycleAction {
-    return this.deadlines.arm(kind, attemptId, atMs);
-  }
-
-  /** Forgets `a`'s deadlines of `kind` (their `deadline` events are then ignored). */
-  private disarm(a: LiveAttempt, kind: DeadlineKind): void {
-    this.deadlines.disarm(a.attemptId, kind);
-  }
-
-  /** The live attempt with `attemptId`, or undefined. */
-  private liveAttempt(attemptId: number): LiveAttempt | undefined {
-    for (const a of this.live) if (a.attemptId === attemptId) return a;
-    return undefined;
-  }
-
-  /** `startAttempt` collecting its actions into a fresh array. */
-  private started(route: ResolvedRoute, claim: DispatchClaim | null, role: AttemptRole, nowMs: number): LifecycleAction[] {
-    const out: LifecycleAction[] = [];
-    this.startAttempt(route, claim, role, nowMs, out);
-    return out;
-  }
-
-  /** `send` collecting its actions into a fresh array. */
-  private sent(a: LiveAttempt, nowMs: number): LifecycleAction[] {
-    const out: LifecycleAction[] = [];
-    this.send(a, nowMs, out);
-    return out;
-  }
-
-  /** Releases the attempt's prefill lease if it still holds one (idempotent per attempt). */
-  private releaseLease(a: LiveAttempt): void {
-    if (a.lease === null) return;
-    this.deps.prefill.release(a.lease);
-    a.lease = null;
-    this.leasesReleased++;
-  }
-
-  /** Releases the attempt's slot or hold place if it still holds one (idempotent per attempt). */
-  private releaseTicket(a: LiveAttempt, outcome: Outcome | null): void {
-    if (this.admission.release(a, outcome)) this.ticketsReleased++;
-  }
-
-  /**
-   * Ends an attempt's claim, lease, ticket and deadlines exactly once and records it.
-   * `healthOutcome` is what the breaker, affinity and planner hear (neutral for offload cuts).
-   */
-  private endAttempt(a: LiveAttempt, outcome: Outcome, nowMs: number, healthOutcome: Outcome = outcome): void {
-    const i = this.live.indexOf(a);
-    if (i >= 0) this.live.splice(i, 1);
-    this.deadlines.disarmAttempt(a.attemptId);
-    this.releaseLease(a);
-    this.releaseTicket(a, outcome);
-    const h = healthOutcome.kind;
-    if (this.affinityKey !== null && h !== 'ok' && h !== 'cancelled' && h !== 'client_gone' && h !== 'queue_wait_timeout') {
-      this.deps.affinity.dropIfPinnedTo(this.affinityKey, this.model!.id, a.route.endpointId);
-    }
-    reportAttemptOutcome(this.health, this.model?.planner, a.route.endpointId, a.claim, a.phase === 'sent', healthOutcome, nowMs);
-    if (outcome.kind !== 'ok' && outcome.kind !== 'cancelled' && outcome.kind !== 'client_gone') {
-      const interruption = outcome.kind === 'queue_wait_timeout' || (outcome.kind === 'first_token_timeout' && healthOutcome === NEUTRAL);
-      if (this.primaryFailure === null && !interruption) {
-        this.primaryFailure = outcome;
-        this.primaryFailureAttemptId = a.attemptId;
-      }
-    }
-    this.attempts.push({ attemptId: a.attemptId, endpointId: a.route.endpointId, startMs: a.startMs, endMs: nowMs, outcome });
-  }
-
-  /** Cancels every live attempt except `keep` (sent ones get a `cancel` action; queued ones just leave). */
-  private cancelOthers(nowMs: number, keep = -1, out: LifecycleAction[] = [], reason?: 'hedge_lost'): LifecycleAction[] {
-    // Backwards: `endAttempt` removes the attempt from `live`.
-    for (let i = this.live.length - 1; i >= 0; i--) {
-      const a = this.live[i]!;
-      if (a.attemptId === keep) continue;
-      if (a.phase === 'sent') out.push(reason === undefined ? { kind: 'cancel', attemptId: a.attemptId } : { kind: 'cancel', attemptId: a.attemptId, reason });
-      this.endAttempt(a, CANCELLED, nowMs);
-    }
-    return out;
-  }
-
-  /** Whether an attempt (ended or live) already went to `endpointId`. Fallback path only. */
-  private tried(endpointId: string): boolean {
-    for (const a of this.attempts) if (a.endpointId === endpointId) return true;
-    for (const a of this.live) if (a.route.endpointId === endpointId) return true;
-    return false;
-  }
-
-  /** Ends with the error of `outcome`, reported by attempt `attemptId` (its body may pass through). */
-  private failWithOutcome(outcome: Outcome, nowMs: number, attemptId: number | null): LifecycleAction[] {
-    const e = errorForOutcome(outcome);
-    return this.fail(e.code, `all attempts failed: ${attemptsSummary(this.attempts)}`, nowMs, e.status, e.retryAfterSec, attemptId);
-  }
-
-  private fail(code: ErrorCode, message: string, nowMs: number, status = ERROR_STATUS[code], retryAfterSec: number | null = null, attemptId: number | null = null): LifecycleAction[] {
-    const respond = respondError(code, message, status, retryAfterSec, attemptId);
-    const done = this.doneAction(code, nowMs, null);
-    return respond === null ? [done] : [respond, done];
-  }
-
-  private doneAction(status: string, nowMs: number, usage: Usage | null): LifecycleAction {
-    this.done = true; // `step` ignores everything from here on, armed deadlines included
-    const last = this.attempts[this.attempts.length - 1];
-    const route = this.servedBy ?? (last ? this.model!.routes.find((r) => r.endpointId === last.endpointId) ?? null : null);
-    const metadata: RoutingMetadata = {
-      requestId: this.requestId,
-      modelId: this.model?.id ?? this.request.model,
-      strategy: this.model?.strategy ?? 'none',
-      endpointId: route?.endpointId ?? null,
-      provider: route?.provider ?? null,
-      baseUrl: route?.baseUrl ?? null,
-      reason: this.reason,
-      // A hedge's cancelled loser is not a fallback; a failed attempt before the served one is.
-      fallback: status === 'ok' && this.attempts.length > 1 && this.attempts.some((x) => x.outcome !== CANCELLED && x.outcome.kind !== 'ok'),
-      attempts: this.attempts,
-      status,
-      firstTokenAtMs: this.firstTokenAtMs,
-      finishedAtMs: nowMs,
-      usage,
-      offloadReason: this.offload.reason,
-      offloadEndpointId: this.offload.offloaded ? this.offloadId : null,
-    };
-    if (this.model?.planner.plansHedges === true) metadata.hedgeEndpointId = this.hedge.sentTo;
-    return { kind: 'done', metadata };
-  }
 }

@@ -14,6 +14,7 @@ import type { RoutingSettings } from '../../config/routing-settings.ts';
 import type { ResolvedMultiTarget } from '../../model/resolved-model.ts';
 import type { CommitPoint } from './commit.ts';
 import type { AttemptWaits } from './attempt-deadlines.ts';
+import type { RetryRules } from './retry-policy.ts';
 
 /** One family's rules, resolved. */
 export interface RequestKindPolicy {
@@ -26,6 +27,11 @@ export interface RequestKindPolicy {
   readonly breaker: 'claim' | 'record';
   /** `declaration`: fall back over the routes in config order; `tiers`: the alias's tier walk. */
   readonly fallbackOrder: 'declaration' | 'tiers';
+  /**
+   * What a failed attempt means (`failure-rule.ts`): null for the `router:` family's rule (the
+   * outcome table alone, never the same route twice), else the alias block's retry rules.
+   */
+  readonly failureRules: RetryRules | null;
 }
 
 /** The policy of every `router:` model under `settings`. */
@@ -37,6 +43,7 @@ export function routerPolicy(settings: Readonly<RoutingSettings>): RequestKindPo
     headersMs: settings.headersTimeoutSec * 1000,
     breaker: 'claim',
     fallbackOrder: 'declaration',
+    failureRules: null,
   };
 }
 
@@ -49,5 +56,6 @@ export function aliasPolicy(mt: ResolvedMultiTarget, settings: Readonly<RoutingS
     headersMs: settings.headersTimeoutSec * 1000,
     breaker: 'record',
     fallbackOrder: 'tiers',
+    failureRules: mt.rules,
   };
 }
