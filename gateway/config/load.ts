@@ -4,7 +4,7 @@
  * - `routing.yaml` (optional) — the routing file (`default_router`, `local_weight_share`); it
  *   may instead sit in models.yaml as a `routing:` block, but not in both;
  * - `gateway.yaml` (optional) — listener, limits, upstream pools, caller keys, health tunables
- *   and demo emulators (`gateway-settings.ts`);
+ *   (`gateway-settings.ts`);
  * - the environment, through `${VAR}` / `${VAR:-default}` in any string (`interpolate.ts`).
  *
  * Every problem is reported at once as `file:line: field: message — fix: …`, from the YAML
@@ -301,13 +301,6 @@ function checkConfig(
     }
   }
 
-  // 7. Emulators of a demo config.
-  const ports = new Map<number, number>();
-  settings.emulators.forEach((e, i) => {
-    if (ports.has(e.port)) at(gw, ['emulators', i, 'port'], `port ${e.port} is already used by emulators.${ports.get(e.port)}`, 'give each emulator its own port');
-    if (e.port === settings.server.port) at(gw, ['emulators', i, 'port'], `port ${e.port} is the gateway's own port`, 'pick another port');
-    ports.set(e.port, i);
-  });
 
   if (problems.length > 0) throw new ConfigError(problems);
   for (const m of models.models) {
@@ -409,6 +402,10 @@ function describeIssue(issue: z.core.$ZodIssue, root: z.ZodType): { message: str
   switch (i.code) {
     case 'unrecognized_keys': {
       const allowed = allowedKeys(root, issue.path as (string | number)[]);
+      // gateway.yaml once listed the demo's emulators; they now live in emulators.yaml.
+      if (issue.path.length === 0 && i.keys!.includes('emulators')) {
+        return { message: `unknown field 'emulators' (the gateway starts no emulators)`, fix: 'move the list to emulators.yaml beside models.yaml and start it with switchyard demo' };
+      }
       return {
         message: `unknown field${i.keys!.length > 1 ? 's' : ''} ${i.keys!.map((k) => `'${k}'`).join(', ')}`,
         fix: allowed ? `remove it or fix the spelling; allowed here: ${allowed.join(', ')}` : 'remove it or fix the spelling',
