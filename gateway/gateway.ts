@@ -39,6 +39,7 @@ import type { FinishedExchange, RouteTarget } from './server/exchange.ts';
 import { createAdminApp, createApp, deepHealthView, type Generation, type ServerContext } from './server/uws.ts';
 import { aggregateMetricsText, mergeDeepHealth, type PeerAnswer, type WorkerSnapshot } from './server/worker-aggregate.ts';
 import { UpstreamPools } from './upstream/pools.ts';
+import { adapterFor } from './upstream/adapters.ts';
 import { RouteWiseProber, type ProbeCounters } from './routewise/prober.ts';
 
 /** Options of `startGateway`. */
@@ -322,8 +323,11 @@ function buildGeneration(config: GatewayConfig, d: GenerationDeps): Generation {
     for (const r of m.route) {
       const id = endpointId(m.id, r.kind, r.base_url);
       const url = new URL(r.base_url);
+      const adapter = adapterFor(r.kind);
       routes.set(id, {
         endpointId: id,
+        adapter,
+        endpoints: new Set(adapter.endpoints),
         pool: d.pools.forOrigin(url.origin),
         basePath: url.pathname.replace(/\/+$/, ''),
         apiKey: r.api_key ?? null,

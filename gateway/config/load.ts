@@ -18,6 +18,7 @@ import type { z } from 'zod';
 import { allowedKeys, closestName, endpointId, ModelsConfigSchema, RoutingCore, ROUTING_ENV_NAMES, routingSettingsFromEnv, type HealthOptions, type ModelsConfig, type RoutingSettings } from '../../core/index.ts';
 import { GatewaySettingsSchema, type GatewaySettings } from './gateway-settings.ts';
 import { interpolateEnv } from './interpolate.ts';
+import { ROUTE_KINDS } from '../upstream/adapters.ts';
 
 /** One thing wrong with the configuration. */
 export interface ConfigProblem {
@@ -61,8 +62,8 @@ export interface GatewayConfig {
   readonly warnings: string[];
 }
 
-/** The route kinds this gateway has an adapter for. */
-export const SUPPORTED_ROUTE_KINDS: readonly string[] = ['openai_compat'];
+/** The route kinds this gateway has an adapter for (`upstream/adapters.ts`). */
+export const SUPPORTED_ROUTE_KINDS: readonly string[] = ROUTE_KINDS;
 
 /**
  * Strategies whose per-process state does not change what a request gets when several workers

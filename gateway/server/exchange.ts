@@ -20,21 +20,16 @@ import type { Logger } from 'pino';
 import type { LifecycleAction, LifecycleEvent, RequestLife, RouteRequest, RoutingCore, RoutingMetadata, Rng } from '../../core/index.ts';
 import type { Caller } from '../callers.ts';
 import { clientMessage, errorFrame, errorJson } from '../errors.ts';
-import { upstreamBody, UPSTREAM_PATH, type ClientRequest } from '../request-body.ts';
+import type { ClientRequest, Endpoint } from '../request-body.ts';
 import type { RelayEvent } from '../sse-relay.ts';
-import { startAttempt, type AttemptEnd, type AttemptHandle } from '../upstream/openai-compat.ts';
-import type { Pool } from 'undici';
+import type { AttemptEnd, AttemptHandle, UpstreamAdapter, UpstreamTarget } from '../upstream/adapter.ts';
 import type { ClientResponse, HeaderPairs } from './client-response.ts';
 
-/** Where an endpoint id sends its attempts. */
-export interface RouteTarget {
-  readonly endpointId: string;
-  readonly pool: Pool;
-  /** Path prefix of the base_url (e.g. `/v1`), without a trailing slash. */
-  readonly basePath: string;
-  readonly apiKey: string | null;
-  /** `model` sent upstream: the route's provider_model_id, else the model id. */
-  readonly upstreamModel: string;
+/** Where an endpoint id sends its attempts, and the adapter (route `kind`) that speaks to it. */
+export interface RouteTarget extends UpstreamTarget {
+  readonly adapter: UpstreamAdapter;
+  /** The endpoint families the route serves (its adapter's). */
+  readonly endpoints: ReadonlySet<Endpoint>;
 }
 
 /** What every exchange of one gateway shares. */
@@ -320,9 +315,10 @@ export class Exchange {
 
   private dispatch(id: number, endpointId: string, firstTokenAtMs: number | null, totalAtMs: number | null): void {
     const target = this.ctx.routes.get(endpointId);
-    if (!target) {
-      // A config/core mismatch is a bug; fail the attempt so the core can fall back.
-      this.ctx.log.error({ requestId: this.requestId, endpointId }, 'no upstream target for endpoint');
+    if (!target || !target.endpoints.has(this.req.endpoint)) {
+      // A config/core mismatch (or a route whose kind cannot serve this endpoint) is a bug of
+      // the configuration check; fail the attempt so the core can fall back.
+      this.ctx.log.error({ requestId: this.requestId, endpointId, endpoint: this.req.endpoint }, target ? 'route cannot serve this endpoint' : 'no upstream target for endpoint');
       this.step({ kind: 'failed', attemptId: id, outcome: { kind: 'transport', cause: 'refused' } });
       return;
     }
@@ -335,20 +331,10 @@ export class Exchange {
     if (totalAtMs !== null) {
       att.timers.push(setTimeout(() => this.run(() => this.timeOut(att, { kind: 'transport', cause: 'timeout' })), Math.max(0, totalAtMs - now)));
     }
-    const spec = {
-      pool: target.pool,
-      path: target.basePath + UPSTREAM_PATH[this.req.endpoint],
-      body: upstreamBody(this.req, target.upstreamModel),
-      apiKey: target.apiKey,
-      requestId: this.requestId,
-      stream: this.req.stream,
-      endpoint: this.req.endpoint,
-      includeUsage: this.req.includeUsage,
-      publicModel: this.req.model,
-      maxErrorBodyBytes: this.ctx.maxErrorBodyBytes,
-    };
-    att.handle = startAttempt(
-      spec,
+    att.handle = target.adapter.startAttempt(
+      target,
+      this.req,
+      { requestId: this.requestId, maxErrorBodyBytes: this.ctx.maxErrorBodyBytes },
       {
         headers: () => this.run(() => !att.closed && this.step({ kind: 'first_output', attemptId: id })),
         events: (events) => {
