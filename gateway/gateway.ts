@@ -179,6 +179,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     deepHealth: opts.peers ? async () => mergeDeepHealth([await snapshot(), ...(await opts.peers!())]) : async () => deepHealthView(ctx),
     startedAtSec: Math.floor(Date.now() / 1000),
     inFlight: 0,
+    live: new Set(),
   };
   const snapshot = async (): Promise<WorkerSnapshot> => ({ worker, metrics: await metrics.registry.getMetricsAsJSON(), deep: deepHealthView(ctx) });
   metrics = new GatewayMetrics({ core: () => ctx.gen.core, inFlight: () => ctx.inFlight, nowMs: () => performance.now(), requestLog: () => requestLog, upstreams: () => pools.stats() });
@@ -280,6 +281,9 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       const until = performance.now() + graceMs;
       while (ctx.inFlight > 0 && performance.now() < until) await new Promise((r) => setTimeout(r, 10));
       const cut = ctx.inFlight;
+      // What is still running is ended by the gateway (an in-band error, or a 503), then closed.
+      for (const ex of [...ctx.live]) ex.cutForDrain();
+      if (cut > 0) await new Promise((r) => setImmediate(r));
       log.info({ cut, waitedMs: Math.round(graceMs - Math.max(0, until - performance.now())) }, 'drained');
       await close();
       return { cut };
@@ -396,7 +400,8 @@ function buildGeneration(config: GatewayConfig, d: GenerationDeps): Generation {
       endpointId: endpoint,
       attempts: md?.attempts.length ?? 0,
       httpStatus: f.httpStatus,
-      status: md?.status ?? 'internal_error',
+      // A request cut at the drain's grace is the gateway's doing (the client got `draining`).
+      status: f.cut ? 'draining' : (md?.status ?? 'internal_error'),
       fallback: md?.fallback ?? false,
       cachedTokens: cached,
       costUsd: p ? (inputTokens - cached) * p.input + cached * p.cached + outputTokens * p.output : 0,

@@ -60,6 +60,8 @@ export interface FinishedExchange {
   readonly metadata: RoutingMetadata | null;
   /** HTTP status sent; 499 when the client went away before the response ended. */
   readonly httpStatus: number;
+  /** The drain's grace ran out and the gateway cut the response (`Exchange.cutForDrain`). */
+  readonly cut: boolean;
 }
 
 /** What the HTTP layer read from the request besides its body. */
@@ -155,6 +157,8 @@ export class Exchange {
   private readonly startedAtMs: number;
   private readonly requestId: string;
   private readonly baseHeaders: HeaderPairs;
+  /** Set by `cutForDrain`. */
+  private cut = false;
 
   constructor(
     private readonly ctx: ExchangeContext,
@@ -207,6 +211,27 @@ export class Exchange {
   }
 
   /**
+   * The drain's grace ran out with this request still running: the gateway ends it itself, so
+   * the client learns why instead of seeing its connection drop. A committed stream gets an
+   * in-band `draining` error event and a properly terminated chunked body (never `[DONE]`); a
+   * request not yet answered gets 503 `draining` with Retry-After. Upstream attempts are
+   * cancelled (the core is told the client is gone, which releases its claims), and the request
+   * is reported as cut (`FinishedExchange.cut`), not as the client's disconnect.
+   */
+  cutForDrain(): void {
+    this.run(() => {
+      if (this.over) return;
+      this.cut = true;
+      const message = 'The gateway is shutting down and could not finish this response; retry the request.';
+      if (this.client.open) {
+        if (this.client.headersSent) this.client.end(this.takeOut() + errorFrame('draining', message, 503));
+        else this.client.send(503, [...this.baseHeaders, ['content-type', 'application/json'], ['retry-after', '1']], errorJson('draining', message, null, 503));
+      }
+      if (this.life && !this.life.isDone) this.step({ kind: 'client_gone' });
+    });
+  }
+
+  /**
    * Runs `f`; a throw (a bug) ends this request with a 500 (or an in-band error) instead of
    * taking the process down from a socket callback, and the life is closed as if the client had
    * gone, so its claims are released.
@@ -254,6 +279,7 @@ export class Exchange {
         endedAtMs: this.ctx.now(),
         metadata: md,
         httpStatus: this.client.aborted ? 499 : (this.client.status ?? 500),
+        cut: this.cut,
       });
     } catch (e) {
       this.ctx.log.error({ requestId: this.requestId, err: e }, 'request log/metrics failed');
@@ -500,7 +526,8 @@ export class Exchange {
         requestId: md.requestId,
         caller: this.caller.id,
         model: md.modelId,
-        status: md.status,
+        // The core saw a cut as the client going away; the client was told `draining`.
+        status: this.cut ? 'draining' : md.status,
         endpointId: md.endpointId,
         reason: md.reason,
         fallback: md.fallback,
@@ -508,6 +535,7 @@ export class Exchange {
         ttftMs: md.firstTokenAtMs === null ? null : Math.round(md.firstTokenAtMs - this.startedAtMs),
         durationMs: Math.round(now - this.startedAtMs),
         usage: md.usage,
+        ...(this.cut && { cut: true }),
         ...(this.errorDetail !== null && { detail: this.errorDetail }),
       },
       'request',

@@ -61,6 +61,8 @@ export interface ServerContext {
   readonly startedAtSec: number;
   /** Requests admitted and not yet over. */
   inFlight: number;
+  /** Exchanges running now (a drain cuts those left when its grace runs out). */
+  readonly live: Set<Exchange>;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:\-]{1,128}$/;
@@ -289,9 +291,13 @@ function handleInference(ctx: ServerContext, endpoint: Endpoint, res: HttpRespon
         clientIp,
         headers,
         cookies,
-        released: release,
+        released: () => {
+          ctx.live.delete(ex);
+          release();
+        },
       });
       exchange = ex;
+      ctx.live.add(ex);
       ex.run(() => ex.start());
     },
   });
