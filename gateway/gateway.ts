@@ -129,7 +129,9 @@ export interface RunningGateway {
   reload(config: GatewayConfig): string[];
   /**
    * Stops accepting (listeners closed; requests on open connections get 503 `draining`), waits
-   * for in-flight requests up to `graceMs`, then closes. Returns how many were cut at the end.
+   * for in-flight requests up to `graceMs`, cuts the ones left (`Exchange.cutForDrain`: an
+   * in-band `draining` error on a committed stream, else 503), then closes. Returns how many
+   * were in flight when the grace ran out.
    */
   drain(graceMs: number): Promise<{ cut: number }>;
   /** Stops listening, drops open connections and upstream pools, closes the request log. */

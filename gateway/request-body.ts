@@ -11,12 +11,6 @@ import { ENDPOINT_FAMILIES } from './endpoints/families.ts';
 /** The OpenAI endpoints the gateway serves. */
 export type Endpoint = 'chat' | 'completion' | 'embedding';
 
-/** Upstream path (after the route's base_url, which ends in `/v1`) of each endpoint. */
-export const UPSTREAM_PATH: Readonly<Record<Endpoint, string>> = {
-  chat: '/chat/completions',
-  completion: '/completions',
-  embedding: '/embeddings',
-};
 
 /** Largest `max_tokens` / `max_completion_tokens` accepted (2^31 − 1); more is a 400. */
 export const MAX_OUTPUT_TOKENS = 2 ** 31 - 1;

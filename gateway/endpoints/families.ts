@@ -1,7 +1,9 @@
 /**
  * The inference API families the gateway serves, by `Endpoint`. Adding one is a file of its own
  * in `endpoints/` exporting an `EndpointFamily`, its name in `Endpoint` (`request-body.ts`), and
- * one line here; the HTTP layer registers every family's path from this table.
+ * one line here; the HTTP layer registers every family's path from this table. An adapter serves
+ * the families it lists in `UpstreamAdapter.endpoints` (openai_compat: the keys of its
+ * `UPSTREAM_PATH`).
  */
 import type { Endpoint } from '../request-body.ts';
 import { chatCompletions } from './chat-completions.ts';

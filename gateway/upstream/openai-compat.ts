@@ -15,7 +15,7 @@
  */
 import type { Dispatcher, Pool } from 'undici';
 import { classifyUpstreamError, parseRetryAfterMs, type Outcome, type Usage } from '../../core/index.ts';
-import { UPSTREAM_PATH, upstreamBody } from '../request-body.ts';
+import { upstreamBody, type Endpoint } from '../request-body.ts';
 import { SseRelay, toUsage, type RelayEvent } from '../sse-relay.ts';
 import type { AttemptEnd, AttemptHandle, AttemptHooks, UpstreamAdapter } from './adapter.ts';
 
@@ -40,6 +40,13 @@ export interface AttemptSpec {
   readonly maxErrorBodyBytes: number;
 }
 
+/** Upstream path (after the route's base_url, which ends in `/v1`) of each endpoint family served. */
+export const UPSTREAM_PATH: Readonly<Record<Endpoint, string>> = {
+  chat: '/chat/completions',
+  completion: '/completions',
+  embedding: '/embeddings',
+};
+
 /**
  * The `openai_compat` adapter: the client's OpenAI body with the route's model name (and stream
  * usage always asked for), POSTed to `base_url` + the endpoint's OpenAI path, `Authorization:
@@ -47,7 +54,7 @@ export interface AttemptSpec {
  */
 export const openaiCompatAdapter: UpstreamAdapter = {
   kind: 'openai_compat',
-  endpoints: ['chat', 'completion', 'embedding'],
+  endpoints: Object.keys(UPSTREAM_PATH) as Endpoint[],
   startAttempt(target, req, ctx, hooks, end) {
     return startAttempt(
       {
