@@ -64,6 +64,11 @@ export const COMMANDS: readonly CommandEntry[] = [
     load: async () => (await import('../gateway/gateway-command.ts')).gatewayCommand,
   },
   {
+    name: 'demo',
+    summary: 'run the example gateway over three engine emulators (what `npm run gateway` starts)',
+    load: async () => (await import('./demo-command.ts')).demoCommand,
+  },
+  {
     name: 'emulate',
     summary: 'run an engine emulator: an OpenAI-compatible upstream on the simulated vLLM model, with fault knobs',
     load: async () => (await import('../simulator/emulator/emulate-command.ts')).emulateCommand,

@@ -1,14 +1,13 @@
 /**
- * `switchyard gateway` — runs the OpenAI-compatible gateway on a configuration directory (and
- * the emulators a demo configuration lists); `switchyard validate` — checks a configuration and
- * exits non-zero with one line per problem (file, line, field, fix).
+ * `switchyard gateway` — runs the OpenAI-compatible gateway on a configuration directory
+ * (`switchyard demo`, in bin/, starts the example's emulators around it); `switchyard validate`
+ * — checks a configuration and exits non-zero with one line per problem (file, line, field, fix).
  */
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import pino from 'pino';
 import { UsageError, type CliCommand } from '../bin/command.ts';
-import { startEmulator, type RunningEmulator } from '../simulator/emulator/emulator.ts';
 import { ConfigError, loadGatewayConfig, statefulModels, workerScopeError, type GatewayConfig } from './config/load.ts';
 import { ServerSchema } from './config/gateway-settings.ts';
 import { assertPortFree, restartOnly, startGateway, type RunningGateway } from './gateway.ts';
@@ -17,7 +16,7 @@ import { singleCoreGcAdvice } from './single-core-gc.ts';
 const GATEWAY_USAGE = `usage: switchyard gateway --config <dir|models.yaml> [--host ADDR] [--port N] [--admin-port N|off] [--workers N] [--seed N] [--log-level LEVEL]
 
 Starts the gateway on the configuration (models.yaml, with routing.yaml and gateway.yaml beside
-it), after the emulators gateway.yaml lists under emulators:.
+it). The upstreams must already be running ('switchyard demo' starts the example's emulators).
 Signals: SIGHUP re-reads and validates the configuration and swaps it in (an invalid one is
 logged and the old one kept); SIGTERM / Ctrl-C stop accepting, let in-flight requests finish
 (up to server.drain_grace_ms), flush the request log and exit 0.
@@ -73,15 +72,14 @@ export const validateCommand: CliCommand = {
     const routes = models.reduce((n, m) => n + m.route.length, 0);
     const s = config.settings;
     process.stdout.write(
-      `ok: ${models.length} model(s), ${routes} route(s); auth ${s.auth.mode}${s.auth.mode === 'keys' ? ` (${s.auth.keys.length} key(s))` : ''}; listener ${s.server.host}:${s.server.port}, ${s.server.workers} worker(s)` +
-        `${s.emulators.length > 0 ? `; ${s.emulators.length} emulator(s)` : ''}\n`,
+      `ok: ${models.length} model(s), ${routes} route(s); auth ${s.auth.mode}${s.auth.mode === 'keys' ? ` (${s.auth.keys.length} key(s))` : ''}; listener ${s.server.host}:${s.server.port}, ${s.server.workers} worker(s)\n`,
     );
     for (const w of config.warnings) process.stdout.write(`warning: ${w}\n`);
     return 0;
   },
 };
 
-/** `switchyard gateway --config <models.yaml>`: runs the gateway (and any demo emulators the config names). */
+/** `switchyard gateway --config <models.yaml>`: runs the gateway until SIGINT / SIGTERM, then drains. */
 export const gatewayCommand: CliCommand = {
   name: 'gateway',
   summary: 'run the OpenAI-compatible gateway (uWebSockets.js + undici) on a configuration',
@@ -133,21 +131,6 @@ export const gatewayCommand: CliCommand = {
     }
     const seed = server.seed ?? Math.floor(Math.random() * 2 ** 31);
 
-    const emulators: RunningEmulator[] = [];
-    for (const e of config.settings.emulators) {
-      const em = await startEmulator({
-        host: e.host,
-        port: e.port,
-        mode: e.mode,
-        faults: e.faults,
-        apiKey: e.api_key ?? null,
-        ...(e.engine_profile !== undefined && { engineProfile: e.engine_profile }),
-        ...(e.engine !== undefined && { engine: e.engine }),
-        ...(e.default_output_tokens !== undefined && { defaultOutputTokens: e.default_output_tokens }),
-      });
-      emulators.push(em);
-      log.info({ url: em.baseUrl, mode: em.mode }, 'emulator listening');
-    }
 
     const grace = server.drain_grace_ms;
     let drain: () => Promise<void>;
@@ -215,7 +198,6 @@ export const gatewayCommand: CliCommand = {
     process.off('SIGHUP', onHup);
     log.info({ graceMs: grace }, 'draining');
     await drain();
-    for (const em of emulators) await em.close();
     log.flush?.();
     return 0;
   },

@@ -132,7 +132,9 @@ export interface RunningGateway {
   reload(config: GatewayConfig): string[];
   /**
    * Stops accepting (listeners closed; requests on open connections get 503 `draining`), waits
-   * for in-flight requests up to `graceMs`, then closes. Returns how many were cut at the end.
+   * for in-flight requests up to `graceMs`, cuts the ones left (`Exchange.cutForDrain`: an
+   * in-band `draining` error on a committed stream, else 503), then closes. Returns how many
+   * were in flight when the grace ran out.
    */
   drain(graceMs: number): Promise<{ cut: number }>;
   /** Stops listening, drops open connections and upstream pools, closes the request log. */
@@ -189,6 +191,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     admin: null,
     metricsWithoutKey: s.server.metrics_without_key,
     storeHealth: () => control.health(),
+    live: new Set(),
   };
   const snapshot = async (): Promise<WorkerSnapshot> => ({ worker, metrics: await metrics.registry.getMetricsAsJSON(), deep: deepHealthView(ctx) });
   metrics = new GatewayMetrics({ core: () => ctx.gen.core, inFlight: () => ctx.inFlight, nowMs: () => performance.now(), requestLog: () => requestLog, upstreams: () => pools.stats() });
@@ -331,6 +334,9 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       const until = performance.now() + graceMs;
       while (ctx.inFlight > 0 && performance.now() < until) await new Promise((r) => setTimeout(r, 10));
       const cut = ctx.inFlight;
+      // What is still running is ended by the gateway (an in-band error, or a 503), then closed.
+      for (const ex of [...ctx.live]) ex.cutForDrain();
+      if (cut > 0) await new Promise((r) => setImmediate(r));
       log.info({ cut, waitedMs: Math.round(graceMs - Math.max(0, until - performance.now())) }, 'drained');
       await close();
       return { cut };
@@ -343,8 +349,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
 /**
  * Settings that differ between two configurations and that a reload cannot apply (they need a
  * restart), as dotted names: `server.host`, `server.port`, `server.workers`, `server.admin_host`,
- * `server.admin_port`, `server.seed`, `server.log_level`, `upstream`, `request_log`, `emulators`,
- * `store`.
+ * `server.admin_port`, `server.seed`, `server.log_level`, `upstream`, `request_log`, `store`.
  * Both configurations must carry the same command-line overrides (the CLI applies them to every
  * load), so a setting that did not change is never reported. Empty when nothing needs a restart.
  */
@@ -355,7 +360,6 @@ export function restartOnly(prev: GatewayConfig, next: GatewayConfig): string[] 
   for (const k of ['host', 'port', 'workers', 'admin_host', 'admin_port', 'seed', 'log_level'] as const) if (a.server[k] !== b.server[k]) out.push(`server.${k}`);
   if (JSON.stringify(a.upstream) !== JSON.stringify(b.upstream)) out.push('upstream');
   if (JSON.stringify(a.request_log) !== JSON.stringify(b.request_log)) out.push('request_log');
-  if (JSON.stringify(a.emulators) !== JSON.stringify(b.emulators)) out.push('emulators');
   if (JSON.stringify(a.store) !== JSON.stringify(b.store)) out.push('store');
   return out;
 }

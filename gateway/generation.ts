@@ -18,6 +18,7 @@ import type { FinishedExchange, RouteTarget } from './server/exchange.ts';
 import type { Generation } from './server/uws.ts';
 import { adoptWakeups } from './server/wakeups.ts';
 import type { UpstreamPools } from './upstream/pools.ts';
+import { adapterFor } from './upstream/adapters.ts';
 
 /** What a generation needs besides its configuration. */
 export interface GenerationDeps {
@@ -60,8 +61,11 @@ export function buildGeneration(config: GatewayConfig, d: GenerationDeps): Gener
     for (const r of m.route) {
       const id = endpointId(m.id, r.kind, r.base_url);
       const url = new URL(r.base_url);
+      const adapter = adapterFor(r.kind);
       routes.set(id, {
         endpointId: id,
+        adapter,
+        endpoints: new Set(adapter.endpoints),
         pool: d.pools.forOrigin(url.origin),
         basePath: url.pathname.replace(/\/+$/, ''),
         apiKey: r.api_key ?? null,
@@ -132,7 +136,8 @@ export function buildGeneration(config: GatewayConfig, d: GenerationDeps): Gener
       endpointId: endpoint,
       attempts: md?.attempts.length ?? 0,
       httpStatus: f.httpStatus,
-      status: md?.status ?? 'internal_error',
+      // A request cut at the drain's grace is the gateway's doing (the client got `draining`).
+      status: f.cut ? 'draining' : (md?.status ?? 'internal_error'),
       fallback: md?.fallback ?? false,
       cachedTokens: cached,
       costUsd: p ? (inputTokens - cached) * p.input + cached * p.cached + outputTokens * p.output : 0,

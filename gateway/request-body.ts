@@ -1,24 +1,16 @@
 /**
  * What the gateway reads from a client's request body, and the body it sends upstream. Kept lean
- * on purpose (the hot path): one `JSON.parse`, a few field checks with OpenAI-style messages, and
- * one walk over the messages for the prompt-size estimate — no schema validation of the whole
- * body; the upstream judges the rest and its 4xx passes through.
- *
- * Prompt size: the core's `estimatePromptTokens` for chat bodies (4 UTF-8 bytes per token, 85
- * per image, 200 per audio — seed 000, "prefill load"); for `/v1/completions` and
- * `/v1/embeddings` the same rule over `prompt` / `input` (token-id arrays count one per id).
+ * on purpose (the hot path): one `JSON.parse`, the shared field checks here (`model`, `stream`,
+ * `stream_options`, `max_tokens`), then the endpoint family's own (`endpoints/`: messages and
+ * their roles, sampling knobs, `prompt` / `input`) and its prompt-size estimate — no schema
+ * validation of the whole body; the upstream judges the rest and its 4xx passes through.
  */
-import { BYTES_PER_TOKEN, estimatePromptTokens, utf8ByteLength, type Modality } from '../core/index.ts';
+import type { Modality } from '../core/index.ts';
+import { ENDPOINT_FAMILIES } from './endpoints/families.ts';
 
 /** The OpenAI endpoints the gateway serves. */
 export type Endpoint = 'chat' | 'completion' | 'embedding';
 
-/** Upstream path (after the route's base_url, which ends in `/v1`) of each endpoint. */
-export const UPSTREAM_PATH: Readonly<Record<Endpoint, string>> = {
-  chat: '/chat/completions',
-  completion: '/completions',
-  embedding: '/embeddings',
-};
 
 /** Largest `max_tokens` / `max_completion_tokens` accepted (2^31 − 1); more is a 400. */
 export const MAX_OUTPUT_TOKENS = 2 ** 31 - 1;
@@ -53,8 +45,8 @@ export interface BodyProblem {
 
 /**
  * Parses and checks a body for `endpoint`: JSON object, `model`, `stream`, `stream_options`,
- * `max_tokens` / `max_completion_tokens` (null or an integer 1 … 2^31 − 1), and `messages` /
- * `prompt` / `input`.
+ * `max_tokens` / `max_completion_tokens` (null or an integer 1 … 2^31 − 1), then the family's
+ * checks (`endpoints/families.ts`).
  * @returns the request, or the problem to answer with (400).
  */
 export function readClientRequest(endpoint: Endpoint, text: string): ClientRequest | BodyProblem {
@@ -86,23 +78,11 @@ export function readClientRequest(endpoint: Endpoint, text: string): ClientReque
       };
     }
   }
-  const stream = endpoint !== 'embedding' && body.stream === true;
-  let inputTokens: number;
-  const modalities: Modality[] = [];
-  if (endpoint === 'chat') {
-    if (!Array.isArray(body.messages) || body.messages.length === 0) {
-      return { code: 'invalid_request', message: `'messages' must be a non-empty array.`, param: 'messages' };
-    }
-    const est = estimatePromptTokens(body);
-    inputTokens = est.tokens;
-    if (est.images > 0) modalities.push('image');
-    if (est.audios > 0) modalities.push('audio');
-  } else {
-    const field = endpoint === 'completion' ? 'prompt' : 'input';
-    const v = body[field];
-    if (v === undefined || v === null) return { code: 'invalid_request', message: `You must provide '${field}'.`, param: field };
-    inputTokens = promptTokens(v);
-  }
+  const family = ENDPOINT_FAMILIES[endpoint];
+  const problem = family.check(body);
+  if (problem) return problem;
+  const stream = family.streams && body.stream === true;
+  const { inputTokens, modalities } = family.prompt(body);
   const so = body.stream_options;
   return {
     endpoint,
@@ -130,18 +110,6 @@ export function upstreamBody(req: ClientRequest, upstreamModel: string): string 
   const out: Record<string, unknown> = { ...req.body, model: upstreamModel };
   if (req.stream) out.stream_options = { ...(isRecord(req.body.stream_options) ? req.body.stream_options : {}), include_usage: true };
   return JSON.stringify(out);
-}
-
-/** Tokens of a `prompt` / `input`: strings by UTF-8 bytes, token-id arrays one per id, nested arrays summed. */
-function promptTokens(v: unknown): number {
-  if (typeof v === 'string') return Math.ceil(utf8ByteLength(v) / BYTES_PER_TOKEN);
-  if (typeof v === 'number') return 1;
-  if (Array.isArray(v)) {
-    let n = 0;
-    for (const x of v) n += promptTokens(x);
-    return n;
-  }
-  return Math.ceil(utf8ByteLength(JSON.stringify(v) ?? '') / BYTES_PER_TOKEN);
 }
 
 function positiveInt(v: unknown): number | null {

@@ -94,16 +94,17 @@ function freePort(): Promise<number> {
 }
 
 /**
- * A copy of the example configuration in a temporary directory, its three emulators (8101-8103
- * in the example, where a running demo listens) moved to free ports and its request log under
- * the same directory, so a test never collides with `npm run gateway` nor writes into results/.
+ * A copy of the example configuration in a temporary directory, its routes' ports (8101-8103
+ * in the example, where a running demo's emulators listen) moved to free ones and its request
+ * log under the same directory, so a test never reaches `npm run gateway`'s upstreams nor writes
+ * into results/. (The gateway starts no emulators: its upstreams are simply down here.)
  */
 async function exampleCopy(): Promise<{ dir: string; requestLog: string }> {
   const dir = mkdtempSync(join(tmpdir(), 'switchyard-bundle-'));
   cpSync(join(repoRoot, 'gateway', 'example'), dir, { recursive: true });
   const moved = new Map<string, string>();
   for (const p of ['8101', '8102', '8103']) moved.set(p, String(await freePort()));
-  for (const f of ['models.yaml', 'gateway.yaml']) {
+  for (const f of ['models.yaml']) {
     const text = readFileSync(join(dir, f), 'utf8').replace(/\b810[123]\b/g, (p) => moved.get(p)!);
     writeFileSync(join(dir, f), text);
   }

@@ -1,11 +1,10 @@
 /**
  * `gateway.yaml`: what the gateway needs beyond the model registry (`models.yaml`) and the
  * routing file (`routing.yaml`), both of which belong to the core. Listener and limits, upstream
- * connection pools and timeouts, caller keys, endpoint-health tunables, and the emulators a demo
- * config starts next to the gateway. Snake_case with units in the names, like the core's files.
+ * connection pools and timeouts, caller keys and endpoint-health tunables. Snake_case with units
+ * in the names, like the core's files.
  */
 import { z } from 'zod';
-import { FaultKnobsSchema } from '../../simulator/emulator/faults.ts';
 
 const MIB = 1024 * 1024;
 
@@ -133,20 +132,6 @@ export const HealthSchema = z
   })
   .strict();
 
-/** An emulator the `gateway` command starts before the gateway (demos and load tests). */
-export const EmulatorSpecSchema = z
-  .object({
-    port: z.number().int().min(1).max(65535),
-    host: z.string().min(1).default('127.0.0.1'),
-    mode: z.enum(['engine', 'echo']).default('engine'),
-    engine_profile: z.string().min(1).optional(),
-    /** The replica as a `replicas:` block without `count` (engine limits, or a calibrated engine); checked when it starts. */
-    engine: z.record(z.string(), z.unknown()).optional(),
-    api_key: z.string().min(1).optional(),
-    default_output_tokens: z.number().int().positive().optional(),
-    faults: FaultKnobsSchema.partial().default({}),
-  })
-  .strict();
 
 /**
  * The runtime data store (`gateway/store/`): the overlay operators change through `/admin/…`
@@ -179,7 +164,6 @@ export const GatewaySettingsSchema = z
     health: HealthSchema.default({}),
     /** Core routing tunables (prefill-aware P2C, affinity, …), handed to the core as they are. */
     routing_settings: z.record(z.string(), z.unknown()).default({}),
-    emulators: z.array(EmulatorSpecSchema).default([]),
     request_log: RequestLogSchema.default(RequestLogSchema.parse({})),
     store: StoreSchema.optional(),
     /**
@@ -196,8 +180,6 @@ export type GatewaySettings = z.infer<typeof GatewaySettingsSchema>;
 export type CallerKeyConfig = z.infer<typeof CallerKeySchema>;
 /** The validated `AuthSchema` value (defaults applied). */
 export type AuthConfig = z.infer<typeof AuthSchema>;
-/** The validated `EmulatorSpecSchema` value (defaults applied). */
-export type EmulatorSpec = z.infer<typeof EmulatorSpecSchema>;
 /** The validated `RequestLogSchema` value (defaults applied). */
 export type RequestLogConfig = z.infer<typeof RequestLogSchema>;
 

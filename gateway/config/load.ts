@@ -4,7 +4,7 @@
  * - `routing.yaml` (optional) — the routing file (`default_router`, `local_weight_share`); it
  *   may instead sit in models.yaml as a `routing:` block, but not in both;
  * - `gateway.yaml` (optional) — listener, limits, upstream pools, caller keys, health tunables
- *   and demo emulators (`gateway-settings.ts`);
+ *   (`gateway-settings.ts`);
  * - the environment, through `${VAR}` / `${VAR:-default}` in any string (`interpolate.ts`).
  *
  * Every problem is reported at once as `file:line: field: message — fix: …`, from the YAML
@@ -18,6 +18,7 @@ import type { z } from 'zod';
 import { allowedKeys, closestName, endpointId, ModelsConfigSchema, RoutingCore, ROUTING_ENV_NAMES, routingSettingsFromEnv, type HealthOptions, type ModelsConfig, type RoutingSettings } from '../../core/index.ts';
 import { GatewaySettingsSchema, type GatewaySettings } from './gateway-settings.ts';
 import { interpolateEnv } from './interpolate.ts';
+import { ROUTE_KINDS } from '../upstream/adapters.ts';
 
 /** One thing wrong with the configuration. */
 export interface ConfigProblem {
@@ -61,8 +62,8 @@ export interface GatewayConfig {
   readonly warnings: string[];
 }
 
-/** The route kinds this gateway has an adapter for. */
-export const SUPPORTED_ROUTE_KINDS: readonly string[] = ['openai_compat'];
+/** The route kinds this gateway has an adapter for (`upstream/adapters.ts`). */
+export const SUPPORTED_ROUTE_KINDS: readonly string[] = ROUTE_KINDS;
 
 /**
  * Strategies whose per-process state does not change what a request gets when several workers
@@ -309,13 +310,6 @@ function checkConfig(
     }
   }
 
-  // 7. Emulators of a demo config.
-  const ports = new Map<number, number>();
-  settings.emulators.forEach((e, i) => {
-    if (ports.has(e.port)) at(gw, ['emulators', i, 'port'], `port ${e.port} is already used by emulators.${ports.get(e.port)}`, 'give each emulator its own port');
-    if (e.port === settings.server.port) at(gw, ['emulators', i, 'port'], `port ${e.port} is the gateway's own port`, 'pick another port');
-    ports.set(e.port, i);
-  });
 
   if (problems.length > 0) throw new ConfigError(problems);
   for (const m of models.models) {
@@ -422,6 +416,10 @@ function describeIssue(issue: z.core.$ZodIssue, root: z.ZodType): { message: str
   switch (i.code) {
     case 'unrecognized_keys': {
       const allowed = allowedKeys(root, issue.path as (string | number)[]);
+      // gateway.yaml once listed the demo's emulators; they now live in emulators.yaml.
+      if (issue.path.length === 0 && i.keys!.includes('emulators')) {
+        return { message: `unknown field 'emulators' (the gateway starts no emulators)`, fix: 'move the list to emulators.yaml beside models.yaml and start it with switchyard demo' };
+      }
       return {
         message: `unknown field${i.keys!.length > 1 ? 's' : ''} ${i.keys!.map((k) => `'${k}'`).join(', ')}`,
         fix: allowed ? `remove it or fix the spelling; allowed here: ${allowed.join(', ')}` : 'remove it or fix the spelling',

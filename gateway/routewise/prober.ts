@@ -33,9 +33,8 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { RouteWisePlanner, type ProbeGate, type RoutingCore } from '../../core/index.ts';
 import type { ProbeObservation } from '../metrics.ts';
-import { UPSTREAM_PATH } from '../request-body.ts';
 import type { RouteTarget } from '../server/exchange.ts';
-import { runAttempt } from '../upstream/openai-compat.ts';
+import { runAttempt, UPSTREAM_PATH } from '../upstream/openai-compat.ts';
 
 /** Default bound on one probe, ms: it is aborted and recorded as a failure after this long. */
 export const DEFAULT_PROBE_TIMEOUT_MS = 60_000;

@@ -20,21 +20,16 @@ import type { Logger } from 'pino';
 import type { LifecycleAction, LifecycleEvent, RequestLife, RouteRequest, RoutingCore, RoutingMetadata, Rng } from '../../core/index.ts';
 import type { Caller } from '../callers.ts';
 import { clientMessage, errorFrame, errorJson } from '../errors.ts';
-import { upstreamBody, UPSTREAM_PATH, type ClientRequest } from '../request-body.ts';
+import type { ClientRequest, Endpoint } from '../request-body.ts';
 import type { RelayEvent } from '../sse-relay.ts';
-import { startAttempt, type AttemptEnd, type AttemptHandle } from '../upstream/openai-compat.ts';
-import type { Pool } from 'undici';
+import type { AttemptEnd, AttemptHandle, UpstreamAdapter, UpstreamTarget } from '../upstream/adapter.ts';
 import type { ClientResponse, HeaderPairs } from './client-response.ts';
 
-/** Where an endpoint id sends its attempts. */
-export interface RouteTarget {
-  readonly endpointId: string;
-  readonly pool: Pool;
-  /** Path prefix of the base_url (e.g. `/v1`), without a trailing slash. */
-  readonly basePath: string;
-  readonly apiKey: string | null;
-  /** `model` sent upstream: the route's provider_model_id, else the model id. */
-  readonly upstreamModel: string;
+/** Where an endpoint id sends its attempts, and the adapter (route `kind`) that speaks to it. */
+export interface RouteTarget extends UpstreamTarget {
+  readonly adapter: UpstreamAdapter;
+  /** The endpoint families the route serves (its adapter's). */
+  readonly endpoints: ReadonlySet<Endpoint>;
 }
 
 /** What every exchange of one gateway shares. */
@@ -65,6 +60,8 @@ export interface FinishedExchange {
   readonly metadata: RoutingMetadata | null;
   /** HTTP status sent; 499 when the client went away before the response ended. */
   readonly httpStatus: number;
+  /** The drain's grace ran out and the gateway cut the response (`Exchange.cutForDrain`). */
+  readonly cut: boolean;
 }
 
 /** What the HTTP layer read from the request besides its body. */
@@ -160,6 +157,8 @@ export class Exchange {
   private readonly startedAtMs: number;
   private readonly requestId: string;
   private readonly baseHeaders: HeaderPairs;
+  /** Set by `cutForDrain`. */
+  private cut = false;
 
   constructor(
     private readonly ctx: ExchangeContext,
@@ -212,6 +211,27 @@ export class Exchange {
   }
 
   /**
+   * The drain's grace ran out with this request still running: the gateway ends it itself, so
+   * the client learns why instead of seeing its connection drop. A committed stream gets an
+   * in-band `draining` error event and a properly terminated chunked body (never `[DONE]`); a
+   * request not yet answered gets 503 `draining` with Retry-After. Upstream attempts are
+   * cancelled (the core is told the client is gone, which releases its claims), and the request
+   * is reported as cut (`FinishedExchange.cut`), not as the client's disconnect.
+   */
+  cutForDrain(): void {
+    this.run(() => {
+      if (this.over) return;
+      this.cut = true;
+      const message = 'The gateway is shutting down and could not finish this response; retry the request.';
+      if (this.client.open) {
+        if (this.client.headersSent) this.client.end(this.takeOut() + errorFrame('draining', message, 503));
+        else this.client.send(503, [...this.baseHeaders, ['content-type', 'application/json'], ['retry-after', '1']], errorJson('draining', message, null, 503));
+      }
+      if (this.life && !this.life.isDone) this.step({ kind: 'client_gone' });
+    });
+  }
+
+  /**
    * Runs `f`; a throw (a bug) ends this request with a 500 (or an in-band error) instead of
    * taking the process down from a socket callback, and the life is closed as if the client had
    * gone, so its claims are released.
@@ -259,6 +279,7 @@ export class Exchange {
         endedAtMs: this.ctx.now(),
         metadata: md,
         httpStatus: this.client.aborted ? 499 : (this.client.status ?? 500),
+        cut: this.cut,
       });
     } catch (e) {
       this.ctx.log.error({ requestId: this.requestId, err: e }, 'request log/metrics failed');
@@ -320,9 +341,10 @@ export class Exchange {
 
   private dispatch(id: number, endpointId: string, firstTokenAtMs: number | null, totalAtMs: number | null): void {
     const target = this.ctx.routes.get(endpointId);
-    if (!target) {
-      // A config/core mismatch is a bug; fail the attempt so the core can fall back.
-      this.ctx.log.error({ requestId: this.requestId, endpointId }, 'no upstream target for endpoint');
+    if (!target || !target.endpoints.has(this.req.endpoint)) {
+      // A config/core mismatch (or a route whose kind cannot serve this endpoint) is a bug of
+      // the configuration check; fail the attempt so the core can fall back.
+      this.ctx.log.error({ requestId: this.requestId, endpointId, endpoint: this.req.endpoint }, target ? 'route cannot serve this endpoint' : 'no upstream target for endpoint');
       this.step({ kind: 'failed', attemptId: id, outcome: { kind: 'transport', cause: 'refused' } });
       return;
     }
@@ -335,20 +357,10 @@ export class Exchange {
     if (totalAtMs !== null) {
       att.timers.push(setTimeout(() => this.run(() => this.timeOut(att, { kind: 'transport', cause: 'timeout' })), Math.max(0, totalAtMs - now)));
     }
-    const spec = {
-      pool: target.pool,
-      path: target.basePath + UPSTREAM_PATH[this.req.endpoint],
-      body: upstreamBody(this.req, target.upstreamModel),
-      apiKey: target.apiKey,
-      requestId: this.requestId,
-      stream: this.req.stream,
-      endpoint: this.req.endpoint,
-      includeUsage: this.req.includeUsage,
-      publicModel: this.req.model,
-      maxErrorBodyBytes: this.ctx.maxErrorBodyBytes,
-    };
-    att.handle = startAttempt(
-      spec,
+    att.handle = target.adapter.startAttempt(
+      target,
+      this.req,
+      { requestId: this.requestId, maxErrorBodyBytes: this.ctx.maxErrorBodyBytes },
       {
         headers: () => this.run(() => !att.closed && this.step({ kind: 'first_output', attemptId: id })),
         events: (events) => {
@@ -514,7 +526,8 @@ export class Exchange {
         requestId: md.requestId,
         caller: this.caller.id,
         model: md.modelId,
-        status: md.status,
+        // The core saw a cut as the client going away; the client was told `draining`.
+        status: this.cut ? 'draining' : md.status,
         endpointId: md.endpointId,
         reason: md.reason,
         fallback: md.fallback,
@@ -522,6 +535,7 @@ export class Exchange {
         ttftMs: md.firstTokenAtMs === null ? null : Math.round(md.firstTokenAtMs - this.startedAtMs),
         durationMs: Math.round(now - this.startedAtMs),
         usage: md.usage,
+        ...(this.cut && { cut: true }),
         ...(this.errorDetail !== null && { detail: this.errorDetail }),
       },
       'request',

@@ -1,9 +1,9 @@
 /**
- * The public HTTP surface on uWebSockets.js: OpenAI's `POST /v1/chat/completions`,
- * `/v1/completions`, `/v1/embeddings` and `GET /v1/models`, plus `GET /health` (public
- * liveness) and the operational routes `/health/deep`, `/routing`, `/metrics` and `/admin/…`
- * (admin keys only, on this listener and on the admin listener, `createAdminApp`; see
- * `admin-routes.ts`). What happens before routing
+ * The public HTTP surface on uWebSockets.js: every inference family of `endpoints/families.ts`
+ * (`POST /v1/chat/completions`, `/v1/completions`, `/v1/embeddings`), `GET /v1/models` and
+ * `/v1/models/{id}` (`endpoints/models.ts`), plus `GET /health` (public liveness) and the
+ * operational routes `/health/deep`, `/routing`, `/metrics` and `/admin/…` (admin keys only, on
+ * this listener and on the admin listener, `createAdminApp`; see `admin-routes.ts`). What happens before routing
  * lives here — request id, caller authentication, the in-flight bound, the body limit, JSON and
  * field checks, model access — and each admitted request is handed to an `Exchange` that drives
  * the core with the configuration generation current when it arrived.
@@ -19,6 +19,8 @@ import { randomUUID } from 'node:crypto';
 import uWS from '@trufflesuite/uws-js-unofficial';
 import type { HttpRequest, HttpResponse, TemplatedApp } from '@trufflesuite/uws-js-unofficial';
 import { Callers, type Caller } from '../callers.ts';
+import { ENDPOINT_FAMILIES } from '../endpoints/families.ts';
+import { listModels, retrieveModel } from '../endpoints/models.ts';
 import { clientMessage, errorJson } from '../errors.ts';
 import { isBodyProblem, readClientRequest, type ClientRequest, type Endpoint } from '../request-body.ts';
 import { ClientResponse, statusLine, type HeaderPairs } from './client-response.ts';
@@ -69,6 +71,8 @@ export interface ServerContext {
   readonly metricsWithoutKey: boolean;
   /** The store's last known state for `/health/deep`, or null without a store. */
   readonly storeHealth: () => StoreHealth | null;
+  /** Exchanges running now (a drain cuts those left when its grace runs out). */
+  readonly live: Set<Exchange>;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:\-]{1,128}$/;
@@ -81,22 +85,19 @@ const JSON_TYPE = ['content-type', 'application/json'] as const;
  */
 export function createApp(ctx: ServerContext): TemplatedApp {
   const app = uWS.App();
-  app.post('/v1/chat/completions', (res, req) => handleInference(ctx, 'chat', res, req));
-  app.post('/v1/completions', (res, req) => handleInference(ctx, 'completion', res, req));
-  app.post('/v1/embeddings', (res, req) => handleInference(ctx, 'embedding', res, req));
+  for (const family of Object.values(ENDPOINT_FAMILIES)) app.post(family.path, (res, req) => handleInference(ctx, family.endpoint, res, req));
   app.get('/v1/models', (res, req) => {
     const requestId = takeRequestId(req);
-    const g = ctx.gen;
-    const caller = g.callers.authenticate(req.getHeader('authorization'));
+    const caller = ctx.gen.callers.authenticate(req.getHeader('authorization'));
     if (!caller) return sendNow(res, 401, requestId, errorJson('invalid_api_key', 'Incorrect or missing API key.'));
-    const data: Array<Record<string, unknown>> = [];
-    for (const m of g.core.allModels()) {
-      if (!m.published) continue;
-      for (const name of [m.id, ...m.aliases]) {
-        if (Callers.mayUse(caller, name)) data.push({ id: name, object: 'model', created: ctx.startedAtSec, owned_by: 'switchyard' });
-      }
-    }
-    sendNow(res, 200, requestId, JSON.stringify({ object: 'list', data }));
+    sendNow(res, 200, requestId, listModels(ctx.gen.core, caller, ctx.startedAtSec));
+  });
+  app.get('/v1/models/*', (res, req) => {
+    const requestId = takeRequestId(req);
+    const caller = ctx.gen.callers.authenticate(req.getHeader('authorization'));
+    if (!caller) return sendNow(res, 401, requestId, errorJson('invalid_api_key', 'Incorrect or missing API key.'));
+    const r = retrieveModel(ctx.gen.core, caller, req.getUrl().slice('/v1/models/'.length), ctx.startedAtSec);
+    sendNow(res, r.status, requestId, r.body);
   });
   app.get('/health', (res, req) => sendNow(res, 200, takeRequestId(req), JSON.stringify(liveness(ctx))));
   mountAdminRoutes(app, ctx, 'public');
@@ -226,9 +227,13 @@ function handleInference(ctx: ServerContext, endpoint: Endpoint, res: HttpRespon
         clientIp,
         headers,
         cookies,
-        released: release,
+        released: () => {
+          ctx.live.delete(ex);
+          release();
+        },
       });
       exchange = ex;
+      ctx.live.add(ex);
       ex.run(() => ex.start());
     },
   });

@@ -15,7 +15,11 @@
  */
 import type { Dispatcher, Pool } from 'undici';
 import { classifyUpstreamError, parseRetryAfterMs, type Outcome, type Usage } from '../../core/index.ts';
+import { upstreamBody, type Endpoint } from '../request-body.ts';
 import { SseRelay, toUsage, type RelayEvent } from '../sse-relay.ts';
+import type { AttemptEnd, AttemptHandle, AttemptHooks, UpstreamAdapter } from './adapter.ts';
+
+export type { AttemptEnd, AttemptHandle, AttemptHooks } from './adapter.ts';
 
 /** Where and what one attempt sends. */
 export interface AttemptSpec {
@@ -36,36 +40,40 @@ export interface AttemptSpec {
   readonly maxErrorBodyBytes: number;
 }
 
-/** Callbacks of a streaming attempt. */
-export interface AttemptHooks {
-  /** The upstream answered 2xx (its headers are the attempt's first output). */
-  headers(): void;
-  /**
-   * Frames and, last, `done` — never `upstream_error` / `malformed` (those end the attempt as a
-   * failure). Returns a promise when the client is congested; reading resumes when it settles.
-   */
-  events(events: RelayEvent[]): void | Promise<void>;
-}
+/** Upstream path (after the route's base_url, which ends in `/v1`) of each endpoint family served. */
+export const UPSTREAM_PATH: Readonly<Record<Endpoint, string>> = {
+  chat: '/chat/completions',
+  completion: '/completions',
+  embedding: '/embeddings',
+};
 
-/** How an attempt ended, as far as the adapter is concerned. */
-export type AttemptEnd =
-  /** A stream delivered its `done` through `hooks.events`. */
-  | { kind: 'streamed' }
-  /** A whole 2xx body (non-stream), model name rewritten, with its usage. */
-  | { kind: 'body'; text: string; usage: Usage | null }
-  /** The attempt failed; `errorBody` is the upstream's error body for HTTP statuses. */
-  | { kind: 'failed'; outcome: Outcome; errorBody: string | null }
-  /** The driver aborted it (cancel, deadline, client gone); report nothing. */
-  | { kind: 'aborted' };
-
-/** A running attempt. */
-export interface AttemptHandle {
-  /**
-   * Drops the upstream request (its connection is closed, so the upstream sees it) and ends the
-   * attempt as `aborted` now, unless it already ended. Idempotent.
-   */
-  abort(): void;
-}
+/**
+ * The `openai_compat` adapter: the client's OpenAI body with the route's model name (and stream
+ * usage always asked for), POSTed to `base_url` + the endpoint's OpenAI path, `Authorization:
+ * Bearer` with the route's key; the response read as `startAttempt` describes.
+ */
+export const openaiCompatAdapter: UpstreamAdapter = {
+  kind: 'openai_compat',
+  endpoints: Object.keys(UPSTREAM_PATH) as Endpoint[],
+  startAttempt(target, req, ctx, hooks, end) {
+    return startAttempt(
+      {
+        pool: target.pool,
+        path: target.basePath + UPSTREAM_PATH[req.endpoint],
+        body: upstreamBody(req, target.upstreamModel),
+        apiKey: target.apiKey,
+        requestId: ctx.requestId,
+        stream: req.stream,
+        endpoint: req.endpoint,
+        includeUsage: req.includeUsage,
+        publicModel: req.model,
+        maxErrorBodyBytes: ctx.maxErrorBodyBytes,
+      },
+      hooks,
+      end,
+    );
+  },
+};
 
 /** Thrown into undici by `AttemptHandle.abort` (never reported: the attempt already ended). */
 class AttemptAborted extends Error {

@@ -41,12 +41,12 @@ const MODELS = `models:
 const OPEN = `auth:\n  mode: none\n`;
 
 describe('the bundled example', () => {
-  it('loads from the directory or from models.yaml, with its emulators and keys', () => {
+  it('loads from the directory or from models.yaml, with its keys', () => {
     const c = loadGatewayConfig(join(root, 'gateway/example/models.yaml'), {});
     expect(c.models.models[0]!.route).toHaveLength(3);
     expect(c.models.routing).toEqual({ default_router: 'fixed', local_weight_share: 0.8 });
     expect(c.settings.server.port).toBe(8080);
-    expect(c.settings.emulators.map((e) => e.port)).toEqual([8101, 8102, 8103]);
+    expect(c.settings).not.toHaveProperty('emulators');
     expect(c.models.models[0]!.route[2]!.api_key).toBe('demo-hosted-key');
     expect(loadGatewayConfig(join(root, 'gateway/example'), { DEMO_HOSTED_API_KEY: 'k2', SWITCHYARD_PORT: '9090' }).settings.server.port).toBe(9090);
   });

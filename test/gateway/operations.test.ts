@@ -372,7 +372,9 @@ describe('reload and drain', () => {
     );
     while (stack.gw.inFlight() < 1) await new Promise((r) => setTimeout(r, 10));
     expect(await stack.gw.drain(100)).toEqual({ cut: 1 });
-    expect(await hung).toBe('cut');
+    // Not yet answered: the gateway says why (503 draining) rather than dropping the connection
+    // (drain-cut.test.ts covers a committed stream).
+    expect(await hung).toBe(503);
   });
 });
 

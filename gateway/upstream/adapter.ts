@@ -1,0 +1,76 @@
+/**
+ * The upstream adapter seam: everything that depends on an upstream's wire protocol — the
+ * request it is sent (path, body, auth headers), reading its response and stream into the core's
+ * events (first output, frames with their first-token flag, a whole body, usage) and mapping its
+ * failures onto the core's `Outcome`s — sits behind `UpstreamAdapter`. The exchange
+ * (`server/exchange.ts`) only starts attempts, arms timers and relays what comes back; which
+ * adapter serves a route is its `kind` in models.yaml (`upstream/adapters.ts` lists them).
+ */
+import type { Pool } from 'undici';
+import type { Outcome, Usage } from '../../core/index.ts';
+import type { ClientRequest, Endpoint } from '../request-body.ts';
+import type { RelayEvent } from '../sse-relay.ts';
+
+/** Callbacks of a streaming attempt. */
+export interface AttemptHooks {
+  /** The upstream answered 2xx (its headers are the attempt's first output). */
+  headers(): void;
+  /**
+   * Frames and, last, `done` — never `upstream_error` / `malformed` (those end the attempt as a
+   * failure). Returns a promise when the client is congested; reading resumes when it settles.
+   */
+  events(events: RelayEvent[]): void | Promise<void>;
+}
+
+/** How an attempt ended, as far as the adapter is concerned. */
+export type AttemptEnd =
+  /** A stream delivered its `done` through `hooks.events`. */
+  | { kind: 'streamed' }
+  /** A whole 2xx body (non-stream) in the client's wire format, model name rewritten, with its usage. */
+  | { kind: 'body'; text: string; usage: Usage | null }
+  /** The attempt failed; `errorBody` is the upstream's error body for HTTP statuses. */
+  | { kind: 'failed'; outcome: Outcome; errorBody: string | null }
+  /** The driver aborted it (cancel, deadline, client gone); report nothing. */
+  | { kind: 'aborted' };
+
+/** A running attempt. */
+export interface AttemptHandle {
+  /**
+   * Drops the upstream request (its connection is closed, so the upstream sees it) and ends the
+   * attempt as `aborted` now, unless it already ended. Idempotent.
+   */
+  abort(): void;
+}
+
+/** One route as the adapter sees it: where it is and how it is called. */
+export interface UpstreamTarget {
+  readonly endpointId: string;
+  /** undici pool of the route's origin. */
+  readonly pool: Pool;
+  /** Path prefix of the base_url (e.g. `/v1`), without a trailing slash. */
+  readonly basePath: string;
+  /** The route's key (sent as the adapter's auth header), or null. */
+  readonly apiKey: string | null;
+  /** `model` sent upstream: the route's provider_model_id, else the model id. */
+  readonly upstreamModel: string;
+}
+
+/** What one attempt needs besides the target and the client's request. */
+export interface AttemptContext {
+  readonly requestId: string;
+  /** Error bodies read from the upstream are cut at this many bytes. */
+  readonly maxErrorBodyBytes: number;
+}
+
+/** One upstream protocol (a route `kind`). */
+export interface UpstreamAdapter {
+  /** The route `kind` in models.yaml that selects this adapter. */
+  readonly kind: string;
+  /** The endpoint families this protocol can serve; a route of this kind serves these. */
+  readonly endpoints: readonly Endpoint[];
+  /**
+   * Starts one attempt of `req` on `target`. `end` is called exactly once, never synchronously
+   * from this call; failures are `AttemptEnd`s, never throws.
+   */
+  startAttempt(target: UpstreamTarget, req: ClientRequest, ctx: AttemptContext, hooks: AttemptHooks, end: (e: AttemptEnd) => void): AttemptHandle;
+}

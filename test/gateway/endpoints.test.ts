@@ -1,0 +1,103 @@
+// The endpoint families on loopback: `GET /v1/models/{id}` through the official `openai` client
+// (ids, aliases, the 404 of a model the key may not use), and OpenAI-style validation — a
+// message without `role`, a string `temperature`, out-of-range knobs — answered 400 with
+// `param` and never sent upstream.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import OpenAI from 'openai';
+import { ADAPTERS, adapterFor, ROUTE_KINDS } from '../../gateway/upstream/adapters.ts';
+import { ENDPOINT_FAMILIES } from '../../gateway/endpoints/families.ts';
+import { hello, KEYS, startStack, type Stack } from './harness.ts';
+
+let stack: Stack;
+beforeAll(async () => {
+  stack = await startStack([{ mode: 'echo' }]);
+});
+afterAll(async () => {
+  await stack.close();
+});
+
+/** Requests the emulator received so far. */
+const received = () => stack.emus[0]!.log.all().length;
+
+describe('GET /v1/models/{id}', () => {
+  it('models.retrieve returns the model object, by id and by alias', async () => {
+    const m = await stack.client().models.retrieve('demo');
+    expect(m).toMatchObject({ id: 'demo', object: 'model', owned_by: 'switchyard' });
+    expect(typeof m.created).toBe('number');
+    expect((await stack.client().models.retrieve('demo-alias')).id).toBe('demo-alias');
+  });
+
+  it('a model the key may not use, or none at all, is the same 404 (model_not_found)', async () => {
+    for (const name of ['other', 'no-such-model', 'a/b']) {
+      const e = await stack
+        .client()
+        .models.retrieve(name)
+        .catch((x: unknown) => x);
+      expect(e).toBeInstanceOf(OpenAI.NotFoundError);
+      expect((e as InstanceType<typeof OpenAI.NotFoundError>).code).toBe('model_not_found');
+      expect((e as InstanceType<typeof OpenAI.NotFoundError>).message).toContain(`'${name}'`);
+    }
+    expect((await stack.client(KEYS.other).models.retrieve('other')).id).toBe('other');
+  });
+
+  it('without a key: 401', async () => {
+    const e = await stack
+      .client('sk-wrong')
+      .models.retrieve('demo')
+      .catch((x: unknown) => x);
+    expect(e).toBeInstanceOf(OpenAI.AuthenticationError);
+  });
+});
+
+describe('OpenAI-style validation', () => {
+  const cases: Array<[string, string, Record<string, unknown>, string]> = [
+    ['a message without role', '/v1/chat/completions', { messages: [{ role: 'user', content: 'a' }, { content: 'b' }] }, 'messages.[1].role'],
+    ['an unknown role', '/v1/chat/completions', { messages: [{ role: 'robot', content: 'a' }] }, 'messages.[0].role'],
+    ['a message that is not an object', '/v1/chat/completions', { messages: ['hi'] }, 'messages.[0]'],
+    ['temperature "abc"', '/v1/chat/completions', { messages: hello, temperature: 'abc' }, 'temperature'],
+    ['temperature above 2', '/v1/chat/completions', { messages: hello, temperature: 2.5 }, 'temperature'],
+    ['top_p above 1', '/v1/chat/completions', { messages: hello, top_p: 1.5 }, 'top_p'],
+    ['n 0', '/v1/chat/completions', { messages: hello, n: 0 }, 'n'],
+    ['stop a number', '/v1/chat/completions', { messages: hello, stop: 3 }, 'stop'],
+    ['logprobs a string', '/v1/chat/completions', { messages: hello, logprobs: 'yes' }, 'logprobs'],
+    ['completions temperature "abc"', '/v1/completions', { prompt: 'x', temperature: 'abc' }, 'temperature'],
+    ['completions without prompt', '/v1/completions', {}, 'prompt'],
+    ['embeddings dimensions 0', '/v1/embeddings', { input: 'x', dimensions: 0 }, 'dimensions'],
+  ];
+  for (const [what, path, body, param] of cases) {
+    it(`${what}: 400 with param '${param}', not sent upstream`, async () => {
+      const before = received();
+      const res = await stack.post(path, { model: 'demo', ...body });
+      expect(res.status).toBe(400);
+      const err = ((await res.json()) as { error: { type: string; param: string; code: string; message: string } }).error;
+      expect(err).toMatchObject({ type: 'invalid_request_error', param, code: 'invalid_request' });
+      expect(err.message).toContain(param.replace(/\.\[\d+\]$/, ''));
+      expect(received()).toBe(before);
+    });
+  }
+
+  it('the official client sees a BadRequestError naming the field', async () => {
+    const e = await stack
+      .client()
+      .chat.completions.create({ model: 'demo', messages: hello, temperature: 'abc' as unknown as number })
+      .catch((x: unknown) => x);
+    expect(e).toBeInstanceOf(OpenAI.BadRequestError);
+    expect((e as InstanceType<typeof OpenAI.BadRequestError>).param).toBe('temperature');
+  });
+
+  it('valid knobs pass through', async () => {
+    const r = await stack.client().chat.completions.create({ model: 'demo', messages: [{ role: 'developer', content: 'be brief' }, ...hello], temperature: 0, top_p: 1, n: 1, stop: ['x'], seed: 3, max_tokens: 2 });
+    expect(r.choices[0]!.message.content).toBeTypeOf('string');
+  });
+});
+
+describe('registries', () => {
+  it('every adapter is registered under its kind, serves endpoint families that exist', () => {
+    expect(ROUTE_KINDS).toEqual(['openai_compat']);
+    for (const [kind, a] of ADAPTERS) {
+      expect(a.kind).toBe(kind);
+      for (const e of a.endpoints) expect(ENDPOINT_FAMILIES[e].endpoint).toBe(e);
+    }
+    expect(() => adapterFor('anthropic')).toThrow(/route kind 'anthropic' has no gateway adapter; use one of: openai_compat/);
+  });
+});
