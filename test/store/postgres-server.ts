@@ -1,8 +1,8 @@
 // One throw-away PostgreSQL server for a test run (vitest globalSetup): initdb into a temporary
 // directory, `postgres` on a free loopback port, stopped and deleted at teardown. The binaries
 // are looked up where Debian's `postgresql` package puts them (/usr/lib/postgresql/<v>/bin, not
-// on PATH), then on PATH. initdb refuses to run as root, so as uid 0 both run through
-// `runuser -u postgres` on a directory owned by that user. No binaries ⇒ `pgUrl` is '' and the
+// on PATH), then on PATH. initdb refuses to run as root, so as uid 0 both run as the postgres user (spawn uid/gid)
+// on a directory owned by that user. No binaries ⇒ `pgUrl` is '' and the
 // PostgreSQL tests are skipped with the reason.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
@@ -52,13 +52,13 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const uid = asRoot ? Number(spawnSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).stdout.trim()) : null;
   const gid = asRoot ? Number(spawnSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).stdout.trim()) : null;
   if (asRoot) chownSync(dir, uid!, gid!);
-  const run = (cmd: string, args: string[]): [string, string[]] => (asRoot ? ['runuser', ['-u', 'postgres', '--', cmd, ...args]] : [cmd, args]);
-  const [ic, ia] = run(join(bin, 'initdb'), ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync']);
-  const init = spawnSync(ic, ia, { encoding: 'utf8' });
+  // As root, the binaries run as the postgres user through spawn's uid/gid (not `runuser`, which
+  // would stand between the test and the server and not pass a shutdown signal on).
+  const as = asRoot ? { uid: uid!, gid: gid! } : {};
+  const init = spawnSync(join(bin, 'initdb'), ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync'], { encoding: 'utf8', cwd: dir, ...as });
   if (init.status !== 0) throw new Error(`initdb failed: ${init.stderr || init.stdout}`);
   const port = await freePort();
-  const [pc, pa] = run(join(bin, 'postgres'), ['-D', data, '-p', String(port), '-k', dir, '-c', 'listen_addresses=127.0.0.1', '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off']);
-  const server: ChildProcess = spawn(pc, pa, { stdio: ['ignore', 'ignore', 'pipe'] });
+  const server: ChildProcess = spawn(join(bin, 'postgres'), ['-D', data, '-p', String(port), '-k', dir, '-c', 'listen_addresses=127.0.0.1', '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'], { stdio: ['ignore', 'ignore', 'pipe'], cwd: dir, ...as });
   let stderr = '';
   server.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
@@ -79,8 +79,13 @@ export default async function setup(project: TestProject): Promise<() => Promise
   project.provide('pgUrl', url);
   project.provide('pgSkip', '');
   return async () => {
-    server.kill('SIGINT'); // fast shutdown
-    await new Promise((r) => (server.exitCode !== null ? r(null) : server.once('exit', r)));
+    if (server.exitCode === null) {
+      const exited = new Promise((r) => server.once('exit', r));
+      server.kill('SIGINT'); // fast shutdown
+      const forced = setTimeout(() => server.kill('SIGKILL'), 10_000);
+      await exited;
+      clearTimeout(forced);
+    }
     rmSync(dir, { recursive: true, force: true });
   };
 }
