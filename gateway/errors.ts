@@ -107,6 +107,8 @@ export function clientMessage(code: string, alias: string, coreMessage: string):
     case 'upstream_route_not_found':
       return `Model '${alias}' is misconfigured: its upstreams do not know it.`;
     case 'context_length_exceeded':
+    case 'endpoint_not_served':
+      // Names the model and the endpoint family only: nothing of the topology.
       return coreMessage;
     case 'upstream_server_error':
     case 'upstream_unavailable':

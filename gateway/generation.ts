@@ -6,7 +6,7 @@
  */
 import type { Logger } from 'pino';
 import { routeNotices } from '../core/config/route-notices.ts';
-import { deriveRng, endpointId, RoutingCore, type RouteOverlay, type Rng } from '../core/index.ts';
+import { deriveRng, endpointId, routeEndpointFamilies, RoutingCore, type RouteOverlay, type Rng } from '../core/index.ts';
 import { Callers } from './callers.ts';
 import { bodyLimitBytes } from './config/gateway-settings.ts';
 import { healthOptions, workerScopeError, type GatewayConfig } from './config/load.ts';
@@ -65,7 +65,7 @@ export function buildGeneration(config: GatewayConfig, d: GenerationDeps): Gener
       routes.set(id, {
         endpointId: id,
         adapter,
-        endpoints: new Set(adapter.endpoints),
+        endpoints: new Set(routeEndpointFamilies(r.kind, r.endpoints)),
         pool: d.pools.forOrigin(url.origin),
         basePath: url.pathname.replace(/\/+$/, ''),
         apiKey: r.api_key ?? null,

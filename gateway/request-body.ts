@@ -5,11 +5,11 @@
  * their roles, sampling knobs, `prompt` / `input`) and its prompt-size estimate — no schema
  * validation of the whole body; the upstream judges the rest and its 4xx passes through.
  */
-import type { Modality } from '../core/index.ts';
+import type { EndpointFamilyName, Modality } from '../core/index.ts';
 import { ENDPOINT_FAMILIES } from './endpoints/families.ts';
 
-/** The OpenAI endpoints the gateway serves. */
-export type Endpoint = 'chat' | 'completion' | 'embedding';
+/** The OpenAI endpoints the gateway serves: the core's endpoint families, by the same names. */
+export type Endpoint = EndpointFamilyName;
 
 
 /** Largest `max_tokens` / `max_completion_tokens` accepted (2^31 − 1); more is a 400. */

@@ -39,6 +39,8 @@ export const RouteSchema = z
     provider_model_id: z.string().min(1).optional(),
     api_key: z.string().optional(),
     input_modalities: z.array(z.enum(['text', 'image', 'audio'])).default(['text']),
+    /** Endpoint families the route serves; absent ⇒ its kind's default (`model/route-endpoints.ts`). */
+    endpoints: z.array(z.enum(['chat', 'completion', 'embedding'])).min(1).optional(),
     context_length: z.number().int().positive().optional(),
     pricing: PricingSchema.optional(),
     /** Overrides the loopback test for local/remote splits. */

@@ -18,6 +18,7 @@ export type ErrorCode =
   | 'upstream_overloaded'
   | 'upstream_route_not_found'
   | 'context_length_exceeded'
+  | 'endpoint_not_served'
   | 'upstream_unavailable'
   | 'upstream_timeout'
   | 'queue_wait_timeout'
@@ -45,6 +46,8 @@ export const ERROR_STATUS: Readonly<Record<ErrorCode, number>> = {
   upstream_route_not_found: 502,
   // The prompt estimate plus max_tokens fits no route's context_length (checked before sending).
   context_length_exceeded: 400,
+  // No route (or target) of the model serves the endpoint family the request was made on.
+  endpoint_not_served: 400,
   upstream_unavailable: 502,
   upstream_timeout: 504,
   queue_wait_timeout: 503,

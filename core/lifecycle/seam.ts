@@ -16,6 +16,9 @@ import type { Outcome } from './outcome.ts';
 /** Input modality a request carries or a route accepts. */
 export type Modality = 'text' | 'image' | 'audio';
 
+/** An inference API family a request is made on or a route serves (the gateway's endpoints). */
+export type EndpointFamilyName = 'chat' | 'completion' | 'embedding';
+
 /** What the core needs to know about a request. Token counts are estimates, integers ≥ 0. */
 export interface RouteRequest {
   readonly requestId: string;
@@ -35,6 +38,11 @@ export interface RouteRequest {
   readonly stream: boolean;
   /** Input modalities beyond text the request carries (text is implied). */
   readonly modalities: readonly Modality[];
+  /**
+   * The API family the request was made on; routes that do not serve it are not candidates.
+   * Absent/null (the simulator's traces) = any route.
+   */
+  readonly endpoint?: EndpointFamilyName | null;
   /** Admin-only explicit pin (`X-Route-Pin`): provider name or endpoint id; null when absent. */
   readonly pin: string | null;
   /** Prefix block hashes of the prompt, when the driver knows them (simulator traces). */

@@ -8,6 +8,7 @@ import type { RouteConfig } from '../config/models-config.ts';
 import { endpointId as makeEndpointId, endpointLocation } from '../config/endpoint-id.ts';
 import { fnv1a64Hex } from '../affinity/affinity-key.ts';
 import type { ExclusionReason, ResolvedRoute } from './resolved-model.ts';
+import { routeEndpointFamilies } from './route-endpoints.ts';
 import { overlaidWeight, type RouteOverlay } from '../config/route-overlay.ts';
 
 const LIMITER_EXEMPT_HOST = /^(localhost|127(\.\d{1,3}){3}|0\.0\.0\.0|host\.docker\.internal|\[::1\])$/i;
@@ -68,6 +69,7 @@ export function resolveRoutes(modelId: string, routes: readonly RouteConfig[], s
       providerModelId: r.provider_model_id ?? null,
       modalities: r.input_modalities,
       acceptsText: r.input_modalities.includes('text'),
+      endpoints: routeEndpointFamilies(r.kind, r.endpoints),
       contextLength: r.context_length ?? null,
       pricing: {
         inputUsdPer1M: price?.input_usd_per_1m ?? 0,

@@ -5,7 +5,7 @@
  * the composition root (`routing-core.ts`), the lifecycles and the multi-target resolution all
  * depend on this file and not on each other.
  */
-import type { Modality } from '../lifecycle/seam.ts';
+import type { EndpointFamilyName, Modality } from '../lifecycle/seam.ts';
 import type { Candidate, Planner } from '../strategies/planner.ts';
 import type { CidrBlock } from '../multi-target/cidr.ts';
 import type { RetryRules } from '../request/policy/retry-policy.ts';
@@ -36,6 +36,8 @@ export interface ResolvedRoute {
   readonly modalities: readonly Modality[];
   /** `modalities` includes text (every request carries text), precomputed for the decision path. */
   readonly acceptsText: boolean;
+  /** Endpoint families the route serves: its `endpoints:`, else its kind's default. */
+  readonly endpoints: readonly EndpointFamilyName[];
   readonly contextLength: number | null;
   readonly pricing: RoutePricing;
   /** Input + output price per 1k tokens, or null when the route has no `pricing` block (`least_cost`). */

@@ -9,8 +9,9 @@
  * 2. CIDR. A target with `allowed_cidrs` is a candidate only for callers inside one of them (a
  *    request without a client IP is outside). When every target left by the tags excludes the
  *    caller: 403. Filtered targets are never attempted and cost no fallback budget.
- * 3. Modalities. A target whose route does not accept the request's input modalities is not a
- *    candidate; none left ⇒ 503 naming the modalities.
+ * 3. Endpoint family, then modalities. A target whose route does not serve the request's
+ *    endpoint family is not a candidate; none left ⇒ 400 naming the endpoint. Likewise a target
+ *    whose route does not accept the request's input modalities; none left ⇒ 503 naming them.
  * 4. Tiers: the rest, grouped by `priority`, highest first, each in declaration order. Because
  *    the filters run first, a lower tier can serve a request that a filter kept from a healthy
  *    higher tier.
@@ -21,6 +22,7 @@ import type { ErrorCode } from '../lifecycle/errors.ts';
 import type { RouteRequest } from '../lifecycle/seam.ts';
 import { cidrContains, parseIp } from './cidr.ts';
 import { acceptsModalities } from '../request/candidates/modality.ts';
+import { noRouteServesMessage, servesFamily } from '../request/candidates/endpoint-family.ts';
 import { DEFAULT_TAG, type ResolvedMultiTarget, type ResolvedTarget } from './multi-target-model.ts';
 
 /** The pipeline's result: tiers to walk, or a rejection with its error code. */
@@ -53,7 +55,7 @@ export function parseRoutingTagsHeader(value: string | null | undefined): string
 /**
  * Runs steps 1–4 for `request` on the model `modelId` with block `mt`.
  * Rejections: `routing_tags_unmatched` (400), `forbidden_by_cidr` (403),
- * `all_candidates_unavailable` (503, modalities).
+ * `endpoint_not_served` (400), `all_candidates_unavailable` (503, modalities).
  */
 export function selectCandidates(modelId: string, mt: ResolvedMultiTarget, request: RouteRequest): CandidateSelection {
   const tags = normaliseTags(request.routingTags);
@@ -76,6 +78,12 @@ export function selectCandidates(modelId: string, mt: ResolvedMultiTarget, reque
       return { kind: 'reject', code: 'forbidden_by_cidr', message: `client ${request.clientIp ?? '(unknown address)'} is outside allowed_cidrs of every eligible target of model '${modelId}'` };
     }
     pool = admitted;
+  }
+
+  const family = request.endpoint;
+  if (family != null && !pool.every((t) => servesFamily(t.route, family))) {
+    pool = pool.filter((t) => servesFamily(t.route, family));
+    if (pool.length === 0) return { kind: 'reject', code: 'endpoint_not_served', message: noRouteServesMessage(modelId, family, 'target') };
   }
 
   const capable = pool.filter((t) => acceptsModalities(t.route, request.modalities));

@@ -107,7 +107,7 @@ export abstract class RouterAttempts {
   protected readonly offloadId: string | null;
   /** After a context-length rejection: routes need a `context_length` above this. */
   protected contextFloor: number | null = null;
-  /** Routes that passed the modality and context-window stages (fallback walks these). */
+  /** Routes that passed the endpoint-family, modality and context-window stages (fallback walks these). */
   protected eligibleRoutes: readonly ResolvedRoute[] = [];
   /** The attempt whose failure the client is told of when every attempt failed. */
   protected primaryFailureAttemptId: number | null = null;

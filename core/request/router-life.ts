@@ -4,7 +4,7 @@
  * parts every model kind shares (`request/request-life.ts` picks it).
  *
  * Candidate stages (`request/candidates/`): published and non-empty routes (else 404) →
- * modality → context-window floor → explicit pin (no fallback, no affinity) → session affinity
+ * endpoint family (else 400) → modality → context-window floor → explicit pin (no fallback, no affinity) → session affinity
  * when the planner asks for it (`affinity.ts`) → weight and admission (`admitted.ts`) → the
  * planner's pick (prefill-aware for `fixed`). Every fresh primary choice is pinned; a failure on
  * the pinned endpoint drops the pin (cancellation and client disconnects are not its failures).
@@ -32,6 +32,7 @@
 import type { ResolvedRoute } from '../model/resolved-model.ts';
 import type { Outcome } from '../lifecycle/outcome.ts';
 import { acceptsModalities, routesAccepting } from './candidates/modality.ts';
+import { noRouteServesMessage, routesServing, servesFamily } from './candidates/endpoint-family.ts';
 import { affinityStage, type AffinityOutcome } from './candidates/affinity.ts';
 import { admittedCandidates, coolestRetryAfterMs, noAdmittedRoute } from './candidates/admitted.ts';
 import { contextNeedTokens, fitsWindow, noWindowFitsMessage, refusalFloorTokens, routesFitting } from './candidates/context-floor.ts';
@@ -55,8 +56,12 @@ export class RequestLifecycle extends RouterAttempts implements RequestLife {
     if (!model || !model.published || model.routes.length === 0) {
       return this.fail('model_not_found', `model '${this.request.model}' does not exist or has no published routes`, nowMs);
     }
-    // Modality stage: usually every route accepts the request, and `modal` is the route list itself.
-    let modal = routesAccepting(model.routes, this.request.modalities);
+    // Endpoint-family stage, then modality: usually every route passes both, and `modal` is
+    // the route list itself.
+    const family = this.request.endpoint;
+    const serving = routesServing(model.routes, family);
+    if (serving.length === 0) return this.fail('endpoint_not_served', noRouteServesMessage(model.id, family!, 'route'), nowMs);
+    let modal = routesAccepting(serving, this.request.modalities);
     if (modal.length === 0) {
       return this.fail(
         'all_circuits_open',
@@ -363,9 +368,9 @@ export class RequestLifecycle extends RouterAttempts implements RequestLife {
     return this.failWithOutcome(this.primaryFailure ?? outcome, nowMs, this.primaryFailureAttemptId);
   }
 
-  /** Weight, modality, Retry-After and context-window checks of a fallback route. */
+  /** Weight, endpoint-family, modality, Retry-After and context-window checks of a fallback route. */
   private usable(r: ResolvedRoute, nowMs: number): boolean {
-    if (r.effectiveWeight <= 0 || !acceptsModalities(r, this.request.modalities)) return false;
+    if (r.effectiveWeight <= 0 || !servesFamily(r, this.request.endpoint) || !acceptsModalities(r, this.request.modalities)) return false;
     if (!fitsWindow(r.contextLength, 0, this.contextFloor)) return false;
     return this.admission.admits(r, nowMs);
   }

@@ -18,7 +18,7 @@ import type { z } from 'zod';
 import { allowedKeys, closestName, endpointId, ModelsConfigSchema, RoutingCore, ROUTING_ENV_NAMES, routingSettingsFromEnv, type HealthOptions, type ModelsConfig, type RoutingSettings } from '../../core/index.ts';
 import { GatewaySettingsSchema, type GatewaySettings } from './gateway-settings.ts';
 import { interpolateEnv } from './interpolate.ts';
-import { ROUTE_KINDS } from '../upstream/adapters.ts';
+import { adapterFor, ROUTE_KINDS } from '../upstream/adapters.ts';
 
 /** One thing wrong with the configuration. */
 export interface ConfigProblem {
@@ -217,6 +217,10 @@ function checkConfig(
       const path = ['models', mi, 'route', ri];
       if (!SUPPORTED_ROUTE_KINDS.includes(r.kind)) {
         at(src.models, [...path, 'kind'], `route kind '${r.kind}' has no gateway adapter`, `use one of: ${SUPPORTED_ROUTE_KINDS.join(', ')} (vLLM, SGLang, Ollama and OpenAI-style APIs are all openai_compat)`);
+      } else {
+        const served = adapterFor(r.kind).endpoints;
+        const extra = (r.endpoints ?? []).filter((e) => !served.includes(e));
+        if (extra.length > 0) at(src.models, [...path, 'endpoints'], `a ${r.kind} route cannot serve ${extra.join(', ')}`, `list only endpoints its kind serves: ${served.join(', ')}`);
       }
       let url: URL | null = null;
       try {

@@ -28,7 +28,7 @@ import type { ClientResponse, HeaderPairs } from './client-response.ts';
 /** Where an endpoint id sends its attempts, and the adapter (route `kind`) that speaks to it. */
 export interface RouteTarget extends UpstreamTarget {
   readonly adapter: UpstreamAdapter;
-  /** The endpoint families the route serves (its adapter's). */
+  /** The endpoint families the route serves (its `endpoints:`, else its kind's default). */
   readonly endpoints: ReadonlySet<Endpoint>;
 }
 
@@ -183,6 +183,7 @@ export class Exchange {
       outputTokensHint: this.req.outputTokensHint,
       stream: this.req.stream,
       modalities: this.req.modalities,
+      endpoint: this.req.endpoint,
       pin: this.meta.pin,
       prefixHashes: null,
       routingTags: this.meta.routingTags,

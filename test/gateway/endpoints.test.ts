@@ -6,6 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import { ADAPTERS, adapterFor, ROUTE_KINDS } from '../../gateway/upstream/adapters.ts';
 import { ENDPOINT_FAMILIES } from '../../gateway/endpoints/families.ts';
+import { buildGatewayConfig } from '../../gateway/config/load.ts';
+import { DEFAULT_ENDPOINTS_BY_KIND } from '../../core/index.ts';
 import { hello, KEYS, startStack, type Stack } from './harness.ts';
 
 let stack: Stack;
@@ -99,5 +101,42 @@ describe('registries', () => {
       for (const e of a.endpoints) expect(ENDPOINT_FAMILIES[e].endpoint).toBe(e);
     }
     expect(() => adapterFor('anthropic')).toThrow(/route kind 'anthropic' has no gateway adapter; use one of: openai_compat/);
+  });
+
+  it("the core's default endpoints per kind are the adapters' endpoints", () => {
+    expect(Object.keys(DEFAULT_ENDPOINTS_BY_KIND).sort()).toEqual([...ROUTE_KINDS].sort());
+    for (const [kind, a] of ADAPTERS) expect([...DEFAULT_ENDPOINTS_BY_KIND[kind]!]).toEqual([...a.endpoints]);
+  });
+});
+
+describe('route endpoints:', () => {
+  it('embeddings go only to the route that serves them; chat may use either', async () => {
+    const s = await startStack([{ mode: 'echo', endpoints: ['chat'] }, { mode: 'echo' }]);
+    try {
+      for (let i = 0; i < 6; i++) {
+        const e = await s.client().embeddings.create({ model: 'demo', input: 'x' });
+        expect(e.data).toHaveLength(1);
+      }
+      for (let i = 0; i < 6; i++) await s.client().chat.completions.create({ model: 'demo', messages: hello, max_tokens: 2 });
+      const paths = s.emus.map((e) => e.log.all().map((r) => r.path));
+      expect(paths[0]!.every((p) => p.endsWith('/chat/completions'))).toBe(true);
+      expect(paths[1]!.filter((p) => p.endsWith('/embeddings'))).toHaveLength(6);
+      // Chosen before dispatch: no embedding attempt was refused at the chat-only route and retried.
+      const metrics = await (await fetch(`${s.gw.url}/metrics`, { headers: { authorization: `Bearer ${KEYS.admin}` } })).text();
+      expect(metrics).toContain('switchyard_requests_total');
+      expect(metrics).not.toMatch(/switchyard_fallbacks_total\{model="demo"\} [1-9]/);
+      // `other` has only the chat-only route: embeddings there are a 400 naming model and endpoint.
+      const refused = await s.client(KEYS.other).embeddings.create({ model: 'other', input: 'x' }).catch((x: unknown) => x);
+      expect(refused).toBeInstanceOf(OpenAI.BadRequestError);
+      expect((refused as InstanceType<typeof OpenAI.BadRequestError>).code).toBe('endpoint_not_served');
+      expect((refused as Error).message).toMatch(/model 'other'.*'embedding'/);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('a route listing an endpoint its kind cannot serve is refused; an unknown name too', () => {
+    const base = (endpoints: unknown) => ({ models: { models: [{ id: 'm', route: [{ base_url: 'http://127.0.0.1:9/v1', endpoints }] }] }, gateway: {} });
+    expect(() => buildGatewayConfig(base(['images']))).toThrow(/endpoints/);
   });
 });

@@ -21,6 +21,8 @@ export interface UpstreamSpec extends EmulatorOptions {
   routeKey?: string;
   providerModelId?: string;
   modalities?: Array<'text' | 'image' | 'audio'>;
+  /** Route `endpoints:` (absent = the kind's default). */
+  endpoints?: Array<'chat' | 'completion' | 'embedding'>;
 }
 
 export interface Stack {
@@ -70,6 +72,7 @@ export function stackConfig(upstreams: UpstreamSpec[], emus: RunningEmulator[], 
     ...((u.routeKey ?? u.apiKey) && { api_key: u.routeKey ?? u.apiKey }),
     ...(u.providerModelId && { provider_model_id: u.providerModelId }),
     ...(u.modalities && { input_modalities: u.modalities }),
+    ...(u.endpoints && { endpoints: u.endpoints }),
   });
   return buildGatewayConfig({
     models: {
