@@ -14,6 +14,7 @@ import { PREFIX_BLOCK_BYTES, prefixBlockHashes, serializedPrompt } from '../../g
 import { readTrace } from '../../traces/arrow-trace.ts';
 import { runExperiment } from '../../simulator/sim-command.ts';
 import { hello, KEYS, stackConfig, startStack, type Stack } from './harness.ts';
+import { logRow } from './log-rows.ts';
 
 let stack: Stack | null = null;
 afterEach(async () => {
@@ -216,36 +217,7 @@ describe('request log = trace', () => {
 });
 
 describe('request log writer', () => {
-  const row = (i: number): RequestLogRow => ({
-    arrivalUnixMs: 1_700_000_000_000 + i,
-    requestId: `r-${i}`,
-    sessionId: null,
-    callerId: 'k',
-    model: 'demo',
-    inputTokens: 10,
-    outputTokens: 2,
-    hashIds: [i, i + 1],
-    stream: false,
-    ttftMs: null,
-    e2eMs: 3.5,
-    api: 'chat',
-    endpointId: 'demo/0',
-    attempts: 1,
-    httpStatus: 200,
-    status: 'ok',
-    fallback: false,
-    cachedTokens: 0,
-    costUsd: 0,
-    prompt: null,
-    offloadReason: null,
-    strategy: null,
-    attemptEndpoints: [],
-    attemptTargets: [],
-    attemptOutcomes: [],
-    attemptStartMs: [],
-    attemptMs: [],
-    attemptReasons: [],
-  });
+  const row = (i: number): RequestLogRow => logRow(i, 1_700_000_000_000, { callerId: 'k', hashIds: [i, i + 1], e2eMs: 3.5 });
 
   it('a batch larger than one DuckDB chunk (2,048 rows) is written whole, values intact', async () => {
     const path = join(dir, 'writer-big-batch.duckdb');

@@ -12,6 +12,7 @@ import { REQUEST_LOG_COLUMNS, type RequestLogRow } from '../../gateway/request-l
 import { RequestLog } from '../../gateway/request-log/request-log.ts';
 import { adminCall } from '../store/harness-http.ts';
 import { hello, KEYS, startStack, type Stack } from './harness.ts';
+import { logRow } from './log-rows.ts';
 
 let stack: Stack | null = null;
 afterEach(async () => {
@@ -20,37 +21,7 @@ afterEach(async () => {
 });
 const dir = mkdtempSync(join(tmpdir(), 'switchyard-reports-'));
 
-const row = (i: number, over: Partial<RequestLogRow>): RequestLogRow => ({
-  arrivalUnixMs: Date.now() - 1000 + i,
-  requestId: `r-${i}`,
-  sessionId: null,
-  callerId: 'user',
-  model: 'demo',
-  inputTokens: 10,
-  outputTokens: 2,
-  hashIds: [],
-  stream: false,
-  ttftMs: null,
-  e2eMs: 5,
-  api: 'chat',
-  endpointId: 'demo:local-1',
-  attempts: 1,
-  httpStatus: 200,
-  status: 'ok',
-  fallback: false,
-  cachedTokens: 0,
-  costUsd: 0,
-  prompt: null,
-  offloadReason: null,
-  strategy: null,
-  attemptEndpoints: [],
-  attemptTargets: [],
-  attemptOutcomes: [],
-  attemptStartMs: [],
-  attemptMs: [],
-  attemptReasons: [],
-  ...over,
-});
+const row = (i: number, over: Partial<RequestLogRow>): RequestLogRow => logRow(i, Date.now() - 1000, { endpointId: 'demo:local-1', ...over });
 
 describe('request log reports', () => {
   it('recent requests with filters, and the offloads report counts what the log holds', async () => {
