@@ -5,12 +5,15 @@
  * `gpu_memory_utilization × total` bytes per GPU; after loading weights it runs a profiling
  * forward pass at `max_num_batched_tokens` tokens and a sampler pass at `max_num_seqs` sequences,
  * and what is left after weights, the peak activations and non-torch memory (CUDA context, cuBLAS
- * workspaces, NCCL buffers) becomes KV blocks of `block_size` tokens.
+ * workspaces, NCCL buffers) becomes KV blocks of `block_size` tokens. CUDA graphs are captured
+ * after the KV cache is allocated (`gpu_model_runner.capture_model` runs after
+ * `initialize_kv_cache`), so their pool is not part of this budget.
  * SGLang (`ModelRunner.profile_max_num_token`): the static pool (weights + KV) may use
  * `mem_fraction_static × total`; the KV pool gets what the weights leave of it.
  *
- * The activation and non-torch terms are estimates (stated in `vllmKvBlocks`); they move the
- * capacity by a few percent.
+ * The activation and non-torch terms are modelled from what vLLM logs (`Memory profiling results`
+ * lines quoted in public vLLM issues; `test/simulator/engine/kv-capacity.test.ts` pins the
+ * resulting block counts of those setups within 5 %).
  */
 import { type Architecture, type Dtype, headsPerGpu, kvBytesPerTokenPerGpu, weightBytesPerGpu } from './architecture.ts';
 
@@ -40,23 +43,35 @@ export interface VllmMemoryInputs {
   maxNumSeqs: number;
   /** Tokens per KV block (vLLM default 16). */
   blockTokens: number;
+  /** GPU memory as `torch.cuda.mem_get_info` reports it, bytes: for a GPU outside {@link GPUS}. Default the table's. */
+  memoryBytes?: number;
+  /** Non-torch memory per GPU, bytes, when known (a log's `non_torch_memory`). Default {@link nonTorchBytes}. */
+  nonTorchBytes?: number;
 }
 
 /**
- * Peak activation bytes of vLLM's profiling pass on one GPU (estimate): the largest live tensors
- * of one layer at `maxNumBatchedTokens` tokens (gate+up output, QKV output, two hidden-size
- * residual streams; 2 bytes each) plus fp32 logits for `maxNumSeqs` sequences over the full
- * vocabulary (the sampler pass), twice (logits and probabilities).
+ * Peak activation bytes of vLLM's profiling pass on one GPU: the dummy forward pass at
+ * `maxNumBatchedTokens` tokens peaks inside a layer's MLP, where the gate+up output (2 ×
+ * intermediate / tp), the SiLU-and-multiply output (intermediate / tp) and three hidden-size
+ * tensors (residual stream, layer input, normed input) are live at once, 2 bytes each; plus the fp32
+ * logits of the sampler pass, `maxNumSeqs` × vocabulary × 4 bytes.
+ * Checked against the logged peaks: Llama-3.1-8B at 20,000 and 29,000 tokens, 2.07 and 2.99 GiB
+ * (vllm-project/vllm#10517: 110 KB per token, which is (3 × 14,336 + 3 × 4,096) × 2 bytes) and
+ * 1.26 GiB at 8,192 tokens (vllm-project/vllm#10511).
  */
 export function vllmActivationBytes(arch: Architecture, tp: number, maxNumBatchedTokens: number, maxNumSeqs: number): number {
-  const { heads, kvHeads } = headsPerGpu(arch, tp);
-  const perToken = (2 * arch.intermediateSize) / tp + (heads + 2 * kvHeads) * arch.headDim + 2 * arch.hiddenSize;
-  return maxNumBatchedTokens * perToken * 2 + 2 * maxNumSeqs * arch.vocabSize * 4;
+  const perToken = (3 * arch.intermediateSize) / tp + 3 * arch.hiddenSize;
+  return maxNumBatchedTokens * perToken * 2 + maxNumSeqs * arch.vocabSize * 4;
 }
 
-/** Non-torch memory per GPU (CUDA context, cuBLAS/NCCL buffers): 1 GiB alone, 1.5 GiB with TP > 1 (estimate). */
+/**
+ * Non-torch memory per GPU (CUDA context, cuBLAS workspaces; with TP > 1 also NCCL and custom
+ * all-reduce buffers) as vLLM's profiler counts it since 0.6.5 (vllm-project/vllm#10511, which V1's
+ * `gpu_worker` inherited): 1.79 GiB on one 80 GB GPU and 3.58 GiB per GPU at TP 2, the values logged
+ * there for Llama-3-8B; TP 4 and 8 are assumed to need the TP-2 amount (the buffers are per GPU).
+ */
 export function nonTorchBytes(tp: number): number {
-  return tp > 1 ? 1.5 * GIB : 1 * GIB;
+  return tp > 1 ? 3.58 * GIB : 1.79 * GIB;
 }
 
 /**
@@ -69,10 +84,10 @@ export function vllmKvBlocks(m: VllmMemoryInputs): number {
   if (!(m.gpuMemoryUtilization > 0 && m.gpuMemoryUtilization <= 1)) {
     throw new Error(`gpu_memory_utilization must be in (0, 1], got ${m.gpuMemoryUtilization}`);
   }
-  const total = GPUS[m.gpu].memoryBytes * m.gpuMemoryUtilization;
+  const total = (m.memoryBytes ?? GPUS[m.gpu].memoryBytes) * m.gpuMemoryUtilization;
   const weights = weightBytesPerGpu(m.arch, m.tp, m.gemmDtype);
   const act = vllmActivationBytes(m.arch, m.tp, m.maxNumBatchedTokens, m.maxNumSeqs);
-  const free = total - weights - act - nonTorchBytes(m.tp);
+  const free = total - weights - act - (m.nonTorchBytes ?? nonTorchBytes(m.tp));
   const blocks = Math.floor(free / (kvBytesPerTokenPerGpu(m.arch, m.tp, m.kvDtype) * m.blockTokens));
   if (blocks < 1) {
     throw new Error(
