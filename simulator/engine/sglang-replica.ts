@@ -44,7 +44,7 @@
 import type { EngineEvent, EngineLoad, EngineModel, EngineRequest } from './engine-model.ts';
 import { RadixCache, type RadixNode } from './radix-cache.ts';
 import type { BatchShape, StepTimeModel } from './step-time.ts';
-import { cutDecodeRun, fillDecodeRunEnds } from './decode-run.ts';
+import { DecodeRun, MAX_COALESCED_STEPS, stepsUntilFirstFinish } from './decode-run.ts';
 
 /** SGLang's `CLIP_MAX_NEW_TOKENS_ESTIMATION`: max output tokens reserved per request. */
 export const CLIP_MAX_NEW_TOKENS = 4096;
@@ -77,8 +77,8 @@ export interface SglangReplicaOptions {
   coalesceDecodeSteps?: boolean;
 }
 
-/** Longest coalesced run, in steps. */
-export const MAX_COALESCED_STEPS = 4096;
+/** Longest coalesced run, in steps (`decode-run.ts`). */
+export { MAX_COALESCED_STEPS };
 
 const NONE = 0;
 const WAITING = 1;
@@ -147,10 +147,8 @@ export class SglangReplica implements EngineModel {
   private stepEnd = NaN;
   private seqNo = 0;
   private readonly coalesce: boolean;
-  /** Decode steps in the run in flight (1 = an ordinary step). */
-  private runSteps = 1;
-  /** End time of each step of the coalesced run in flight (ms; the first `runSteps` are valid). */
-  private readonly runEnds = new Float64Array(MAX_COALESCED_STEPS);
+  /** The coalesced decode run in flight (`steps` = 1: an ordinary step). */
+  private readonly run = new DecodeRun();
   private readonly shape: BatchShape = { prefillTokens: 0, prefillSeqs: 0, prefillAttnPairs: 0, decodeSeqs: 0, decodeContextTokens: 0 };
 
   private lookupTokens = 0;
@@ -264,10 +262,9 @@ export class SglangReplica implements EngineModel {
       }
     }
     let anyDone = false;
-    const k = this.runSteps;
+    const k = this.run.take();
     if (k > 1) {
       // A coalesced run: k − 1 more decode steps than the one scheduled, each decaying the ratio.
-      this.runSteps = 1;
       this.nSteps += k - 1;
       this.newTokenRatio = Math.max(this.newTokenRatio - (k - 1) * this.ratioDecay, this.minRatio);
     }
@@ -442,12 +439,11 @@ export class SglangReplica implements EngineModel {
    * @returns the new end of the step in flight, or null when nothing changed.
    */
   interrupt(nowMs: number): number | null {
-    if (this.runSteps <= 1 || Number.isNaN(this.stepEnd)) return null;
-    const steps = cutDecodeRun(this.runEnds, this.runSteps, nowMs);
-    if (steps >= this.runSteps) return null;
-    this.runSteps = steps;
-    this.stepEnd = this.runEnds[steps - 1]!;
-    return this.stepEnd;
+    if (Number.isNaN(this.stepEnd)) return null;
+    const end = this.run.cut(nowMs);
+    if (end === null) return null;
+    this.stepEnd = end;
+    return end;
   }
 
   /**
@@ -457,17 +453,9 @@ export class SglangReplica implements EngineModel {
    */
   private tryCoalesce(nowMs: number): void {
     if (this.waiting.length > 0 || this.chunked !== null) return;
-    const run = this.running;
-    let k = MAX_COALESCED_STEPS;
-    for (let i = 0; i < run.length; i++) {
-      const left = run[i]!.output - run[i]!.generated;
-      if (left < k) k = left;
-    }
-    if (k <= 1 || (k - 1) * run.length > this.freeTokens()) return;
-    const s = this.shape;
-    this.runSteps = k;
-    fillDecodeRunEnds(this.stepTime, s, nowMs, k, this.runEnds);
-    this.stepEnd = this.runEnds[k - 1]!;
+    const k = stepsUntilFirstFinish(this.running);
+    if (k <= 1 || (k - 1) * this.running.length > this.freeTokens()) return;
+    this.stepEnd = this.run.start(this.stepTime, this.shape, nowMs, k);
   }
 
   /** SGLang `get_new_batch_prefill` + `PrefillAdder`; returns true when a prefill batch was formed. */

@@ -37,7 +37,7 @@
  */
 import type { EngineEvent, EngineLoad, EngineModel, EngineRequest } from './engine-model.ts';
 import type { BatchShape, StepTimeModel } from './step-time.ts';
-import { cutDecodeRun, fillDecodeRunEnds } from './decode-run.ts';
+import { DecodeRun, MAX_COALESCED_STEPS, stepsUntilFirstFinish } from './decode-run.ts';
 
 /** Llama-2-70B KV bytes per token: 2 (K,V) × 80 layers × 8 KV heads × 128 head dim × 2 bytes (fp16). */
 export const LLAMA2_70B_KV_BYTES_PER_TOKEN = 2 * 80 * 8 * 128 * 2;
@@ -78,8 +78,8 @@ export interface VllmReplicaOptions {
   coalesceDecodeSteps?: boolean;
 }
 
-/** Longest coalesced run, in steps (bounds the O(run) boundary recomputation of `interrupt`). */
-export const MAX_COALESCED_STEPS = 4096;
+/** Longest coalesced run, in steps (`decode-run.ts`). */
+export { MAX_COALESCED_STEPS };
 
 /** One cached hash block. `ref` = number of running requests' pins on it. */
 interface CacheEntry {
@@ -152,10 +152,10 @@ export class VllmReplica implements EngineModel {
   /** End of the step in flight (virtual ms), NaN when idle (a double field: no boxing per step). */
   private stepEnd = NaN;
   private readonly coalesce: boolean;
-  /** Steps in the run in flight (1 = an ordinary step). */
-  private runSteps = 1;
-  /** End time of each step of the coalesced run in flight (ms; the first `runSteps` are valid). */
-  private readonly runEnds = new Float64Array(MAX_COALESCED_STEPS);
+  /** The coalesced decode run in flight (`steps` = 1: an ordinary step). */
+  private readonly run = new DecodeRun();
+  /** `settleRunEvictions`, bound once (passed to every cut without allocating). */
+  private readonly settle = (steps: number): void => this.settleRunEvictions(steps);
   /** Free blocks when the coalesced run in flight started (after its first step's allocations). */
   private runFree0 = 0;
   /** Cache entries the run in flight has evicted so far (to make room for its decodes). */
@@ -240,11 +240,10 @@ export class VllmReplica implements EngineModel {
     this.stepEnd = NaN;
     const running = this.running;
     let anyDone = false;
-    const k = this.runSteps;
+    const k = this.run.take();
     if (k > 1) {
       // A coalesced run of k decode steps: every request in it decoded k tokens.
       this.settleRunEvictions(k);
-      this.runSteps = 1;
       this.nSteps += k - 1;
       for (let i = 0; i < running.length; i++) {
         const r = running[i]!;
@@ -327,9 +326,9 @@ export class VllmReplica implements EngineModel {
   load(nowMs?: number): EngineLoad {
     let priv = this.privateTotal;
     let steps = this.nSteps;
-    if (nowMs !== undefined && this.runSteps > 1 && !Number.isNaN(this.stepEnd)) {
+    if (nowMs !== undefined && this.run.steps > 1 && !Number.isNaN(this.stepEnd)) {
       // Inside a coalesced run: count what per-step scheduling would have by now.
-      const through = cutDecodeRun(this.runEnds, this.runSteps, nowMs);
+      const through = this.run.stepsThrough(nowMs);
       priv += this.runBlocksThrough(through);
       steps += through - 1;
     }
@@ -504,14 +503,12 @@ export class VllmReplica implements EngineModel {
    * @returns the new end of the step in flight, or null when nothing changed.
    */
   interrupt(nowMs: number): number | null {
-    if (this.runSteps <= 1 || Number.isNaN(this.stepEnd)) return null;
-    const steps = cutDecodeRun(this.runEnds, this.runSteps, nowMs);
+    if (Number.isNaN(this.stepEnd)) return null;
     // Per-step scheduling would have made the evictions of every step up to the one in flight.
-    this.settleRunEvictions(Math.min(steps, this.runSteps));
-    if (steps >= this.runSteps) return null;
-    this.runSteps = steps;
-    this.stepEnd = this.runEnds[steps - 1]!;
-    return this.stepEnd;
+    const end = this.run.cut(nowMs, this.settle);
+    if (end === null) return null;
+    this.stepEnd = end;
+    return end;
   }
 
   /**
@@ -532,12 +529,7 @@ export class VllmReplica implements EngineModel {
     const s = this.shape;
     const running = this.running;
     if (s.prefillTokens !== 0 || s.decodeSeqs !== running.length) return;
-    let k = MAX_COALESCED_STEPS;
-    for (let i = 0; i < running.length; i++) {
-      const r = running[i]!;
-      const left = r.output - r.generated;
-      if (left < k) k = left;
-    }
+    const k = stepsUntilFirstFinish(running);
     if (k <= 1) return;
     let extra = 0;
     for (let i = 0; i < running.length; i++) {
@@ -554,9 +546,7 @@ export class VllmReplica implements EngineModel {
     }
     this.runFree0 = free;
     this.runEvicted = 0;
-    this.runSteps = k;
-    fillDecodeRunEnds(this.stepTime, s, nowMs, k, this.runEnds);
-    this.stepEnd = this.runEnds[k - 1]!;
+    this.stepEnd = this.run.start(this.stepTime, s, nowMs, k);
   }
 
   /**
