@@ -42,7 +42,8 @@
  * Deterministic, no clock: times are the virtual ms handed in by the loop.
  */
 import type { EngineEvent, EngineLoad, EngineModel, EngineRequest } from './engine-model.ts';
-import { RadixCache, type RadixNode } from './radix-cache.ts';
+import type { RadixNode } from './radix-cache.ts';
+import { SglangKvPool } from './sglang-kv-pool.ts';
 import type { BatchShape, StepTimeModel } from './step-time.ts';
 import { DecodeRun, MAX_COALESCED_STEPS, stepsUntilFirstFinish } from './decode-run.ts';
 
@@ -127,7 +128,8 @@ export class SglangReplica implements EngineModel {
   readonly hashBlockTokens: number;
   private readonly cacheOn: boolean;
   private readonly stepTime: StepTimeModel;
-  private readonly radix: RadixCache;
+  /** The KV token pool and its radix prefix cache (`sglang-kv-pool.ts`). */
+  private readonly pool: SglangKvPool;
   private readonly initRatio: number;
   private readonly minRatio: number;
   private readonly ratioDecay: number;
@@ -140,7 +142,6 @@ export class SglangReplica implements EngineModel {
   /** Prefill members of the step in flight: stepPrefill[0..stepPrefillN). Reused, never shrunk (no allocation per step). */
   private readonly stepPrefill: (Req | null)[] = [];
   private stepPrefillN = 0;
-  private privateTotal = 0;
   // Initialised with a double so V8 stores it unboxed (a per-step update allocates nothing).
   private newTokenRatio = 0.5;
   /** End of the step in flight (virtual ms), NaN when idle (a double field: no boxing per step). */
@@ -171,7 +172,7 @@ export class SglangReplica implements EngineModel {
     this.enableMixedChunk = opts.enableMixedChunk ?? false;
     this.hashBlockTokens = posInt('hashBlockTokens', opts.hashBlockTokens ?? 512);
     this.cacheOn = opts.radixCache ?? true;
-    this.radix = new RadixCache(this.hashBlockTokens);
+    this.pool = new SglangKvPool(this.kvTokens, this.hashBlockTokens);
     this.initRatio = ratio('initNewTokenRatio', opts.initNewTokenRatio ?? 0.7);
     this.minRatio = ratio('minNewTokenRatio', opts.minNewTokenRatio ?? 0.1);
     const decaySteps = posInt('newTokenRatioDecaySteps', opts.newTokenRatioDecaySteps ?? 600);
@@ -249,7 +250,7 @@ export class SglangReplica implements EngineModel {
       r.stepTokens = 0;
       if (r.computed < r.input + r.generated) continue; // still chunked
       if (this.chunked === r) this.chunked = null;
-      if (this.cacheOn) this.insertPrompt(r);
+      if (this.cacheOn) this.pool.insertPrompt(r);
       r.generated++;
       if (!r.firstEmitted) {
         r.firstEmitted = true;
@@ -276,7 +277,7 @@ export class SglangReplica implements EngineModel {
       r.generated += k;
       if (k > 1) {
         r.privateTokens += k - 1;
-        this.privateTotal += k - 1;
+        this.pool.privateTotal += k - 1;
       }
       if (r.generated >= r.output) {
         this.finish(r, nowMs, emit);
@@ -299,7 +300,7 @@ export class SglangReplica implements EngineModel {
     else if (r.where === RUNNING) this.running.splice(this.running.indexOf(r), 1);
     else if (r.where === CHUNKED && this.chunked === r) this.chunked = null;
     // PREFILLING requests are only referenced by the step in flight, which skips NONE.
-    this.release(r);
+    this.pool.release(r);
     r.stepTokens = 0;
     r.where = NONE;
     this.byId.delete(attemptId);
@@ -318,7 +319,7 @@ export class SglangReplica implements EngineModel {
     return {
       running: this.running.length + (c ? 1 : 0),
       waiting: this.waiting.length,
-      kvUsage: (this.privateTotal + this.radix.lockedTokens) / this.kvTokens,
+      kvUsage: (this.pool.privateTotal + this.pool.radix.lockedTokens) / this.kvTokens,
       prefillBacklogTokens: backlog,
       batchTokens: Number.isNaN(this.stepEnd) ? 0 : this.shape.prefillTokens + this.shape.decodeSeqs,
       steps: this.nSteps,
@@ -352,12 +353,12 @@ export class SglangReplica implements EngineModel {
 
   /** Tokens neither held by a request nor by the radix tree. */
   freeTokens(): number {
-    return this.kvTokens - this.privateTotal - this.radix.totalTokens;
+    return this.pool.freeTokens();
   }
 
   /** Tokens held by the radix tree (cached prefixes, locked or not). */
   cachedTokens(): number {
-    return this.radix.totalTokens;
+    return this.pool.radix.totalTokens;
   }
 
   /**
@@ -369,8 +370,8 @@ export class SglangReplica implements EngineModel {
     const fail = (m: string): never => {
       throw new Error(`SglangReplica invariant: ${m}`);
     };
-    if (this.privateTotal < 0) fail(`private total ${this.privateTotal} < 0`);
-    if (this.privateTotal + this.radix.totalTokens > this.kvTokens) fail(`KV over the pool: ${this.privateTotal} + ${this.radix.totalTokens} > ${this.kvTokens}`);
+    if (this.pool.privateTotal < 0) fail(`private total ${this.pool.privateTotal} < 0`);
+    if (this.pool.privateTotal + this.pool.radix.totalTokens > this.kvTokens) fail(`KV over the pool: ${this.pool.privateTotal} + ${this.pool.radix.totalTokens} > ${this.kvTokens}`);
     if (this.running.length > this.maxRunningRequests) fail(`running ${this.running.length} > ${this.maxRunningRequests}`);
     const seen = new Set<number>();
     let priv = 0;
@@ -395,8 +396,8 @@ export class SglangReplica implements EngineModel {
       if (r.where === PREFILLING && !seen.has(r.id)) check(r, PREFILLING);
     }
     if (seen.size !== this.byId.size) fail(`byId has ${this.byId.size}, queues ${seen.size}`);
-    if (priv !== this.privateTotal) fail(`private total ${this.privateTotal} != Σ ${priv}`);
-    this.radix.invariants();
+    if (priv !== this.pool.privateTotal) fail(`private total ${this.pool.privateTotal} != Σ ${priv}`);
+    this.pool.radix.invariants();
     if (Number.isNaN(this.stepEnd) && (this.running.length > 0 || this.waiting.length > 0 || this.chunked)) fail('work but no step');
   }
 
@@ -463,7 +464,7 @@ export class SglangReplica implements EngineModel {
     if (this.waiting.length === 0 && this.chunked === null) return false;
     if (this.running.length >= this.maxRunningRequests && this.chunked === null) return false;
     const mixed = this.enableMixedChunk ? this.running.length : 0;
-    const avail = this.freeTokens() + this.radix.evictableTokens;
+    const avail = this.freeTokens() + this.pool.radix.evictableTokens;
     let reserve = 0;
     for (const r of this.running) reserve += Math.min(r.output - r.generated, CLIP_MAX_NEW_TOKENS) * this.newTokenRatio;
     let remTotal = avail - mixed - reserve;
@@ -502,7 +503,7 @@ export class SglangReplica implements EngineModel {
       if (this.running.length + count >= this.maxRunningRequests) break;
       if (remTotal <= 0 || curRem <= 0 || remInput <= 0 || remChunk <= 0) break;
       const r = w[i]!;
-      const hitNode = this.cacheOn ? this.lookup(r) : null;
+      const hitNode = this.cacheOn ? this.pool.lookup(r) : null;
       const hit = hitNode === null ? 0 : hitNode.depth * this.hashBlockTokens;
       const extend = r.input + r.generated - hit;
       const reserveNew = Math.min(r.output - r.generated, CLIP_MAX_NEW_TOKENS);
@@ -513,11 +514,11 @@ export class SglangReplica implements EngineModel {
       // Admit: lock the matched prefix, then allocate its first chunk. Locking makes those cached
       // tokens unevictable, so the budget shrinks; recheck (SGLang `_lock_node`).
       if (hitNode !== null && hitNode.depth > 0) {
-        const before = this.radix.evictableTokens;
-        this.radix.lock(hitNode);
-        const lost = before - this.radix.evictableTokens;
+        const before = this.pool.radix.evictableTokens;
+        this.pool.radix.lock(hitNode);
+        const lost = before - this.pool.radix.evictableTokens;
         if (extend + reserveNew >= remTotal - lost || n > curRem - lost) {
-          this.radix.unlock(hitNode);
+          this.pool.radix.unlock(hitNode);
           break;
         }
         remTotal -= lost;
@@ -554,26 +555,18 @@ export class SglangReplica implements EngineModel {
   /** Longest prefix match first (stable: ties keep arrival order). */
   private sortLongestPrefixFirst(): void {
     for (const r of this.waiting) {
-      const node = r.hashIds === null ? null : this.radix.match(r.hashIds, Math.floor((r.input - 1) / this.hashBlockTokens));
+      const node = r.hashIds === null ? null : this.pool.radix.match(r.hashIds, Math.floor((r.input - 1) / this.hashBlockTokens));
       r.matchTokens = node === null ? 0 : node.depth * this.hashBlockTokens;
     }
     this.waiting.sort((a, b) => b.matchTokens - a.matchTokens || a.seq - b.seq);
   }
 
-  private lookup(r: Req): RadixNode | null {
-    if (r.hashIds === null) return null;
-    const maxBlocks = Math.floor((r.input - 1) / this.hashBlockTokens);
-    if (maxBlocks <= 0) return null;
-    const node = this.radix.match(r.hashIds, maxBlocks);
-    return node.depth > 0 ? node : null;
-  }
-
   /** Put `n` prompt tokens of `r` into the prefill batch, allocating them from the pool. */
   private addToPrefill(r: Req, n: number): void {
-    this.allocate(n);
+    this.pool.allocate(n);
     r.stepTokens = n;
     r.privateTokens += n;
-    this.privateTotal += n;
+    this.pool.privateTotal += n;
     this.stepPrefill[this.stepPrefillN++] = r;
     const s = this.shape;
     s.prefillTokens += n;
@@ -584,15 +577,15 @@ export class SglangReplica implements EngineModel {
   /** Before a decode batch: retract until every running request can get one more token. */
   private prepareDecode(): void {
     const run = this.running;
-    if (this.freeTokens() + this.radix.evictableTokens >= run.length) {
+    if (this.freeTokens() + this.pool.radix.evictableTokens >= run.length) {
       this.newTokenRatio = Math.max(this.newTokenRatio - this.ratioDecay, this.minRatio);
       return;
     }
     // SGLang `retract_decode`: victims with the fewest outputs, then the longest prompt.
     run.sort((a, b) => b.generated - a.generated || a.input - b.input || a.seq - b.seq);
-    while (run.length > 1 && this.freeTokens() + this.radix.evictableTokens < run.length) this.retract(run.pop()!);
+    while (run.length > 1 && this.freeTokens() + this.pool.radix.evictableTokens < run.length) this.retract(run.pop()!);
     const c = this.chunked;
-    if (c !== null && this.freeTokens() + this.radix.evictableTokens < run.length) {
+    if (c !== null && this.freeTokens() + this.pool.radix.evictableTokens < run.length) {
       // Last resort (mixed chunking only: decodes grew while a chunked prefill held its tokens): the
       // last running request still cannot get a token, so the chunked request gives its KV back and
       // is recomputed. SGLang asserts here ("No space left for only one request"); retracting the
@@ -613,7 +606,7 @@ export class SglangReplica implements EngineModel {
 
   /** Retraction (recompute): drop `v`'s KV and progress (outputs stay emitted), requeue it at the end. */
   private retract(v: Req): void {
-    this.release(v);
+    this.pool.release(v);
     v.computed = 0;
     v.where = WAITING;
     this.waiting.push(v);
@@ -627,59 +620,22 @@ export class SglangReplica implements EngineModel {
     for (let i = 0; i < run.length; i++) {
       const r = run[i]!;
       if (r.stepTokens !== 0) continue;
-      this.allocate(1);
+      this.pool.allocate(1);
       r.stepTokens = 1;
       r.privateTokens++;
-      this.privateTotal++;
+      this.pool.privateTotal++;
       s.decodeSeqs++;
       s.decodeContextTokens += r.computed + 1;
     }
   }
 
-  /** Make `n` tokens free, evicting unlocked cached prefixes (LRU leaves) as needed. */
-  private allocate(n: number): void {
-    const short = n - this.freeTokens();
-    if (short > 0) this.radix.evict(short);
-    if (this.freeTokens() < n) throw new Error(`SglangReplica: KV pool exhausted allocating ${n} tokens (free ${this.freeTokens()})`);
-  }
-
-  /** After a prompt is in KV: insert its full hash blocks into the tree and move their tokens there. */
-  private insertPrompt(r: Req): void {
-    const ids = r.hashIds;
-    if (ids === null) return;
-    const blocks = Math.min(ids.length, Math.floor(r.input / this.hashBlockTokens));
-    const covered = blocks * this.hashBlockTokens;
-    if (covered <= r.nodeTokens) return;
-    const before = this.radix.totalTokens;
-    // Tokens this request holds privately for those blocks move to the tree (or are dropped when
-    // another request inserted the same blocks meanwhile); free them first so the tree can take them.
-    const moved = covered - r.nodeTokens;
-    r.privateTokens -= moved;
-    this.privateTotal -= moved;
-    const node = this.radix.insert(ids, blocks);
-    this.radix.lock(node);
-    if (r.node !== null) this.radix.unlock(r.node);
-    r.node = node;
-    r.nodeTokens = covered;
-    void before;
-  }
-
   private finish(r: Req, nowMs: number, emit: (e: EngineEvent) => void): void {
     emit({ kind: 'finished', attemptId: r.id, atMs: nowMs });
-    this.release(r);
+    this.pool.release(r);
     r.where = NONE;
     this.byId.delete(r.id);
   }
 
-  private release(r: Req): void {
-    if (r.node !== null) {
-      this.radix.unlock(r.node);
-      r.node = null;
-    }
-    r.nodeTokens = 0;
-    this.privateTotal -= r.privateTokens;
-    r.privateTokens = 0;
-  }
 }
 
 function posInt(name: string, v: number): number {
