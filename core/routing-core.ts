@@ -52,9 +52,11 @@ export interface RoutingCoreOptions {
    * The previous configuration generation's core: its learned state (breakers and claims,
    * prefill leases and hints, affinity pins, outbound slots and limits, engine-hold places,
    * Retry-After times, endpoint latency and in-flight stats) is shared with this core instead of
-   * starting fresh, so every endpoint whose id is unchanged keeps what was learnt about it. A
-   * piece whose options changed (health options; routing settings; multi-target options) starts
-   * fresh. Cooldowns and planners' own state are always fresh.
+   * starting fresh, and what is rebuilt with the models is taken over (cooldowns, multi-target
+   * rate-limit buckets, planners' own state through `Planner.carryFrom`: RouteWise latency
+   * profiles and quota spend), so every endpoint whose id is unchanged keeps what was learnt
+   * about it. A piece whose options changed (health options; routing settings; multi-target
+   * options; a cooldown or rate limit's own settings) starts fresh.
    */
   carryFrom?: RoutingCore;
 }
@@ -163,6 +165,24 @@ export class RoutingCore {
     const registry = options.registry ?? new StrategyRegistry();
     resolveModels(config, registry, context, outboundKeys, this.models, this.ordered, options.overlay);
     configureCooldowns(config, (m) => this.models.get(m.id), this.cooldowns);
+    if (prev) this.carryModelState(prev);
+  }
+
+  /**
+   * Takes over, model by model (same id), what `prev`'s models learnt: cooldowns, planners' own
+   * state, and multi-target rate-limit buckets of targets whose endpoint id is unchanged.
+   */
+  private carryModelState(prev: RoutingCore): void {
+    this.cooldowns.carryFrom(prev.cooldowns);
+    for (const m of this.ordered) {
+      const p = prev.models.get(m.id);
+      if (!p || p.id !== m.id) continue;
+      m.planner.carryFrom?.(p.planner);
+      for (const t of m.multiTarget?.targets ?? []) {
+        const old = p.multiTarget?.targets.find((o) => o.endpointId === t.endpointId);
+        if (t.rateLimit && old?.rateLimit) t.rateLimit.carryFrom(old.rateLimit);
+      }
+    }
   }
 
   /** The model for an id or alias, or undefined. */

@@ -40,6 +40,7 @@ import { aggregateMetricsText, mergeDeepHealth, type PeerAnswer, type WorkerSnap
 import { UpstreamPools } from './upstream/pools.ts';
 import { AdminApi } from './admin/admin-api.ts';
 import { ControlPlane } from './admin/control-plane.ts';
+import type { RefusedAuditOptions } from './admin/refused-audit.ts';
 import { requestReports } from './admin/request-reports.ts';
 import type { OverlaySnapshot } from './store/overlay-repo.ts';
 import { buildGeneration } from './generation.ts';
@@ -81,6 +82,8 @@ export interface GatewayOptions {
   probeTickMs?: number;
   /** Bound on one RouteWise probe, ms (> 0); default 60 s. */
   probeTimeoutMs?: number;
+  /** The refused-admin-call audit bound (`admin/refused-audit.ts`); tests shorten its window. */
+  refusedAudit?: Partial<RefusedAuditOptions>;
   /**
    * A worker of a multi-worker gateway: asks the other workers for their `snapshot()` (one
    * answer per worker, a missing one as `{worker, error}`), so that `/metrics` and `/health/deep`
@@ -267,6 +270,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     writesRefused: control.store === null && s.server.workers > 1 ? `This gateway runs ${s.server.workers} workers and has no store, so a change would reach only the worker that took it; configure store: (kind: postgres) to change routing at run time.` : null,
     log,
     extraRoutes: requestReports(requestLog, () => Date.now()),
+    ...(opts.refusedAudit && { refusedAudit: opts.refusedAudit }),
   });
   control.startPolling(s.store_poll_ms, (next) => {
     try {

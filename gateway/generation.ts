@@ -144,23 +144,25 @@ export function buildGeneration(config: GatewayConfig, d: GenerationDeps): Gener
       prompt: d.logPrompts ? prompt : null,
       offloadReason: md?.offloadReason ?? null,
       strategy: md?.strategy ?? null,
-      attemptEndpoints: [],
-      attemptTargets: [],
-      attemptOutcomes: [],
-      attemptStartMs: [],
-      attemptMs: [],
-      attemptReasons: [],
+      attemptLog: [],
     };
     const atts = md?.attempts ?? [];
     for (let i = 0; i < atts.length; i++) {
       const a = atts[i]!;
-      row.attemptEndpoints.push(a.endpointId);
-      row.attemptTargets.push(a.target ?? null);
-      row.attemptOutcomes.push(a.outcome.kind === 'http_status' ? `http_${a.outcome.status}` : a.outcome.kind);
-      row.attemptStartMs.push(a.startMs - f.startedAtMs);
-      row.attemptMs.push(a.endMs - a.startMs);
       const offload = md!.offloadReason !== null && a.endpointId === md!.offloadEndpointId;
-      row.attemptReasons.push(i === 0 ? 'primary' : offload ? 'offload' : a.endpointId === atts[i - 1]!.endpointId ? 'retry' : 'fallback');
+      // The serving attempt carries the request's tokens when its upstream reported no usage.
+      const served = a.outcome.kind === 'ok' && a.endpointId === endpoint;
+      row.attemptLog.push({
+        endpointId: a.endpointId,
+        target: a.target ?? null,
+        outcome: a.outcome.kind === 'http_status' ? `http_${a.outcome.status}` : a.outcome.kind,
+        reason: i === 0 ? 'primary' : offload ? 'offload' : a.endpointId === atts[i - 1]!.endpointId ? 'retry' : 'fallback',
+        startOffsetMs: a.startMs - f.startedAtMs,
+        endOffsetMs: a.endMs - f.startedAtMs,
+        inputTokens: a.usage && a.usage.inputTokens > 0 ? a.usage.inputTokens : served ? inputTokens : 0,
+        outputTokens: a.usage?.outputTokens ?? (served ? outputTokens : 0),
+        cachedTokens: a.usage?.cachedTokens ?? (served ? cached : 0),
+      });
     }
     d.requestLog.append(row);
   };

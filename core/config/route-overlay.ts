@@ -13,7 +13,10 @@ export interface RouteOverlay {
   readonly weightOverrides?: ReadonlyMap<string, number>;
   /** Provider labels (`ResolvedRoute.provider`) whose routes get effective weight 0. */
   readonly disabledProviders?: ReadonlySet<string>;
-  /** When true, `routing.local_weight_share` is not applied (a gateway with a store). Default false. */
+  /**
+   * When true, `routing.local_weight_share` is not applied (a gateway with a store). Default
+   * false. (The split applies at all only when `routing.default_router` is `fixed`.)
+   */
   readonly ignoreLocalWeightShare?: boolean;
 }
 

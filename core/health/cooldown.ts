@@ -77,6 +77,22 @@ export class CooldownRegistry {
     this.entries.set(endpointId, { policy, consecutive: 0, untilMs: null, reason: null });
   }
 
+  /**
+   * Takes over what `previous` (the registry of the previous configuration generation) knows of
+   * every endpoint opted in here and there: a running cooldown (its end and reason) and the
+   * failures counted towards the next, capped below this policy's threshold. Call after
+   * `configure`, before any `record`. Endpoints opted in only here start fresh.
+   */
+  carryFrom(previous: CooldownRegistry): void {
+    for (const [id, e] of this.entries) {
+      const p = previous.entries.get(id);
+      if (p === undefined) continue;
+      e.untilMs = p.untilMs;
+      e.reason = p.reason;
+      e.consecutive = Math.min(p.consecutive, e.policy.consecutiveFailures - 1);
+    }
+  }
+
   /** Whether `endpointId` is cooling down at `nowMs` (false when not opted in). */
   active(endpointId: string, nowMs: number): boolean {
     const e = this.entries.get(endpointId);

@@ -150,8 +150,9 @@ export interface AttemptRecord {
   /** Multi-target models: the direct model (target) this attempt went to. */
   target?: string;
   /**
-   * Multi-target models: tokens attributed to this attempt — the serving attempt's usage; zero
-   * for failed attempts (they are not billed).
+   * Tokens attributed to this attempt: the serving attempt's usage as the upstream reported it.
+   * Multi-target models record zero for failed attempts (they are not billed); per-model routers
+   * leave it absent on attempts that did not finish.
    */
   usage?: Usage;
   /**

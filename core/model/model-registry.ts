@@ -28,7 +28,9 @@ export function resolveModels(
   ordered: ResolvedModel[],
   overlay?: RouteOverlay,
 ): void {
-  const share = config.routing.local_weight_share;
+  // Seed 000 ("routing.yaml"): the deployment's local/remote split rewrites weights only when the
+  // effective default router is `fixed`; under any other default every route keeps its weight.
+  const share = config.routing.default_router === 'fixed' ? config.routing.local_weight_share : undefined;
   config.models.forEach((m, mi) => {
     if (m.routing) return; // multi-target models resolve below, once every direct model is known
     const where = `models[${mi}] (id '${m.id}')`;

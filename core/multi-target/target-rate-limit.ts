@@ -28,6 +28,16 @@ export class TargetRateLimit {
     this.perMs = requestsPerMinute / 60_000;
   }
 
+  /**
+   * Takes over `previous`'s bucket (the same target's limit in the previous configuration
+   * generation) when both have the same rate and burst; otherwise keeps a full bucket.
+   */
+  carryFrom(previous: TargetRateLimit): void {
+    if (previous.requestsPerMinute !== this.requestsPerMinute || previous.burst !== this.burst) return;
+    this.tokens = previous.tokens;
+    this.lastMs = previous.lastMs;
+  }
+
   /** Whether a dispatch at `nowMs` would be admitted. Refills, takes nothing. */
   available(nowMs: number): boolean {
     this.refill(nowMs);

@@ -283,9 +283,10 @@ export abstract class RouterAttempts {
 
   /**
    * Ends an attempt's claim, lease, ticket and deadlines exactly once and records it.
-   * `healthOutcome` is what the breaker, affinity and planner hear (neutral for offload cuts).
+   * `healthOutcome` is what the breaker, affinity and planner hear (neutral for offload cuts);
+   * `usage` is what the upstream reported for this attempt (the serving one), recorded with it.
    */
-  protected endAttempt(a: LiveAttempt, outcome: Outcome, nowMs: number, healthOutcome: Outcome = outcome): void {
+  protected endAttempt(a: LiveAttempt, outcome: Outcome, nowMs: number, healthOutcome: Outcome = outcome, usage?: Usage): void {
     const i = this.live.indexOf(a);
     if (i >= 0) this.live.splice(i, 1);
     this.deadlines.disarmAttempt(a.attemptId);
@@ -303,7 +304,7 @@ export abstract class RouterAttempts {
         this.primaryFailureAttemptId = a.attemptId;
       }
     }
-    this.attempts.push({ attemptId: a.attemptId, endpointId: a.route.endpointId, startMs: a.startMs, endMs: nowMs, outcome });
+    this.attempts.push(usage ? { attemptId: a.attemptId, endpointId: a.route.endpointId, startMs: a.startMs, endMs: nowMs, outcome, usage } : { attemptId: a.attemptId, endpointId: a.route.endpointId, startMs: a.startMs, endMs: nowMs, outcome });
   }
 
   /** Cancels every live attempt except `keep` (sent ones get a `cancel` action; queued ones just leave). */

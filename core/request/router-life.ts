@@ -196,7 +196,7 @@ export class RequestLifecycle extends RouterAttempts implements RequestLife {
           this.committedAttempt = a.attemptId;
           out.push({ kind: 'commit', attemptId: a.attemptId });
         }
-        this.endAttempt(a, OK, nowMs);
+        this.endAttempt(a, OK, nowMs, OK, event.usage);
         this.deps.prefill.recordCompletedPrompt(a.route.endpointId, this.request.callerId, this.request.inputTokens, nowMs);
         this.servedBy = a.route;
         this.cancelOthers(nowMs, -1, out, 'hedge_lost'); // only a hedge race has another live attempt here

@@ -56,6 +56,13 @@ export interface Planner {
    * Must be deterministic given its own state and `rng`.
    */
   pick(candidates: readonly Candidate[], request: RouteRequest, nowMs: number, rng: Rng): Pick;
+  /**
+   * Takes over what `previous` — the same model's planner in the previous configuration
+   * generation, possibly of another strategy — learnt about routes whose endpoint id is
+   * unchanged (optional; planners that learn nothing of their own omit it). Called once, right
+   * after construction, before any `pick`.
+   */
+  carryFrom?(previous: Planner): void;
   /** Learns from one finished attempt (optional; stateless planners omit it). */
   observe?(endpointId: string, outcome: Outcome, nowMs: number): void;
   /**

@@ -3,7 +3,9 @@
  * overrides, provider labels disabled and enabled, and the audit log. The HTTP layer
  * (`server/uws.ts`) authenticates the caller as an admin on whichever listener the call came in,
  * reads the body and hands the call here; every call is answered with JSON and audited (who,
- * when, what, and for a change the records before and after).
+ * from where, when, what, and for a change the records before and after). Calls refused before
+ * they get here (no key, a wrong key, no admin role) are audited too, within a bound per window
+ * (`refused-audit.ts`) so that a flood of them cannot grow the log without limit.
  *
  * A change is written to the overlay store first, with the version precondition the caller sent
  * (`If-Match` ⇒ 412 when stale, a body `version` ⇒ 409), then the whole overlay is read back and
@@ -15,6 +17,7 @@ import type { Logger } from 'pino';
 import type { Caller } from '../callers.ts';
 import type { RoutingCore } from '../../core/index.ts';
 import type { OverlayRepo, OverlaySnapshot, WriteResult } from '../store/overlay-repo.ts';
+import { RefusedAudit, type RefusedAuditOptions, type RefusedCall } from './refused-audit.ts';
 import { AuditQuerySchema, parseBody, parseIfMatch, parseQuery, ProviderBodySchema, VersionOnlyBodySchema, WeightBodySchema, type BodyProblem } from './admin-bodies.ts';
 
 /** One admin call as the HTTP layer read it. */
@@ -27,6 +30,8 @@ export interface AdminCall {
   ifMatch: string;
   body: string;
   caller: Caller;
+  /** The client's address as the listener saw it. */
+  remoteAddr: string;
 }
 
 /** The answer: status, JSON body, and an ETag (a record's version) when one is read or written. */
@@ -60,6 +65,10 @@ export interface AdminDeps {
   log: Logger;
   /** Extra read-only routes (e.g. the request log's reports), tried after the built-in ones. */
   extraRoutes?: (call: AdminCall) => Promise<AdminAnswer> | null;
+  /** Options of the refused-call bound (`refused-audit.ts`; tests shorten the window). */
+  refusedAudit?: Partial<RefusedAuditOptions>;
+  /** Wall clock, Unix ms (default `Date.now`). */
+  nowUnixMs?: () => number;
 }
 
 const WEIGHT_PATH = /^\/admin\/routing\/weights\/([^/]+)\/([^/]+)$/;
@@ -67,10 +76,15 @@ const PROVIDER_PATH = /^\/admin\/routing\/providers\/([^/]+)$/;
 
 /** The `/admin/…` routes. */
 export class AdminApi {
-  constructor(private readonly d: AdminDeps) {}
+  private readonly refusals: RefusedAudit;
+
+  constructor(private readonly d: AdminDeps) {
+    this.refusals = new RefusedAudit((e) => this.store(e), d.nowUnixMs ?? Date.now, d.refusedAudit);
+  }
 
   /** Answers one call and audits it (an audit write that fails is logged, not answered). */
   async handle(call: AdminCall): Promise<AdminAnswer> {
+    await this.refusals.flushDue(); // a summary of refusals is listed before the calls after it
     let answer: AdminAnswer;
     let change: { before: unknown; after: unknown } | null = null;
     try {
@@ -80,16 +94,29 @@ export class AdminApi {
     } catch (e) {
       answer = storeDown(e);
     }
-    await this.audit(call.caller, call.method, call.path, answer.status, change);
+    await this.audit(call.caller, call.remoteAddr, call.method, call.path, answer.status, change);
     return answer;
   }
 
   /** Records a call answered elsewhere (`/health/deep`, `/routing`). */
-  async audit(caller: Caller, method: string, path: string, status: number, change: { before: unknown; after: unknown } | null = null): Promise<void> {
+  async audit(caller: Caller, remoteAddr: string, method: string, path: string, status: number, change: { before: unknown; after: unknown } | null = null): Promise<void> {
+    await Promise.all([this.refusals.flushDue(), this.store({ callerId: caller.id, remoteAddr, method, path, status, before: change?.before ?? null, after: change?.after ?? null })]);
+  }
+
+  /**
+   * Records a call refused before it reached the API (401 without a valid key, 403 / 404 for a
+   * key without the admin role), within the refused-call bound (`refused-audit.ts`).
+   */
+  refused(c: RefusedCall): Promise<void> {
+    return this.refusals.record(c);
+  }
+
+  /** Appends one entry; a write that fails is logged, never thrown. */
+  private async store(e: Parameters<OverlayRepo['appendAudit']>[0]): Promise<void> {
     try {
-      await this.d.repo.appendAudit({ callerId: caller.id, method, path, status, before: change?.before ?? null, after: change?.after ?? null });
-    } catch (e) {
-      this.d.log.error({ method, path, caller: caller.id, reason: (e as Error).message }, 'admin audit entry not stored');
+      await this.d.repo.appendAudit(e);
+    } catch (err) {
+      this.d.log.error({ method: e.method, path: e.path, caller: e.callerId, reason: (err as Error).message }, 'admin audit entry not stored');
     }
   }
 
@@ -101,7 +128,7 @@ export class AdminApi {
       const q = parseQuery(AuditQuerySchema, call.query);
       if (!q.ok) return { answer: badRequest(q.problem) };
       const entries = await this.d.repo.listAudit(q.value.limit);
-      return { answer: { status: 200, body: { entries: entries.map((e) => ({ id: e.id, at: e.at, caller_id: e.callerId, method: e.method, path: e.path, status: e.status, before: e.before, after: e.after })) } } };
+      return { answer: { status: 200, body: { entries: entries.map((e) => ({ id: e.id, at: e.at, caller_id: e.callerId, remote_addr: e.remoteAddr, method: e.method, path: e.path, status: e.status, before: e.before, after: e.after })) } } };
     }
     const w = WEIGHT_PATH.exec(path);
     if (this.d.writesRefused && method !== 'GET' && (w || PROVIDER_PATH.test(path))) {

@@ -3,7 +3,8 @@
  * /admin/recent-requests` lists the newest rows, and `GET /admin/recent-requests/offloads`
  * counts, per model, serving route and reason, the requests moved to an offload route in the last
  * `days`, with their share of the model's traffic and how many still failed (a client that went
- * away, HTTP 499, is not counted as a failure). Both take the same filters (`caller`, `session`,
+ * away, HTTP 499, is not counted as a failure). Each recent request comes with its attempts
+ * (`attempt_list`, from the `attempts` table, in start order). Both take the same filters (`caller`, `session`,
  * `model`, `type` = chat | completion | embedding) and read through the log's writer thread,
  * which owns the live DuckDB file (`RequestLog.query`).
  */
@@ -27,6 +28,9 @@ export const RecentQuerySchema = z
 /** `GET /admin/recent-requests/offloads` query: filters and the window in days (default 1). */
 export const OffloadQuerySchema = z.object({ ...Filters, days: z.coerce.number().positive().max(366).default(1) }).strict();
 
+/** One attempt of a recent request, as a struct of the `attempts` table's columns. */
+const ATTEMPT_FIELDS = `{attempt_index: attempt_index, endpoint_id: endpoint_id, target: target, outcome: outcome, reason: reason, start_unix_ms: start_unix_ms, end_unix_ms: end_unix_ms, input_tokens: input_tokens, output_tokens: output_tokens, cached_tokens: cached_tokens}`;
+
 const WHERE = `($1::VARCHAR IS NULL OR caller_id = $1) AND ($2::VARCHAR IS NULL OR session_id = $2) AND ($3::VARCHAR IS NULL OR model = $3) AND ($4::VARCHAR IS NULL OR api = $4) AND arrival_unix_ms >= $5 AND arrival_unix_ms < $6`;
 
 /**
@@ -44,7 +48,10 @@ export function requestReports(log: RequestLog | null, nowUnixMs: () => number):
         if (!q.ok) return { status: 400, body: { error: { message: q.problem.message, type: 'invalid_request_error', param: q.problem.param, code: 'invalid_request' } } };
         const v = q.value;
         const rows = await log.query(
-          `SELECT arrival_unix_ms, request_id, session_id, caller_id, model, api, stream, endpoint_id, attempts, http_status, status, fallback, offload_reason, strategy, attempt_endpoints, attempt_outcomes, attempt_start_ms, attempt_ms, attempt_reasons, input_tokens, output_tokens, cached_tokens, ttft_ms, e2e_ms, cost_usd FROM requests WHERE ${WHERE} ORDER BY arrival_unix_ms DESC LIMIT ${v.limit}`,
+          `WITH r AS (SELECT arrival_unix_ms, request_id, session_id, caller_id, model, api, stream, endpoint_id, attempts, http_status, status, fallback, offload_reason, strategy, input_tokens, output_tokens, cached_tokens, ttft_ms, e2e_ms, cost_usd
+                      FROM requests WHERE ${WHERE} ORDER BY arrival_unix_ms DESC LIMIT ${v.limit}),
+                a AS (SELECT request_id, arrival_unix_ms, list(${ATTEMPT_FIELDS} ORDER BY attempt_index) AS attempt_list FROM attempts JOIN (SELECT request_id, arrival_unix_ms FROM r) USING (request_id, arrival_unix_ms) GROUP BY request_id, arrival_unix_ms)
+           SELECT r.*, coalesce(a.attempt_list, []) AS attempt_list FROM r LEFT JOIN a USING (request_id, arrival_unix_ms) ORDER BY r.arrival_unix_ms DESC`,
           [v.caller ?? null, v.session ?? null, v.model ?? null, v.type ?? null, v.since_ms ?? 0, v.until_ms ?? Number.MAX_SAFE_INTEGER],
         );
         return { status: 200, body: { requests: rows } };

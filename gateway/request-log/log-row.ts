@@ -41,18 +41,29 @@ export interface RequestLogRow {
   offloadReason: string | null;
   /** Strategy that planned the request (`fixed`, `least_latency`, …); null when none did. */
   strategy: string | null;
-  /**
-   * The upstream attempts, one list entry per attempt in start order (the `attempts` view turns
-   * them into rows): endpoint id, multi-target target (null otherwise), outcome (`ok`,
-   * `http_<status>`, or the failure kind), start as ms after arrival, duration ms, and why it was
-   * made (`primary`, `retry` on the endpoint just tried, `fallback` to another, `offload`).
-   */
-  attemptEndpoints: string[];
-  attemptTargets: Array<string | null>;
-  attemptOutcomes: string[];
-  attemptStartMs: number[];
-  attemptMs: number[];
-  attemptReasons: string[];
+  /** The upstream attempts in start order; each becomes one row of the `attempts` table. */
+  attemptLog: AttemptLogRow[];
+}
+
+/**
+ * One upstream attempt of a logged request (a row of the `attempts` table, keyed by the request's
+ * id and arrival, with its 1-based index).
+ */
+export interface AttemptLogRow {
+  endpointId: string;
+  /** Multi-target models: the direct model the attempt went to; null otherwise. */
+  target: string | null;
+  /** `ok`, `http_<status>`, or the failure kind (`timeout`, `connect_error`, …). */
+  outcome: string;
+  /** Why it was made: `primary`, `retry` (the endpoint just tried), `fallback` (another), `offload`. */
+  reason: string;
+  /** Start and end, ms after the request's arrival. */
+  startOffsetMs: number;
+  endOffsetMs: number;
+  /** Tokens the upstream reported for this attempt; 0 for one that served nothing. */
+  inputTokens: number;
+  outputTokens: number;
+  cachedTokens: number;
 }
 
 /** DuckDB column types the request log uses. */
@@ -94,27 +105,6 @@ export const REQUEST_LOG_COLUMNS: readonly LogColumn[] = [
   // them added (`REQUEST_LOG_MIGRATIONS`) for the appender's column order to match.
   col('offloadReason', 'offload_reason', 'VARCHAR', false),
   col('strategy', 'strategy', 'VARCHAR', false),
-  col('attemptEndpoints', 'attempt_endpoints', 'VARCHAR[]', false),
-  col('attemptTargets', 'attempt_targets', 'VARCHAR[]', false),
-  col('attemptOutcomes', 'attempt_outcomes', 'VARCHAR[]', false),
-  col('attemptStartMs', 'attempt_start_ms', 'DOUBLE[]', false),
-  col('attemptMs', 'attempt_ms', 'DOUBLE[]', false),
-  col('attemptReasons', 'attempt_reasons', 'VARCHAR[]', false),
-];
-
-/**
- * The `attempts` view: one row per upstream attempt (request id, arrival, model, 1-based index,
- * endpoint, target, outcome, start offset and duration in ms, reason), from the list columns.
- */
-export const ATTEMPTS_VIEW_DDL = `CREATE OR REPLACE VIEW attempts AS
-SELECT request_id, arrival_unix_ms, model, i::INTEGER AS attempt_index, attempt_endpoints[i] AS endpoint_id, attempt_targets[i] AS target,
-       attempt_outcomes[i] AS outcome, attempt_start_ms[i] AS start_offset_ms, attempt_ms[i] AS duration_ms, attempt_reasons[i] AS reason
-FROM (SELECT *, unnest(range(1, coalesce(len(attempt_endpoints), 0) + 1)) AS i FROM requests)`;
-
-/** Statements that bring a file of an older layout to `REQUEST_LOG_COLUMNS` (idempotent; run at open). */
-export const REQUEST_LOG_MIGRATIONS: readonly string[] = [
-  ...REQUEST_LOG_COLUMNS.slice(REQUEST_LOG_COLUMNS.findIndex((c) => c.column === 'offload_reason')).map((c) => `ALTER TABLE requests ADD COLUMN IF NOT EXISTS ${c.column} ${c.type}`),
-  ATTEMPTS_VIEW_DDL,
 ];
 
 /** DDL of the `requests` table, from `REQUEST_LOG_COLUMNS`. */

@@ -1,11 +1,15 @@
 // @ts-check
 /**
  * The request log's writer thread: owns the DuckDB file, appends the batches the gateway thread
- * posts (`{columns, rows}`, columns in `REQUEST_LOG_COLUMNS` order) as DuckDB data chunks, and answers `{flush: id}` with `{flushed: id}` once everything before it is
+ * posts (`{columns, rows, attemptColumns, attemptRows}`: the `requests` rows in
+ * `REQUEST_LOG_COLUMNS` order, their attempts in `ATTEMPT_LOG_COLUMNS` order) as DuckDB data
+ * chunks to the `requests` and `attempts` tables, and answers `{flush: id}` with `{flushed: id}`
+ * once everything before it is
  * on disk, `{query: id, sql, params}` with `{queryId: id, rows}` (or `{queryId, queryError}`)
  * read on a second connection after committing what it holds, so operators' reports read the
  * live file through its one owner, and `{close: true}` by closing the database and posting
- * `{closed: true}`. At open it brings a file of an older layout up to date (`migrations`). DuckDB's
+ * `{closed: true}`. At open it brings a file of an older layout up to date (`migrations`, each
+ * step in one transaction). DuckDB's
  * `memory_limit` bounds its buffer memory. Started by `request-log.ts`, which passes the file,
  * the limit, the table's DDL and its column types in `workerData`. Creates the file's folder.
  *
@@ -17,12 +21,14 @@ import { dirname } from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
 import { BOOLEAN, DOUBLE, DuckDBDataChunk, DuckDBInstance, INTEGER, LIST, listValue, VARCHAR } from '@duckdb/node-api';
 
-/** @type {{ path: string, memoryLimitMb: number, ddl: string, migrations: string[], types: import('./log-row.ts').LogColumnType[], notNull: boolean[] }} */
-const { path, memoryLimitMb, ddl, migrations, types, notNull } = workerData;
+/** @type {{ path: string, memoryLimitMb: number, ddl: string, migrations: import('./log-layout.ts').LogMigration[], types: import('./log-row.ts').LogColumnType[], notNull: boolean[], attemptTypes: import('./log-row.ts').LogColumnType[], attemptNotNull: boolean[] }} */
+const { path, memoryLimitMb, ddl, migrations, types, notNull, attemptTypes, attemptNotNull } = workerData;
 const port = /** @type {import('node:worker_threads').MessagePort} */ (parentPort);
 
 const DUCKDB_TYPES = { DOUBLE, VARCHAR, INTEGER, BOOLEAN, 'INTEGER[]': LIST(INTEGER), 'VARCHAR[]': LIST(VARCHAR), 'DOUBLE[]': LIST(DOUBLE) };
-const chunkTypes = types.map((t) => DUCKDB_TYPES[t]);
+/** Both tables' column types, and DuckDB's for their data chunks. */
+const REQUESTS = { types, notNull, chunkTypes: types.map((t) => DUCKDB_TYPES[t]) };
+const ATTEMPTS = { types: attemptTypes, notNull: attemptNotNull, chunkTypes: attemptTypes.map((t) => DUCKDB_TYPES[t]) };
 /** Rows per data chunk: DuckDB's vector size. */
 const CHUNK_ROWS = 2048;
 /** Rows appended before a commit. */
@@ -34,11 +40,13 @@ const COMMIT_INTERVAL_MS = 500;
  * The first NOT NULL column holding a null in a posted batch, or null. DuckDB only refuses such a
  * row when the appender commits, which would take every row appended since the last commit with
  * it; checked here, only the faulty batch is lost.
+ * @param {{ notNull: boolean[] }} table
  * @param {unknown[][]} columns
  * @param {number} rows
  * @returns {string | null}
  */
-function nullInNotNull(columns, rows) {
+function nullInNotNull(table, columns, rows) {
+  const { notNull } = table;
   for (let c = 0; c < columns.length; c++) {
     if (!notNull[c]) continue;
     const values = columns[c];
@@ -53,12 +61,14 @@ function nullInNotNull(columns, rows) {
  * value by value in a one-off comparison: 11 vs 24 µs per row; `bench/request-log.bench.ts`
  * prints the writer's cost per row now). List columns become DuckDB list values here.
  * @param {import('@duckdb/node-api').DuckDBAppender} a
+ * @param {{ types: string[], chunkTypes: import('@duckdb/node-api').DuckDBType[] }} table
  * @param {unknown[][]} columns
  * @param {number} rows
  * @returns {number} rows appended (all of them unless it throws)
  * @throws {Error & { appendedRows: number }} when a chunk is refused; the chunks before it are in the appender
  */
-function appendColumns(a, columns, rows) {
+function appendColumns(a, table, columns, rows) {
+  const { types, chunkTypes } = table;
   let appended = 0;
   try {
     for (let from = 0; from < rows; from += CHUNK_ROWS) {
@@ -92,7 +102,17 @@ try {
   });
   const conn = await instance.connect();
   await conn.run(ddl);
-  for (const m of migrations) await conn.run(m);
+  for (const m of migrations) {
+    if (m.when !== undefined && !(await conn.runAndReadAll(m.when)).getRows()[0]?.[0]) continue;
+    await conn.run('BEGIN TRANSACTION');
+    try {
+      for (const sql of m.statements) await conn.run(sql);
+      await conn.run('COMMIT');
+    } catch (e) {
+      await conn.run('ROLLBACK');
+      throw new Error(`migrating the file (${m.name}): ${/** @type {Error} */ (e).message}`);
+    }
+  }
   /** Reads (operators' reports) run here, beside the appender's connection. */
   const reader = await instance.connect();
   // One appender for the thread's life. Posted batches are appended as they arrive (a backlog
@@ -102,7 +122,11 @@ try {
   // about as much as appending a few hundred rows (measured: 33 µs per row committing every 200
   // rows vs 12.5 µs every 1,000). A flush or close message commits first, so it answers after
   // every earlier row is on disk. Lost rows are reported as `{error, lostRows}`.
+  // A request's attempts go to a second appender; they are committed first, so a request row
+  // is never on disk without its attempts (an interrupted commit can only leave attempts whose
+  // request row is missing, which every report reaches through `requests` and so ignores).
   let appender = await conn.createAppender('requests');
+  let attemptAppender = await conn.createAppender('attempts');
   /** Rows appended and not yet committed. */
   let pending = 0;
   /** @type {NodeJS.Timeout | null} */
@@ -120,6 +144,7 @@ try {
     const rows = pending;
     pending = 0;
     try {
+      attemptAppender.flushSync();
       appender.flushSync();
       port.postMessage({ committed: rows });
     } catch (e) {
@@ -133,6 +158,11 @@ try {
     const rows = pending;
     pending = 0;
     try {
+      attemptAppender.closeSync();
+    } catch {
+      // The requests appender's close below reports what is lost; orphan attempts are harmless.
+    }
+    try {
       appender.closeSync();
       if (rows > 0) port.postMessage({ committed: rows });
     } catch (e) {
@@ -140,6 +170,7 @@ try {
     }
     try {
       appender = await conn.createAppender('requests');
+      attemptAppender = await conn.createAppender('attempts');
     } catch (e) {
       port.postMessage({ error: /** @type {Error} */ (e).message });
     }
@@ -156,13 +187,22 @@ try {
     if ('columns' in m) {
       const columns = /** @type {unknown[][]} */ (m.columns);
       port.postMessage({ accepted: m.rows });
-      const refused = nullInNotNull(columns, m.rows);
+      const attemptColumns = /** @type {unknown[][]} */ (m.attemptColumns);
+      const refused = nullInNotNull(REQUESTS, columns, m.rows) ?? nullInNotNull(ATTEMPTS, attemptColumns, m.attemptRows);
       if (refused !== null) {
         lost(new Error(`a request-log batch was refused: ${refused}`), m.rows);
         return;
       }
       try {
-        pending += appendColumns(appender, columns, m.rows);
+        if (m.attemptRows > 0) appendColumns(attemptAppender, ATTEMPTS, attemptColumns, m.attemptRows);
+      } catch (e) {
+        // None of the batch's requests were appended; attempts of it already in the appender stay as orphans.
+        lost(e, m.rows);
+        void replaceAppender();
+        return;
+      }
+      try {
+        pending += appendColumns(appender, REQUESTS, columns, m.rows);
       } catch (e) {
         // The chunks before the refused one are in the appender; the rest of the batch is lost.
         const appended = /** @type {{ appendedRows?: number }} */ (e).appendedRows ?? 0;
@@ -186,6 +226,7 @@ try {
     } else {
       commit();
       try {
+        attemptAppender.closeSync();
         appender.closeSync();
       } catch (e) {
         port.postMessage({ error: /** @type {Error} */ (e).message });

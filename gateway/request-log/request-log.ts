@@ -9,20 +9,27 @@
  * every row appended before it returns and waits until the writer has closed the file.
  */
 import { Worker } from 'node:worker_threads';
-import { REQUEST_LOG_COLUMNS, REQUEST_LOG_DDL, REQUEST_LOG_MIGRATIONS, type RequestLogRow } from './log-row.ts';
+import { ATTEMPT_LOG_COLUMNS, REQUEST_LOG_MIGRATIONS } from './log-layout.ts';
+import { REQUEST_LOG_COLUMNS, REQUEST_LOG_DDL, type RequestLogRow } from './log-row.ts';
 
 /**
  * What the gateway thread posts to the writer (`log-worker.mjs`). Rows travel as columns, in
- * `REQUEST_LOG_COLUMNS` order (`columns[c][r]`): cheaper to post than one object per row, and
- * no row object outlives its request (none is promoted to the old generation while it waits).
+ * `REQUEST_LOG_COLUMNS` order (`columns[c][r]`), and their attempts as columns of the `attempts`
+ * table (`ATTEMPT_LOG_COLUMNS`, `attemptRows` of them): cheaper to post than one object per row,
+ * and no row object outlives its request (none is promoted to the old generation while it waits).
  */
-export type LogWorkerMessage = { columns: unknown[][]; rows: number } | { flush: number } | { query: number; sql: string; params: unknown[] } | { close: true };
+export type LogWorkerMessage =
+  | { columns: unknown[][]; rows: number; attemptColumns: unknown[][]; attemptRows: number }
+  | { flush: number }
+  | { query: number; sql: string; params: unknown[] }
+  | { close: true };
 
 const newColumns = (): unknown[][] => REQUEST_LOG_COLUMNS.map(() => []);
+const newAttemptColumns = (): unknown[][] => ATTEMPT_LOG_COLUMNS.map(() => []);
 
 /** Options of `RequestLog.open`. */
 export interface RequestLogOptions {
-  /** DuckDB file (created if absent; rows are appended to an existing `requests` table). */
+  /** DuckDB file (created if absent; rows are appended to existing `requests` and `attempts` tables). */
   path: string;
   /** Most rows held in the gateway thread before new ones are dropped. */
   bufferRows: number;
@@ -43,6 +50,8 @@ const WRITER_YOUNG_GEN_MB = 4;
 export class RequestLog {
   /** Buffered rows, as columns. */
   private columns = newColumns();
+  private attemptColumns = newAttemptColumns();
+  private bufferedAttempts = 0;
   private buffered = 0;
   private dropped = 0;
   /** Rows posted to the writer and not yet taken by it. */
@@ -113,7 +122,16 @@ export class RequestLog {
    */
   static async open(opts: RequestLogOptions): Promise<RequestLog> {
     const worker = new Worker(new URL('./log-worker.mjs', import.meta.url), {
-      workerData: { path: opts.path, memoryLimitMb: opts.memoryLimitMb, ddl: REQUEST_LOG_DDL, migrations: REQUEST_LOG_MIGRATIONS, types: REQUEST_LOG_COLUMNS.map((c) => c.type), notNull: REQUEST_LOG_COLUMNS.map((c) => c.notNull) },
+      workerData: {
+        path: opts.path,
+        memoryLimitMb: opts.memoryLimitMb,
+        ddl: REQUEST_LOG_DDL,
+        migrations: REQUEST_LOG_MIGRATIONS,
+        types: REQUEST_LOG_COLUMNS.map((c) => c.type),
+        notNull: REQUEST_LOG_COLUMNS.map((c) => c.notNull),
+        attemptTypes: ATTEMPT_LOG_COLUMNS.map((c) => c.type),
+        attemptNotNull: ATTEMPT_LOG_COLUMNS.map((c) => c.notNull),
+      },
       // The writer allocates little: a small young generation keeps its resident memory down.
       resourceLimits: { maxYoungGenerationSizeMb: WRITER_YOUNG_GEN_MB },
     });
@@ -152,7 +170,7 @@ export class RequestLog {
     return this.lastError;
   }
 
-  /** Queues one row; O(1), no I/O. A full buffer (or a closed log) drops it and counts it. */
+  /** Queues one row and its attempts; O(attempts), no I/O. A full buffer (or a closed log) drops it and counts it. */
   append(row: RequestLogRow): void {
     if (this.closed || this.heldRows >= this.opts.bufferRows) {
       this.dropped++;
@@ -160,6 +178,12 @@ export class RequestLog {
     }
     const cols = this.columns;
     for (let c = 0; c < cols.length; c++) cols[c]!.push(row[REQUEST_LOG_COLUMNS[c]!.field]);
+    const acols = this.attemptColumns;
+    for (let i = 0; i < row.attemptLog.length; i++) {
+      const a = row.attemptLog[i]!;
+      for (let c = 0; c < acols.length; c++) acols[c]!.push(ATTEMPT_LOG_COLUMNS[c]!.value(row, a, i));
+    }
+    this.bufferedAttempts += row.attemptLog.length;
     this.buffered++;
     if (this.buffered >= this.opts.batchRows) this.post();
   }
@@ -212,8 +236,10 @@ export class RequestLog {
 
   private post(): void {
     if (this.buffered === 0 || this.exited) return;
-    const msg: LogWorkerMessage = { columns: this.columns, rows: this.buffered };
+    const msg: LogWorkerMessage = { columns: this.columns, rows: this.buffered, attemptColumns: this.attemptColumns, attemptRows: this.bufferedAttempts };
     this.columns = newColumns();
+    this.attemptColumns = newAttemptColumns();
+    this.bufferedAttempts = 0;
     this.inFlight += this.buffered;
     this.buffered = 0;
     this.worker.postMessage(msg);

@@ -9,11 +9,15 @@
  * `anonymous_admin: true` makes every caller an admin (local use).
  *
  * `/admin/…` calls are handed to `AdminApi` (gateway/admin/admin-api.ts) with their body (at most
- * 1 MiB) and `If-Match` header; reads of `/health/deep` and `/routing` are audited here.
+ * 1 MiB) and `If-Match` header; reads of `/health/deep` and `/routing` are audited here, and so
+ * is every refusal (who: `anonymous`, `key:<hash prefix>` or the non-admin caller; the remote
+ * address), within the refused-call bound of `admin/refused-audit.ts`. Scrapes of `/metrics`
+ * are not audited (a scraper calls every few seconds; its refusals are).
  */
 import { randomUUID } from 'node:crypto';
 import type { HttpRequest, HttpResponse, TemplatedApp } from '@trufflesuite/uws-js-unofficial';
 import type { Caller } from '../callers.ts';
+import { refusedWho } from '../admin/refused-audit.ts';
 import { errorJson } from '../errors.ts';
 import { statusLine } from './client-response.ts';
 import { deepHealthView, routingView } from './operational-views.ts';
@@ -33,9 +37,10 @@ export function mountAdminRoutes(app: TemplatedApp, ctx: ServerContext, listener
     app.get(path, (res, req) => {
       const requestId = requestIdOf(req);
       if (listener === 'admin' && path === '/metrics' && ctx.metricsWithoutKey) return serveOperational(ctx, path, res, requestId);
-      const caller = gate(ctx, listener, req, res, requestId, `GET ${path}`);
+      const remoteAddr = remoteOf(res);
+      const caller = gate(ctx, listener, req, res, requestId, 'GET', path, remoteAddr);
       if (!caller) return;
-      if (path !== '/metrics') void ctx.admin?.audit(caller, 'GET', path, 200);
+      if (path !== '/metrics') void ctx.admin?.audit(caller, remoteAddr, 'GET', path, 200);
       serveOperational(ctx, path, res, requestId);
     });
   }
@@ -45,7 +50,8 @@ export function mountAdminRoutes(app: TemplatedApp, ctx: ServerContext, listener
     const path = req.getUrl();
     const query = new URLSearchParams(req.getQuery() ?? '');
     const ifMatch = req.getHeader('if-match');
-    const caller = gate(ctx, listener, req, res, requestId, `${method} ${path}`);
+    const remoteAddr = remoteOf(res);
+    const caller = gate(ctx, listener, req, res, requestId, method, path, remoteAddr);
     if (!caller) return;
     const admin = ctx.admin;
     if (!admin) return send(res, 404, requestId, errorJson('not_found', 'The admin API is off in this gateway.'));
@@ -66,7 +72,7 @@ export function mountAdminRoutes(app: TemplatedApp, ctx: ServerContext, listener
       parts.push(Buffer.from(chunk.slice(0)));
       if (!isLast) return;
       const body = Buffer.concat(parts).toString('utf8');
-      admin.handle({ method, path, query, ifMatch, body, caller }).then(
+      admin.handle({ method, path, query, ifMatch, body, caller, remoteAddr }).then(
         (a) => {
           if (aborted) return;
           res.cork(() => {
@@ -83,17 +89,27 @@ export function mountAdminRoutes(app: TemplatedApp, ctx: ServerContext, listener
   });
 }
 
-/** The admin caller, or null after answering 401 / 403 / 404. */
-function gate(ctx: ServerContext, listener: 'public' | 'admin', req: HttpRequest, res: HttpResponse, requestId: string, what: string): Caller | null {
-  const caller = ctx.gen.callers.authenticate(req.getHeader('authorization'));
+/** The admin caller, or null after answering 401 / 403 / 404 (and auditing the refusal). */
+function gate(ctx: ServerContext, listener: 'public' | 'admin', req: HttpRequest, res: HttpResponse, requestId: string, method: string, path: string, remoteAddr: string): Caller | null {
+  const authorization = req.getHeader('authorization');
+  const caller = ctx.gen.callers.authenticate(authorization);
+  const what = `${method} ${path}`;
   if (!caller) {
+    void ctx.admin?.refused({ who: refusedWho(authorization), remoteAddr, method, path, status: 401 });
     send(res, 401, requestId, errorJson('invalid_api_key', 'Incorrect or missing admin key. Send it as "Authorization: Bearer <key>" (a key with admin: true).'));
     return null;
   }
   if (caller.admin) return caller;
-  if (listener === 'public') send(res, 404, requestId, errorJson('not_found', `Unknown request URL: ${what}.`));
+  const status = listener === 'public' ? 404 : 403;
+  void ctx.admin?.refused({ who: caller.id, remoteAddr, method, path, status });
+  if (status === 404) send(res, 404, requestId, errorJson('not_found', `Unknown request URL: ${what}.`));
   else send(res, 403, requestId, errorJson('admin_required', `${what} needs a key with admin: true; '${caller.id}' is not an admin.`));
   return null;
+}
+
+/** The client's address as text (uWS gives IPv4 clients of a dual-stack socket their IPv4 form). */
+function remoteOf(res: HttpResponse): string {
+  return Buffer.from(res.getRemoteAddressAsText()).toString('latin1');
 }
 
 function serveOperational(ctx: ServerContext, path: AdminPath, res: HttpResponse, requestId: string): void {

@@ -47,6 +47,11 @@ CREATE TABLE audit_log (
   after jsonb
 );`,
   },
+  {
+    version: 2,
+    description: 'the remote address of each audited admin call',
+    sql: `ALTER TABLE audit_log ADD COLUMN remote_addr text`,
+  },
 ];
 
 /** The newest schema version this code knows. */

@@ -42,7 +42,10 @@ export interface AuditEntry {
   id: number;
   /** ISO 8601. */
   at: string;
+  /** Caller id; for a refused call `anonymous` or `key:<hash prefix>` (`refused-audit.ts`). */
   callerId: string;
+  /** Address the call came from; null for entries that stand for many (a refused-calls summary). */
+  remoteAddr: string | null;
   method: string;
   path: string;
   status: number;
@@ -177,8 +180,9 @@ export class SqlOverlayRepo implements OverlayRepo {
   }
 
   async appendAudit(e: Omit<AuditEntry, 'id' | 'at'>): Promise<void> {
-    await this.store.query('INSERT INTO audit_log (caller_id, method, path, status, before, after) VALUES ($1, $2, $3, $4, $5, $6)', [
+    await this.store.query('INSERT INTO audit_log (caller_id, remote_addr, method, path, status, before, after) VALUES ($1, $2, $3, $4, $5, $6, $7)', [
       e.callerId,
+      e.remoteAddr,
       e.method,
       e.path,
       e.status,
@@ -188,11 +192,11 @@ export class SqlOverlayRepo implements OverlayRepo {
   }
 
   async listAudit(limit: number): Promise<AuditEntry[]> {
-    const r = await this.store.query<{ id: string | number; at: Date | string; caller_id: string; method: string; path: string; status: number; before: unknown; after: unknown }>(
+    const r = await this.store.query<{ id: string | number; at: Date | string; caller_id: string; remote_addr: string | null; method: string; path: string; status: number; before: unknown; after: unknown }>(
       'SELECT * FROM audit_log ORDER BY id DESC LIMIT $1',
       [limit],
     );
-    return r.rows.map((x) => ({ id: Number(x.id), at: iso(x.at), callerId: x.caller_id, method: x.method, path: x.path, status: x.status, before: x.before ?? null, after: x.after ?? null }));
+    return r.rows.map((x) => ({ id: Number(x.id), at: iso(x.at), callerId: x.caller_id, remoteAddr: x.remote_addr ?? null, method: x.method, path: x.path, status: x.status, before: x.before ?? null, after: x.after ?? null }));
   }
 
   async ping(): Promise<void> {

@@ -28,12 +28,7 @@ export function logRow(i: number, baseUnixMs: number, over: Partial<RequestLogRo
     prompt: null,
     offloadReason: null,
     strategy: null,
-    attemptEndpoints: [],
-    attemptTargets: [],
-    attemptOutcomes: [],
-    attemptStartMs: [],
-    attemptMs: [],
-    attemptReasons: [],
+    attemptLog: [],
     ...over,
   };
 }

@@ -1,14 +1,14 @@
 // The request log as operators read it: /admin/recent-requests (filters) and
 // /admin/recent-requests/offloads (per model, route and reason; share of the model's traffic;
 // still-failed excluding client disconnects), read through the writer thread on a live gateway;
-// the attempts view (one row per upstream attempt); and a file of the layout before
-// `offload_reason` and the attempt lists migrated on open.
+// the attempts table (one row per upstream attempt, each with its tokens); and files of the two
+// older layouts (before `offload_reason`; attempts as list columns under a view) migrated on open.
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DuckDBInstance } from '@duckdb/node-api';
+import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { afterEach, describe, expect, it } from 'vitest';
-import { REQUEST_LOG_COLUMNS, type RequestLogRow } from '../../gateway/request-log/log-row.ts';
+import { REQUEST_LOG_COLUMNS, type AttemptLogRow, type RequestLogRow } from '../../gateway/request-log/log-row.ts';
 import { RequestLog } from '../../gateway/request-log/request-log.ts';
 import { adminCall } from '../store/harness-http.ts';
 import { hello, KEYS, startStack, type Stack } from './harness.ts';
@@ -40,10 +40,12 @@ describe('request log reports', () => {
     expect(recent.status).toBe(200);
     expect(recent.body.requests).toHaveLength(6);
     const real = recent.body.requests.find((r: { caller_id: string; request_id: string }) => !r.request_id.startsWith('r-'));
-    expect(real).toMatchObject({ strategy: 'fixed', attempt_outcomes: ['ok'], attempt_reasons: ['primary'], attempts: 1 });
-    expect(stack.ids).toContain(real.attempt_endpoints[0]);
-    const att = await log.query("SELECT endpoint_id, outcome, reason, attempt_index FROM attempts WHERE request_id = $1", [real.request_id]);
-    expect(att).toEqual([{ endpoint_id: real.attempt_endpoints[0], outcome: 'ok', reason: 'primary', attempt_index: 1 }]);
+    expect(real).toMatchObject({ strategy: 'fixed', attempts: 1 });
+    expect(real.attempt_list).toMatchObject([{ attempt_index: 1, outcome: 'ok', reason: 'primary', input_tokens: real.input_tokens, output_tokens: real.output_tokens, cached_tokens: 0 }]);
+    expect(stack.ids).toContain(real.attempt_list[0].endpoint_id);
+    expect(real.attempt_list[0].end_unix_ms).toBeGreaterThanOrEqual(real.attempt_list[0].start_unix_ms);
+    const att = await log.query('SELECT endpoint_id, outcome, reason, attempt_index FROM attempts WHERE request_id = $1', [real.request_id]);
+    expect(att).toEqual([{ endpoint_id: real.attempt_list[0].endpoint_id, outcome: 'ok', reason: 'primary', attempt_index: 1 }]);
     const bySession = await adminCall(gw.url, 'GET', '/admin/recent-requests?session=s-1');
     expect(bySession.body.requests.map((r: { request_id: string }) => r.request_id)).toEqual(['r-4']);
     const byType = await adminCall(gw.url, 'GET', '/admin/recent-requests?type=completion');
@@ -72,22 +74,38 @@ describe('request log reports', () => {
     expect([r.status, r.body.error.code]).toEqual([404, 'request_log_off']);
   });
 
-  it('a file of the layout before offload_reason is migrated on open and keeps its rows', async () => {
+  it('a fallback logs one attempts row per attempt, each with its own tokens', async () => {
+    stack = await startStack([{ weight: 1000, apiKey: 'right-key', routeKey: 'wrong-key' }, { weight: 1 }], { request_log: { path: join(dir, 'fallback.duckdb'), flush_interval_ms: 60_000 }, health: { failure_threshold: 1000 } });
+    const r = await stack.client().chat.completions.create({ model: 'demo', messages: hello, max_tokens: 3 });
+    const log = stack.gw.requestLog!;
+    // The log row is appended when the exchange ends, just after the response: wait for it.
+    let rows: Array<Record<string, unknown>> = [];
+    for (let i = 0; i < 50 && rows.length < 2; i++) {
+      rows = await log.query('SELECT attempt_index, endpoint_id, outcome, reason, input_tokens, output_tokens, end_unix_ms >= start_unix_ms AS ordered FROM attempts ORDER BY attempt_index');
+      if (rows.length < 2) await new Promise((res) => setTimeout(res, 20));
+    }
+    expect(rows).toEqual([
+      { attempt_index: 1, endpoint_id: stack.ids[0], outcome: 'http_401', reason: 'primary', input_tokens: 0, output_tokens: 0, ordered: true },
+      { attempt_index: 2, endpoint_id: stack.ids[1], outcome: 'ok', reason: 'fallback', input_tokens: r.usage!.prompt_tokens, output_tokens: r.usage!.completion_tokens, ordered: true },
+    ]);
+    const [req] = await log.query('SELECT attempts, fallback, input_tokens, output_tokens FROM requests');
+    expect(req).toEqual({ attempts: 2, fallback: true, input_tokens: r.usage!.prompt_tokens, output_tokens: r.usage!.completion_tokens });
+  });
+
+  it('a file of the first layout (before offload_reason) is migrated on open and keeps its rows', async () => {
     const path = join(dir, 'old-layout.duckdb');
     const old = REQUEST_LOG_COLUMNS.slice(0, REQUEST_LOG_COLUMNS.findIndex((c) => c.column === 'offload_reason'));
-    const inst = await DuckDBInstance.create(path);
-    const conn = await inst.connect();
-    await conn.run(`CREATE TABLE requests (${old.map((c) => `${c.column} ${c.type}`).join(', ')})`);
-    await conn.run(`INSERT INTO requests (arrival_unix_ms, request_id, input_tokens, output_tokens, stream, e2e_ms, api, attempts, http_status, status, fallback, cached_tokens, cost_usd) VALUES (1, 'old-1', 1, 1, false, 1, 'chat', 1, 200, 'ok', false, 0, 0)`);
-    conn.closeSync();
-    inst.closeSync();
+    await withDb(path, async (conn) => {
+      await conn.run(`CREATE TABLE requests (${old.map((c) => `${c.column} ${c.type}`).join(', ')})`);
+      await conn.run(`INSERT INTO requests (arrival_unix_ms, request_id, input_tokens, output_tokens, stream, e2e_ms, api, attempts, http_status, status, fallback, cached_tokens, cost_usd) VALUES (1, 'old-1', 1, 1, false, 1, 'chat', 1, 200, 'ok', false, 0, 0)`);
+    });
     const log = await RequestLog.open({ path, bufferRows: 100, batchRows: 10, flushIntervalMs: 60_000, memoryLimitMb: 32 });
-    log.append(row(7, { offloadReason: 'queue_wait', attemptEndpoints: ['a', 'b'], attemptTargets: [null, null], attemptOutcomes: ['http_503', 'ok'], attemptStartMs: [0, 40], attemptMs: [40, 10], attemptReasons: ['primary', 'offload'] }));
-    const viewRows = await log.query('SELECT request_id, attempt_index, endpoint_id, reason FROM attempts ORDER BY request_id, attempt_index');
+    log.append(row(7, { offloadReason: 'queue_wait', attemptLog: [attempt('a', 'http_503', 'primary', 0, 40, 0), attempt('b', 'ok', 'offload', 40, 50, 10)] }));
+    const attemptRows = await log.query('SELECT request_id, attempt_index, endpoint_id, reason, input_tokens FROM attempts ORDER BY request_id, attempt_index');
     expect(log.writerError).toBeNull();
-    expect(viewRows).toEqual([
-      { request_id: 'r-7', attempt_index: 1, endpoint_id: 'a', reason: 'primary' },
-      { request_id: 'r-7', attempt_index: 2, endpoint_id: 'b', reason: 'offload' },
+    expect(attemptRows).toEqual([
+      { request_id: 'r-7', attempt_index: 1, endpoint_id: 'a', reason: 'primary', input_tokens: 0 },
+      { request_id: 'r-7', attempt_index: 2, endpoint_id: 'b', reason: 'offload', input_tokens: 10 },
     ]);
     const rows = await log.query('SELECT request_id, offload_reason FROM requests ORDER BY request_id');
     await log.close();
@@ -96,4 +114,50 @@ describe('request log reports', () => {
       { request_id: 'r-7', offload_reason: 'queue_wait' },
     ]);
   });
+
+  it('a file that kept attempts as list columns under an attempts view gets the attempts table, its rows copied', async () => {
+    const path = join(dir, 'view-layout.duckdb');
+    await withDb(path, async (conn) => {
+      await conn.run(`CREATE TABLE requests (${REQUEST_LOG_COLUMNS.map((c) => `${c.column} ${c.type}`).join(', ')}, attempt_endpoints VARCHAR[], attempt_targets VARCHAR[], attempt_outcomes VARCHAR[], attempt_start_ms DOUBLE[], attempt_ms DOUBLE[], attempt_reasons VARCHAR[])`);
+      await conn.run(`INSERT INTO requests (arrival_unix_ms, request_id, input_tokens, output_tokens, stream, e2e_ms, api, attempts, http_status, status, fallback, cached_tokens, cost_usd, attempt_endpoints, attempt_targets, attempt_outcomes, attempt_start_ms, attempt_ms, attempt_reasons)
+        VALUES (1000, 'v-1', 5, 2, false, 30, 'chat', 2, 200, 'ok', true, 0, 0, ['x', 'y'], [NULL, NULL], ['http_503', 'ok'], [0, 10], [10, 20], ['primary', 'fallback']),
+               (2000, 'v-2', 5, 0, false, 1, 'chat', 0, 400, 'invalid_request', false, 0, 0, [], [], [], [], [], [])`);
+      await conn.run(`CREATE VIEW attempts AS SELECT request_id, unnest(attempt_endpoints) AS endpoint_id FROM requests`);
+    });
+    const log = await RequestLog.open({ path, bufferRows: 100, batchRows: 10, flushIntervalMs: 60_000, memoryLimitMb: 32 });
+    const r8 = row(8, { attemptLog: [attempt('z', 'ok', 'primary', 0, 5, 10)] });
+    log.append(r8);
+    const copied = await log.query('SELECT request_id, attempt_index, endpoint_id, outcome, reason, start_unix_ms, end_unix_ms, input_tokens FROM attempts ORDER BY request_id, attempt_index');
+    const kinds = await log.query("SELECT table_name FROM duckdb_tables() WHERE table_name IN ('requests', 'attempts') ORDER BY table_name");
+    const lists = await log.query("SELECT count(*)::INTEGER AS n FROM duckdb_columns() WHERE table_name = 'requests' AND column_name LIKE 'attempt\\_%' ESCAPE '\\'");
+    const requests = await log.query('SELECT request_id FROM requests ORDER BY request_id');
+    await log.close();
+    expect(log.writerError).toBeNull();
+    expect(copied).toEqual([
+      { request_id: 'r-8', attempt_index: 1, endpoint_id: 'z', outcome: 'ok', reason: 'primary', start_unix_ms: r8.arrivalUnixMs, end_unix_ms: r8.arrivalUnixMs + 5, input_tokens: 10 },
+      { request_id: 'v-1', attempt_index: 1, endpoint_id: 'x', outcome: 'http_503', reason: 'primary', start_unix_ms: 1000, end_unix_ms: 1010, input_tokens: null },
+      { request_id: 'v-1', attempt_index: 2, endpoint_id: 'y', outcome: 'ok', reason: 'fallback', start_unix_ms: 1010, end_unix_ms: 1030, input_tokens: null },
+    ]);
+    expect(kinds).toEqual([{ table_name: 'attempts' }, { table_name: 'requests' }]);
+    expect(lists).toEqual([{ n: 0 }]);
+    expect(requests.map((r) => r.request_id)).toEqual(['r-8', 'v-1', 'v-2']);
+    // Opening the migrated file again changes nothing.
+    const again = await RequestLog.open({ path, bufferRows: 100, batchRows: 10, flushIntervalMs: 60_000, memoryLimitMb: 32 });
+    expect(await again.query('SELECT count(*)::INTEGER AS n FROM attempts')).toEqual([{ n: 3 }]);
+    await again.close();
+  });
 });
+
+/** Runs `f` on a fresh connection to the DuckDB file at `path`, then closes it (to build old layouts). */
+async function withDb(path: string, f: (conn: DuckDBConnection) => Promise<void>): Promise<void> {
+  const inst = await DuckDBInstance.create(path);
+  const conn = await inst.connect();
+  await f(conn);
+  conn.closeSync();
+  inst.closeSync();
+}
+
+/** A logged attempt from `startMs` to `endMs` after arrival with `inputTokens` (no output). */
+function attempt(endpointId: string, outcome: string, reason: string, startMs: number, endMs: number, inputTokens: number): AttemptLogRow {
+  return { endpointId, target: null, outcome, reason, startOffsetMs: startMs, endOffsetMs: endMs, inputTokens, outputTokens: 0, cachedTokens: 0 };
+}

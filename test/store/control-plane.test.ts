@@ -10,6 +10,7 @@ import { startEmulator, type RunningEmulator } from '../../simulator/emulator/em
 import { endpointId } from '../../core/index.ts';
 import { hello, KEYS, stackConfig, type UpstreamSpec } from '../gateway/harness.ts';
 import OpenAI from 'openai';
+import { hashKey } from '../../gateway/callers.ts';
 import { adminCall, freshDatabase, freshPgliteDir, PG_SKIP, PG_URL, weightPath } from './harness.ts';
 
 type StoreBlock = Record<string, unknown>;
@@ -147,6 +148,13 @@ function scenario(kind: 'pglite' | 'postgres', makeStore: () => Promise<StoreBlo
       [1, 0],
       [2, 3],
     ]);
+    // routing.yaml giving local routes a share of 0 would zero every route here (all are local)
+    // under the fixed default router without a store; with a store the split does not apply.
+    const base = stackConfig([{ weight: 1 }, { weight: 2 }], emus, gatewayBlock());
+    gw!.reload({ ...base, models: { ...base.models, routing: { ...base.models.routing, default_router: 'fixed', local_weight_share: 0 } } });
+    expect(gw!.core.model('other')!.routes.map((r) => [r.effectiveWeight, r.exclusionReasons])).toEqual([[1, []]]);
+    expect(gw!.core.routeExclusions().flatMap((x) => x.reasons)).not.toContain('routing_yaml');
+    gw!.reload(base);
   });
 
   it(`${kind}: a provider label disabled zeroes its routes; enabling restores them`, async () => {
@@ -162,12 +170,16 @@ function scenario(kind: 'pglite' | 'postgres', makeStore: () => Promise<StoreBlo
   });
 
   it(`${kind}: the audit log lists who changed what, with the records before and after`, async () => {
-    const { body } = await adminCall(gw!.adminUrl!, 'GET', '/admin/audit?limit=50');
+    const { body } = await adminCall(gw!.adminUrl!, 'GET', '/admin/audit?limit=500');
     const puts = (body.entries as Array<{ method: string; path: string; status: number; caller_id: string; before: any; after: any }>).filter((e) => e.method === 'PUT' && e.status === 200 && e.path.includes(encodeURIComponent(ids[0]!)));
     expect(puts.length).toBe(2);
     expect(puts[0]).toMatchObject({ caller_id: 'admin', before: { weight: 0, version: 1 }, after: { weight: 0, version: 2 } });
     expect(puts[1]).toMatchObject({ before: null, after: { weight: 0, version: 1 } });
     expect(body.entries.some((e: { status: number }) => e.status === 412)).toBe(true);
+    // The refusals of the first test are there too, with who and where (60 itemised a minute at most).
+    const refused = (body.entries as Array<{ caller_id: string; remote_addr: string; status: number; path: string }>).filter((e) => e.status === 401 && e.path === '/admin/audit');
+    expect(new Set(refused.map((e) => e.caller_id))).toEqual(new Set(['anonymous', `key:${hashKey('sk-wrong').slice(0, 12)}`]));
+    for (const e of refused) expect(e.remote_addr).toMatch(/127\.0\.0\.1|7f00:1/);
   });
 
   it(`${kind}: a restart keeps every override`, async () => {

@@ -71,7 +71,7 @@ describe.skipIf(!PG_URL)(`store life on PostgreSQL${PG_SKIP ? ` (skipped: ${PG_S
     const url = await freshDatabase();
     const [a, b] = await Promise.all([openStore({ kind: 'postgres', url, pool_size: 2, connect_timeout_ms: 5000 }), openStore({ kind: 'postgres', url, pool_size: 2, connect_timeout_ms: 5000 })]);
     expect([a.schemaVersion, b.schemaVersion]).toEqual([SCHEMA_VERSION, SCHEMA_VERSION]);
-    expect((await a.query('SELECT version FROM schema_migrations ORDER BY version')).rows).toEqual([{ version: 1 }]);
+    expect((await a.query('SELECT version FROM schema_migrations ORDER BY version')).rows).toEqual([{ version: 1 }, { version: 2 }]);
     await a.query(`INSERT INTO schema_migrations (version, description) VALUES (${SCHEMA_VERSION + 1}, 'from the future')`);
     await Promise.all([a.close(), b.close()]);
     await expect(openStore({ kind: 'postgres', url, pool_size: 1, connect_timeout_ms: 5000 })).rejects.toThrow(new RegExp(`schema is at version ${SCHEMA_VERSION + 1}, newer than this gateway's ${SCHEMA_VERSION}`));

@@ -94,6 +94,11 @@ export class LatencyProfile {
     this.cdfCache = new Float64Array(g.length);
   }
 
+  /** Whether `other` has the same window, error penalty and grid (so one may stand for the other). */
+  sameOptions(other: LatencyProfile): boolean {
+    return other.windowMs === this.windowMs && other.errorPenaltyMs === this.errorPenaltyMs && other.gridMs.length === this.gridMs.length && other.gridMs.every((g, k) => g === this.gridMs[k]);
+  }
+
   /** A first token after `ttftMs` (negative values read as 0), observed at `nowMs`. */
   recordSuccess(ttftMs: number, nowMs: number): void {
     const v = ttftMs > 0 ? ttftMs : 0;

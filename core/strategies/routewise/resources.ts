@@ -116,6 +116,24 @@ class QuotaPool {
     return this.base + this.size - 1;
   }
 
+  /**
+   * Copies `previous`'s committed uses and block (a pool of the same id and windows in the
+   * previous generation); reservations stay this pool's own (zero at construction).
+   */
+  copyUsesFrom(previous: QuotaPool): void {
+    this.times = previous.times.slice();
+    this.tokens = previous.tokens.slice();
+    this.head = previous.head;
+    this.size = previous.size;
+    this.base = previous.base;
+    for (let w = 0; w < this.windows.length; w++) {
+      this.wHead[w] = previous.wHead[w]!;
+      this.wRequests[w] = previous.wRequests[w]!;
+      this.wTokens[w] = previous.wTokens[w]!;
+    }
+    this.blockedUntilMs = previous.blockedUntilMs;
+  }
+
   /** Sets a committed use's token count (token quotas learn the real count at the end). */
   adjust(seq: number, tokens: number): void {
     if (seq < this.base || seq >= this.base + this.size) return; // already out of every window
@@ -225,6 +243,25 @@ export class ResourceLedger {
       }
     }
     this.routes.set(endpointId, { quota, concurrency });
+  }
+
+  /**
+   * Takes over the spend of `previous` (the ledger of the same model's planner in the previous
+   * configuration generation): every quota pool declared here with the same id and windows there
+   * gets its committed uses and its 429 block; a concurrency pool of the same id and limit gets
+   * its block. Reservations and slots in use are not copied: lives of the previous generation
+   * settle theirs in its ledger, so until they end this ledger does not count their slots (their
+   * quota uses, committed before the change, are counted). Call before any `reserve`.
+   */
+  carryFrom(previous: ResourceLedger): void {
+    for (const [id, q] of this.quotaPools) {
+      const p = previous.quotaPools.get(id);
+      if (p && sameWindows(p.windows, q.windows)) q.copyUsesFrom(p);
+    }
+    for (const [id, c] of this.concurrencyPools) {
+      const p = previous.concurrencyPools.get(id);
+      if (p && p.limit === c.limit) c.blockedUntilMs = p.blockedUntilMs;
+    }
   }
 
   /** z of the route's quota pool at `nowMs` (max over windows, reservations included; 1 while blocked); 0 without a quota. */

@@ -84,8 +84,9 @@ export class RouteWisePlanner implements Planner, AttemptObserver {
   /** The last decision (see `RouteWiseDecision`). */
   readonly lastDecision: RouteWiseDecision = { endpointId: '', reason: 'none', alpha: 0, budget: null, predictedOutputTokens: 0, mix: [], hedge: null };
   readonly ledger: ResourceLedger;
-  readonly envelope: CostEnvelope;
-  readonly predictor: OutputLengthPredictor;
+  /** The cost envelope and output-length predictor (the previous generation's when `carryFrom` shares them). */
+  envelope: CostEnvelope;
+  predictor: OutputLengthPredictor;
   /** Null unless `hedge: probability`. */
   readonly hedgeGrid: HedgeGrid | null;
   private readonly profiles: LatencyProfile[];
@@ -172,6 +173,27 @@ export class RouteWisePlanner implements Planner, AttemptObserver {
     this.routeOf = new Int32Array(n);
     this.scratchOrder = new Int32Array(n);
     this.sources = new Array<CdfSource | null>(n).fill(null);
+  }
+
+  /**
+   * Shares what the same model's RouteWise planner of the previous generation learnt: the
+   * latency profile and cached-prompt fraction of every route whose endpoint id is unchanged (when
+   * the profile's window, penalty and grid are too), the cost envelope and output-length
+   * predictor when their settings are unchanged, and the quota spend of pools declared alike
+   * (`ResourceLedger.carryFrom`). Shared objects go on learning from both generations' lives.
+   * A planner of another strategy leaves this one fresh.
+   */
+  carryFrom(previous: Planner): void {
+    if (!(previous instanceof RouteWisePlanner)) return;
+    this.routes.forEach((r, i) => {
+      const j = previous.index.get(r.endpointId);
+      if (j === undefined) return;
+      if (previous.profiles[j]!.sameOptions(this.profiles[i]!)) this.profiles[i] = previous.profiles[j]!;
+      this.cachedFraction[i] = previous.cachedFraction[j]!;
+    });
+    if (JSON.stringify(previous.envelope.options) === JSON.stringify(this.envelope.options)) this.envelope = previous.envelope;
+    if (JSON.stringify(previous.predictor.options) === JSON.stringify(this.predictor.options)) this.predictor = previous.predictor;
+    this.ledger.carryFrom(previous.ledger);
   }
 
   /** The latency profile of `endpointId` (tests, metrics), or undefined for an unknown endpoint. */

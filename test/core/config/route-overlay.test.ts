@@ -26,6 +26,29 @@ describe('route overlay', () => {
     expect(core.model('m')!.candidates.map((c) => c.weight)).toEqual([0, 0]);
   });
 
+  it("routing.yaml's split applies only without a store and only when the effective default router is fixed", () => {
+    const weights = (core: RoutingCore) => core.model('m')!.routes.map((r) => [r.effectiveWeight, r.exclusionReasons]);
+    // fixed, no store: the remote group's share is 0 ⇒ routing_yaml.
+    expect(weights(new RoutingCore(config))).toEqual([
+      [1, []],
+      [0, ['routing_yaml']],
+    ]);
+    // fixed, with a store: configured weights.
+    expect(weights(new RoutingCore(config, { overlay: { ignoreLocalWeightShare: true } }))).toEqual([
+      [2, []],
+      [3, []],
+    ]);
+    // Another default router, no store: configured weights, for a model that names its own router too.
+    const rr = ModelsConfigSchema.parse({ ...config, routing: { default_router: 'round_robin', local_weight_share: 1 }, models: [...config.models, { ...config.models[0]!, id: 'own', router: 'fixed' }] });
+    const core = new RoutingCore(rr);
+    expect(weights(core)).toEqual([
+      [2, []],
+      [3, []],
+    ]);
+    expect(core.model('own')!.routes.map((r) => r.effectiveWeight)).toEqual([2, 3]);
+    expect(core.routeExclusions()).toEqual([]);
+  });
+
   it('a successor core shares the learned state of its predecessor', () => {
     const first = new RoutingCore(config);
     const id = first.model('m')!.routes[0]!.endpointId;
