@@ -38,18 +38,22 @@ import { SglangKvPool, type PoolHolder } from './sglang-kv-pool.ts';
 import { type PolicyRequest, reservedOutputTokens, retractionOrder, sortLongestPrefixFirst, sortsByPrefix } from './sglang-schedule-policy.ts';
 import type { BatchShape, StepTimeModel } from './step-time.ts';
 
-/** Request state (`SglangRequest.where`): gone (finished, cancelled). */
+/**
+ * Request state (`SglangRequest.where`): gone (finished or aborted). SGLang keeps no state field;
+ * these name the queue a `Req` sits in (`waiting_queue`, `running_batch`, `chunked_req` in
+ * managers/scheduler.py).
+ */
 export const NONE = 0;
-/** In the waiting queue. */
+/** In the waiting queue (SGLang `Scheduler.waiting_queue`). */
 export const WAITING = 1;
-/** In the running (decode) batch. */
+/** In the running (decode) batch (SGLang `Scheduler.running_batch`). */
 export const RUNNING = 2;
-/** The one partially prefilled request (SGLang `chunked_req`). */
+/** The one partially prefilled request (SGLang `Scheduler.chunked_req`). */
 export const CHUNKED = 3;
-/** Admitted into the prefill batch in flight; becomes RUNNING when the step ends. */
+/** Admitted into the prefill batch in flight (SGLang `Scheduler.cur_batch`); becomes RUNNING when the step ends. */
 export const PREFILLING = 4;
 
-/** Mutable per-request state (SGLang `Req`); one object per request, nothing allocated per token or step. */
+/** Mutable per-request state (SGLang `Req`, managers/schedule_batch.py); one object per request, nothing allocated per token or step. */
 export interface SglangRequest extends PoolHolder, PolicyRequest {
   readonly id: number;
   readonly input: number;
@@ -73,7 +77,10 @@ export interface SglangRequest extends PoolHolder, PolicyRequest {
   matchTokens: number;
 }
 
-/** Scheduler limits, validated by the replica. */
+/**
+ * Scheduler limits, validated by the replica; the meanings are those of `SglangReplicaOptions`
+ * (SGLang `ServerArgs`, python/sglang/srt/server_args.py).
+ */
 export interface SglangSchedulerConfig {
   stepTime: StepTimeModel;
   kvTokens: number;
@@ -92,8 +99,8 @@ export interface SglangSchedulerConfig {
 }
 
 /**
- * Queues, batch building, retraction and step completion of an SGLang replica (SGLang
- * `Scheduler`, module doc). Subclasses supply `tryCoalesce`, called after a decode step without
+ * Queues, batch building and retraction of an SGLang replica (SGLang `Scheduler`,
+ * python/sglang/srt/managers/scheduler.py; module doc). Subclasses supply `tryCoalesce`, called after a decode step without
  * retraction is scheduled when coalescing is on.
  */
 export abstract class SglangScheduler {
@@ -141,6 +148,7 @@ export abstract class SglangScheduler {
   protected nSteps = 0;
   protected nPrefillSteps = 0;
 
+  /** Empty queues and an empty KV pool sized by `c`; the new-token ratio starts at its initial value. */
   constructor(c: SglangSchedulerConfig) {
     this.stepTime = c.stepTime;
     this.kvTokens = c.kvTokens;

@@ -10,14 +10,15 @@
  * needs how many blocks are free, not which.
  */
 
-/** One prefix-cache entry (a hash block of the trace); vLLM's cached `KVCacheBlock`, `ref` its `ref_cnt`. */
+/** One prefix-cache entry (a hash block of the trace); vLLM's cached `KVCacheBlock` (vllm/v1/core/kv_cache_utils.py), `ref` its `ref_cnt`. */
 export interface CachedEntry {
   readonly hash: number;
   ref: number;
 }
 
 /**
- * Block counts and the prefix-cache entries of one replica (vLLM `BlockPool`, module doc).
+ * Block counts and the prefix-cache entries of one replica (vLLM `BlockPool`,
+ * vllm/v1/core/block_pool.py; module doc).
  * Counts are in KV blocks; the cache maps a trace hash id to its entry.
  */
 export class VllmBlockPool {
@@ -34,6 +35,7 @@ export class VllmBlockPool {
   /** Blocks held privately by requests (tokens not covered by a pinned entry). */
   privateTotal = 0;
 
+  /** An empty pool: `kvBlocks` free blocks, entries of `blocksPerEntry` blocks, at most `maxEvictable` unreferenced entries kept (the caller validates). */
   constructor(kvBlocks: number, blocksPerEntry: number, maxEvictable: number) {
     this.kvBlocks = kvBlocks;
     this.blocksPerEntry = blocksPerEntry;

@@ -11,7 +11,7 @@
 import type { CachedEntry } from './vllm-block-pool.ts';
 import { VllmBlockPool } from './vllm-block-pool.ts';
 
-/** What the manager keeps of a request (vLLM `Request` fields the KV manager reads). */
+/** What the manager keeps of a request (the vLLM `Request` fields, vllm/v1/request.py, that `KVCacheManager` reads). */
 export interface KvRequest {
   /** Prompt tokens. */
   readonly input: number;
@@ -25,7 +25,7 @@ export interface KvRequest {
   privateBlocks: number;
 }
 
-/** Prefix lookup, slot allocation and freeing on one `VllmBlockPool` (vLLM `KVCacheManager`, module doc). */
+/** Prefix lookup, slot allocation and freeing on one `VllmBlockPool` (vLLM `KVCacheManager`, vllm/v1/core/kv_cache_manager.py; module doc). */
 export class VllmKvCacheManager {
   /** The block pool (counts and cache entries). */
   readonly pool: VllmBlockPool;

@@ -20,14 +20,14 @@ import type { BatchShape, StepTimeModel } from './step-time.ts';
 import type { CachedEntry } from './vllm-block-pool.ts';
 import { type KvRequest, VllmKvCacheManager } from './vllm-kv-cache-manager.ts';
 
-/** Request states (`VllmRequest.where`): gone, in the waiting queue, in the running batch. */
+/** Request state (`VllmRequest.where`): gone — finished or aborted (vLLM `RequestStatus.FINISHED_*`, vllm/v1/request.py). */
 export const NONE = 0;
-/** In the waiting queue (vLLM `RequestStatus.WAITING` / `PREEMPTED`). */
+/** In the waiting queue (vLLM `RequestStatus.WAITING` / `PREEMPTED`, vllm/v1/request.py). */
 export const WAITING = 1;
-/** In the running batch (vLLM `RequestStatus.RUNNING`). */
+/** In the running batch (vLLM `RequestStatus.RUNNING`, vllm/v1/request.py). */
 export const RUNNING = 2;
 
-/** Mutable per-request state (vLLM `Request`); one object per request, nothing allocated per token or step. */
+/** Mutable per-request state (vLLM `Request`, vllm/v1/request.py); one object per request, nothing allocated per token or step. */
 export interface VllmRequest extends KvRequest {
   readonly id: number;
   /** Prompt tokens (≥ 1: an empty prompt is treated as one token, vLLM needs at least one). */
@@ -45,7 +45,10 @@ export interface VllmRequest extends KvRequest {
   stepTokens: number;
 }
 
-/** Scheduler limits and KV geometry, validated by the replica. */
+/**
+ * Scheduler limits and KV geometry, validated by the replica; the meanings are those of
+ * `VllmReplicaOptions` (vLLM `SchedulerConfig` and `CacheConfig`, vllm/config/).
+ */
 export interface VllmSchedulerConfig {
   stepTime: StepTimeModel;
   maxNumSeqs: number;
@@ -59,8 +62,8 @@ export interface VllmSchedulerConfig {
 }
 
 /**
- * Queues, per-step scheduling and step completion of a vLLM replica (vLLM `Scheduler`, module
- * doc). Subclasses supply `tryCoalesce`, called after a step without preemption is scheduled.
+ * Queues, per-step scheduling and step completion of a vLLM replica (vLLM `Scheduler`,
+ * vllm/v1/core/sched/scheduler.py; module doc). Subclasses supply `tryCoalesce`, called after a step without preemption is scheduled.
  */
 export abstract class VllmScheduler {
   /** Max requests in the running batch (vLLM `max_num_seqs`). */
@@ -92,6 +95,7 @@ export abstract class VllmScheduler {
   protected nPreemptions = 0;
   protected nSteps = 0;
 
+  /** Empty queues and an empty KV pool sized by `c`. */
   constructor(c: VllmSchedulerConfig) {
     this.stepTime = c.stepTime;
     this.maxNumSeqs = c.maxNumSeqs;
