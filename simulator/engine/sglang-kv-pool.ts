@@ -3,7 +3,7 @@
  * `RadixCache` (`mem_cache/`) keep it: `kvTokens` slots, each either free, held privately by a
  * request (prompt and output tokens not in the tree), or held by the radix tree (cached prompt
  * prefixes, locked while a request uses them). Allocation evicts unlocked tree leaves, least
- * recently used first, when too few slots are free. The scheduler (`sglang-replica.ts`) decides
+ * recently used first, when too few slots are free. The scheduler (`sglang-scheduler.ts`) decides
  * what to allocate; this file only keeps the accounting.
  */
 import { RadixCache, type RadixNode } from './radix-cache.ts';
@@ -30,6 +30,7 @@ export class SglangKvPool {
   /** Σ privateTokens over the holders (tokens). */
   privateTotal = 0;
 
+  /** A pool of `kvTokens` slots with an empty radix tree of `hashBlockTokens`-token edges (the caller validates both). */
   constructor(kvTokens: number, hashBlockTokens: number) {
     this.kvTokens = kvTokens;
     this.hashBlockTokens = hashBlockTokens;
