@@ -153,7 +153,7 @@ export const ALIAS_POLICY: AttemptPolicy<TierSource> = {
       route: t === null ? null : { endpointId: t.endpointId, provider: t.route.provider, baseUrl: t.route.baseUrl },
       reason: life.reason,
       fallback: status === 'ok' && attempts.length > 1,
-      attempts,
+      attempts: life.ledger.list(),
       status,
       firstTokenAtMs: life.firstTokenAtMs,
       finishedAtMs: nowMs,

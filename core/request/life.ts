@@ -35,6 +35,9 @@ import { AttemptLedger } from './attempt-ledger.ts';
 import { DeadlineBook, deadlineAttempt, deadlineKind, type DeadlineKind, type WaitUntil } from './deadline-book.ts';
 import { CANCELLED, NO_USAGE, OK, type AttemptRole, type LiveAttempt } from './live-attempt.ts';
 
+/** The attempt table of a life with none live: shared, never written (see `Life.live`). */
+const NO_LIVE: LiveAttempt[] = Object.freeze([]) as unknown as LiveAttempt[];
+
 /** A family's candidate source: selection at the start of a life. Holds the request's walk state. */
 export interface CandidateSource {
   /** Runs the candidate stages at `nowMs` and starts the first attempt on `life`, or ends it. */
@@ -105,12 +108,13 @@ export class Life<S extends CandidateSource> implements RequestLife {
   done = false;
   /** The committed attempt's id, or null before the commit. */
   committed: number | null = null;
-  /** Attempts started and not ended (one, or two while a hedge races). */
-  readonly live: LiveAttempt[] = [];
+  /**
+   * Attempts started and not ended (one, or two while a hedge races). Starts as a shared empty
+   * array; the first attempt gets the life its own, sized to it.
+   */
+  live: LiveAttempt[] = NO_LIVE;
   readonly deadlines = new DeadlineBook();
   readonly ledger = new AttemptLedger();
-  /** Every ended attempt, in start order (the ledger's records). */
-  readonly attempts: AttemptRecord[] = this.ledger.records;
   /** The failure the client is told of when every attempt failed, and its attempt. */
   firstFailure: Outcome | null = null;
   firstFailureAttemptId: number | null = null;
@@ -136,6 +140,11 @@ export class Life<S extends CandidateSource> implements RequestLife {
 
   get isDone(): boolean {
     return this.done;
+  }
+
+  /** Every ended attempt, in start order (the ledger's records). */
+  get attempts(): readonly AttemptRecord[] {
+    return this.ledger.records;
   }
 
   /** Runs selection at `nowMs`. Called once, by `request-life.ts`. */
@@ -188,16 +197,18 @@ export class Life<S extends CandidateSource> implements RequestLife {
       case 'finished': {
         const a = this.liveAttempt(event.attemptId);
         if (!a || a.phase !== 'sent') return [];
-        const out: LifecycleAction[] = [];
-        if (this.committed === null) {
-          this.committed = a.attemptId;
-          out.push({ kind: 'commit', attemptId: a.attemptId });
-        }
+        const commit: LifecycleAction | null = this.committed === null ? { kind: 'commit', attemptId: a.attemptId } : null;
+        if (commit !== null) this.committed = a.attemptId;
         this.policy.finishing(this, a, nowMs);
         this.endAttempt(a, OK, nowMs, OK, event.usage);
         this.policy.served(this, a, nowMs);
         this.servedBy = a;
-        if (this.live.length > 0) this.cancelOthers(nowMs, -1, out, 'hedge_lost'); // only a hedge race has another
+        if (this.live.length === 0) {
+          const done = this.doneAction('ok', nowMs, event.usage);
+          return commit === null ? [done] : [commit, done]; // the usual end: sized literals
+        }
+        const out: LifecycleAction[] = commit === null ? [] : [commit];
+        this.cancelOthers(nowMs, -1, out, 'hedge_lost'); // a hedge race: the other attempt lost
         out.push(this.doneAction('ok', nowMs, event.usage));
         return out;
       }
@@ -241,7 +252,8 @@ export class Life<S extends CandidateSource> implements RequestLife {
       lastChunkAtMs: nowMs,
       idleArmed: false,
     };
-    this.live.push(a);
+    if (this.live.length === 0) this.live = [a];
+    else this.live.push(a);
     const policy = this.policy;
     policy.attemptStarting(this, a);
     if (this.parts.admission.queue(route, policy.holdLimit(this), this, attemptId, a)) {
@@ -306,15 +318,17 @@ export class Life<S extends CandidateSource> implements RequestLife {
   endAttempt(a: LiveAttempt, outcome: Outcome, nowMs: number, healthOutcome: Outcome = outcome, usage: Usage = NO_USAGE): void {
     const live = this.live;
     const i = live.indexOf(a);
-    if (i === live.length - 1) live.pop();
-    else if (i >= 0) live.splice(i, 1);
+    if (i >= 0) {
+      if (i === live.length - 1) live.pop();
+      else live.splice(i, 1);
+    }
     this.deadlines.disarmAttempt(a.attemptId);
     this.releaseTicket(a, outcome);
     this.policy.attemptEnded(this, a, outcome, healthOutcome, nowMs);
     const sent = a.phase === 'sent';
     if (sent || a.claim !== null) reportAttemptOutcome(this.parts.health, this.model?.planner, a.route.endpointId, a.claim, sent, healthOutcome, nowMs);
     const t = a.target;
-    this.attempts.push(
+    this.ledger.record(
       t === null
         ? { attemptId: a.attemptId, endpointId: a.route.endpointId, startMs: a.startMs, endMs: nowMs, outcome }
         : { attemptId: a.attemptId, endpointId: a.route.endpointId, startMs: a.startMs, endMs: nowMs, outcome, target: t.model, usage },

@@ -122,7 +122,7 @@ export class TierSource implements CandidateSource {
     this.tiers.tried.add(t.index);
     this.skippedForRate++;
     if (retryAfterMs !== null) this.soonestTokenMs = Math.min(this.soonestTokenMs, retryAfterMs);
-    life.attempts.push({
+    life.ledger.record({
       attemptId: life.ledger.take(),
       endpointId: t.endpointId,
       startMs: nowMs,
