@@ -12,7 +12,6 @@ import { StrategyRegistry } from './strategies/registry.ts';
 import { HealthRegistry, type HealthOptions } from './health/health-registry.ts';
 import type { LifecycleAction, RequestLife, RouteRequest } from './lifecycle/seam.ts';
 import type { LifecycleDeps } from './request/router-deps.ts';
-import type { CandidateSource, Life } from './request/life.ts';
 import { resolveRoutingSettings, type RoutingSettings } from './config/routing-settings.ts';
 import { PrefillLoad } from './prefill/prefill-load.ts';
 import { AffinityTable } from './affinity/affinity-table.ts';
@@ -229,7 +228,7 @@ export class RoutingCore {
     const out: Array<{ life: RequestLife; event: LifecycleEvent }> = [];
     for (const t of this.wakeups.splice(0)) {
       if (t.state !== 'held') continue; // the life ended or gave up meanwhile
-      const owner = t.owner as Life<CandidateSource>;
+      const owner = t.owner as { outerLife: RequestLife | null } & RequestLife; // a `Life`
       const life = owner.outerLife ?? owner;
       if (life && !life.isDone) out.push({ life, event: { kind: 'slot_acquired', attemptId: t.attemptId } });
     }

@@ -69,7 +69,7 @@ function onFailure(life: AliasLife, a: LiveAttempt, outcome: Outcome, nowMs: num
 }
 
 /** The alias family's attempt policy (stateless; one for every alias life). */
-export const ALIAS_POLICY: AttemptPolicy<TierSource> = {
+export const ALIAS_POLICY: AttemptPolicy<Life<TierSource>> = {
   holdLimit: () => null,
 
   queueWaitMs: (life) => life.parts.settings.upstreamConcurrencyAcquireTimeoutSec * 1000,

@@ -34,61 +34,12 @@ import { reportAttemptOutcome } from './attempt-outcome.ts';
 import { AttemptLedger } from './attempt-ledger.ts';
 import { DeadlineBook, deadlineAttempt, deadlineKind, type DeadlineKind, type WaitUntil } from './deadline-book.ts';
 import { CANCELLED, NO_USAGE, OK, type AttemptRole, type LiveAttempt } from './live-attempt.ts';
+import type { AttemptPolicy, CandidateSource } from './family.ts';
+
+export type { AttemptPolicy, CandidateSource } from './family.ts';
 
 /** The attempt table of a life with none live: shared, never written (see `Life.live`). */
 const NO_LIVE: LiveAttempt[] = Object.freeze([]) as unknown as LiveAttempt[];
-
-/** A family's candidate source: selection at the start of a life. Holds the request's walk state. */
-export interface CandidateSource {
-  /** Runs the candidate stages at `nowMs` and starts the first attempt on `life`, or ends it. */
-  begin(life: Life<this>, nowMs: number): LifecycleAction[];
-}
-
-/**
- * A family's attempt policy over candidate source `S`. Stateless (one object per family): every
- * call names its life, and per-request state lives in `life.source`.
- */
-export interface AttemptPolicy<S extends CandidateSource> {
-  /** Engine-hold queue limit for attempts of this request, or null (no engine hold). */
-  holdLimit(life: Life<S>): number | null;
-  /** How long queued attempt `a` may wait for its slot, ms. */
-  queueWaitMs(life: Life<S>, a: LiveAttempt): number;
-  /** Attempt `a` was just created (before admission queues it). */
-  attemptStarting(life: Life<S>, a: LiveAttempt): void;
-  /** Attempt `a` is about to be dispatched at `nowMs` (prefill lease, endpoint statistics). */
-  beforeDispatch(life: Life<S>, a: LiveAttempt, nowMs: number): void;
-  /** Attempt `a` was dispatched: the family's own deadlines go to `out`. */
-  afterDispatch(life: Life<S>, a: LiveAttempt, nowMs: number, out: LifecycleAction[]): void;
-  /** Attempt `a` produced its first content token at `nowMs`. */
-  firstToken(life: Life<S>, a: LiveAttempt, nowMs: number): void;
-  /** Attempt `a` finished successfully at `nowMs`: `finishing` before it is ended, `served` after. */
-  finishing(life: Life<S>, a: LiveAttempt, nowMs: number): void;
-  served(life: Life<S>, a: LiveAttempt, nowMs: number): void;
-  /** Attempt `a` is ending with `outcome` (`healthOutcome` is what shared state hears). */
-  attemptEnded(life: Life<S>, a: LiveAttempt, outcome: Outcome, healthOutcome: Outcome, nowMs: number): void;
-  /** An upstream failure of sent attempt `a`: what follows (retry, fail over, the error). */
-  failed(life: Life<S>, a: LiveAttempt, outcome: Outcome, nowMs: number): LifecycleAction[];
-  /** A headers, total or stream-idle wait of sent attempt `a` ran out. */
-  stalled(life: Life<S>, a: LiveAttempt, nowMs: number): LifecycleAction[];
-  /** Queued attempt `a` was not granted its slot in time. */
-  queueGaveUp(life: Life<S>, a: LiveAttempt, nowMs: number): LifecycleAction[];
-  /** The engine-wait deadline of `a` fired (models with an offload policy). */
-  engineWaitExpired(life: Life<S>, a: LiveAttempt, nowMs: number): LifecycleAction[];
-  /** The hedge checkpoint of `a` passed. */
-  hedgeCheckpoint(life: Life<S>, a: LiveAttempt, nowMs: number): LifecycleAction[];
-  /** Backoff deadline `deadlineId` fired. */
-  backoffDone(life: Life<S>, deadlineId: number, nowMs: number): LifecycleAction[];
-  /** What live attempts are recorded as when the overall deadline cuts them. */
-  readonly overallOutcome: Outcome;
-  /** The message of an "every attempt failed" error, given the attempts' summary. */
-  allFailedMessage(life: Life<S>, summary: string): string;
-  /** The routing metadata of the ended life (`status`: `ok` or the error code). */
-  metadata(life: Life<S>, status: string, nowMs: number, usage: Usage | null): RoutingMetadata;
-  /** The life ended: drop pending waits. */
-  ended(life: Life<S>): void;
-  /** The family's own invariants. @throws Error naming the request. */
-  check(life: Life<S>): void;
-}
 
 /** What a life is built from besides the request (owned by `RoutingCore`, shared by every life). */
 export interface LifeParts {
@@ -98,7 +49,7 @@ export interface LifeParts {
 }
 
 /** One request in flight under candidate source `S`. Created by `request-life.ts`. */
-export class Life<S extends CandidateSource> implements RequestLife {
+export class Life<S extends CandidateSource<Life<S>>> implements RequestLife {
   /**
    * The life the driver holds for this one (a planner's or stats tap wrapping it); outbound-slot
    * wake-ups are addressed to it. Null ⇒ this life itself. A field, not a WeakMap entry per request.
@@ -133,7 +84,7 @@ export class Life<S extends CandidateSource> implements RequestLife {
     /** The family's resolved rules (waits, commit point, failure rules); null for an unknown alias. */
     readonly kind: RequestKindPolicy | null,
     readonly source: S,
-    readonly policy: AttemptPolicy<S>,
+    readonly policy: AttemptPolicy<Life<S>>,
   ) {
     this.requestId = request.requestId;
   }

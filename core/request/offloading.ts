@@ -14,7 +14,7 @@ import type { CandidateSource, Life } from './life.ts';
 import { NEUTRAL, type LiveAttempt } from './live-attempt.ts';
 
 /** What offloading reads of a request's candidate source (`candidates/route-source.ts`). */
-export interface OffloadHost extends CandidateSource {
+export interface OffloadHost extends CandidateSource<Life<OffloadHost>> {
   readonly offload: OffloadPlan;
   readonly contextFloor: number | null;
   readonly deps: { readonly admission: Admission };

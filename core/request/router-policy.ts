@@ -75,7 +75,7 @@ function interrupt(life: RouterLife, a: LiveAttempt, reason: 'queue_wait' | 'eng
 }
 
 /** The `router:` family's attempt policy (stateless; one for every `router:` life). */
-export const ROUTER_POLICY: AttemptPolicy<RouteSource> = {
+export const ROUTER_POLICY: AttemptPolicy<Life<RouteSource>> = {
   holdLimit: (life) => life.source.holdLimit,
 
   queueWaitMs(life, a) {

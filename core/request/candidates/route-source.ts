@@ -34,7 +34,7 @@ const NO_OFFLOAD = new OffloadPlan(null);
 const NO_HEDGE = new HedgePlan();
 
 /** One `router:` request's candidates and per-route state. */
-export class RouteSource implements CandidateSource {
+export class RouteSource implements CandidateSource<Life<RouteSource>> {
   /** Routes that passed the endpoint-family, modality and context-window stages. */
   eligibleRoutes: readonly ResolvedRoute[] = [];
   /** After a context-length rejection: routes need a `context_length` above this. */
@@ -74,15 +74,17 @@ export class RouteSource implements CandidateSource {
     const family = request.endpoint;
     const serving = routesServing(model.routes, family);
     if (serving.length === 0) return life.fail('endpoint_not_served', noRouteServesMessage(model.id, family!, 'route'), nowMs);
-    let modal = routesAccepting(serving, request.modalities);
+    let modal = request.modalities.length === 0 && model.textRoutes === true ? serving : routesAccepting(serving, request.modalities);
     if (modal.length === 0) {
       return life.fail('all_circuits_open', `no route of model '${model.id}' accepts input modalities: ${request.modalities.join(', ')}`, nowMs);
     }
     // Context-window stage (`context-floor.ts`). Usually every route fits: nothing allocated.
-    const need = contextNeedTokens(request);
-    const fit = routesFitting(modal, need);
-    if (fit.length === 0) return life.fail('context_length_exceeded', noWindowFitsMessage(model.id, need, modal.map((r) => r.contextLength)), nowMs);
-    modal = fit;
+    if (model.windowless !== true) {
+      const need = contextNeedTokens(request);
+      const fit = routesFitting(modal, need);
+      if (fit.length === 0) return life.fail('context_length_exceeded', noWindowFitsMessage(model.id, need, modal.map((r) => r.contextLength)), nowMs);
+      modal = fit;
+    }
     this.eligibleRoutes = modal;
     // The overall deadline's `wait_until` goes last, after the first attempt's actions.
     const out: LifecycleAction[] = [];

@@ -25,7 +25,7 @@ import { noTargetAdmitted } from './no-target-admitted.ts';
 import { TierWalk } from './tier-walk.ts';
 
 /** One alias request's walk and budget. */
-export class TierSource implements CandidateSource {
+export class TierSource implements CandidateSource<Life<TierSource>> {
   /** The walk over the candidate tiers; set by `begin`. */
   tiers!: TierWalk;
   /** A same-target retry waiting out its backoff, or null. */
