@@ -109,8 +109,9 @@ export class RouteSource implements CandidateSource<Life<RouteSource>> {
       this.affinityKey = key;
       const hit = affinityStage(this.deps, key, request.callerId, model.id, modal, this.offloadId, admission, nowMs);
       if (hit.kind === 'hit') {
+        const { route, claim } = hit; // the stage's reused answer: read it now
         life.reason = 'affinity';
-        return life.withOverall(life.startAttempt(hit.route, null, hit.claim, 'normal', nowMs, out));
+        return life.withOverall(life.startAttempt(route, null, claim, 'normal', nowMs, out));
       }
       if (hit.kind === 'bypass') bypass = hit;
     }
