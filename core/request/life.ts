@@ -36,8 +36,6 @@ import { DeadlineBook, deadlineAttempt, deadlineKind, type DeadlineKind, type Wa
 import { CANCELLED, NO_USAGE, OK, type AttemptRole, type LiveAttempt } from './live-attempt.ts';
 import type { AttemptPolicy, CandidateSource } from './family.ts';
 
-export type { AttemptPolicy, CandidateSource } from './family.ts';
-
 /** The attempt table of a life with none live: shared, never written (see `Life.live`). */
 const NO_LIVE: LiveAttempt[] = Object.freeze([]) as unknown as LiveAttempt[];
 
@@ -56,6 +54,7 @@ export class Life<S extends CandidateSource<Life<S>>> implements RequestLife {
    */
   outerLife: RequestLife | null = null;
   readonly requestId: string;
+  /** True once `done` has been emitted; `step` then ignores every event. */
   done = false;
   /** The committed attempt's id, or null before the commit. */
   committed: number | null = null;
@@ -64,14 +63,19 @@ export class Life<S extends CandidateSource<Life<S>>> implements RequestLife {
    * array; the first attempt gets the life its own, sized to it.
    */
   live: LiveAttempt[] = NO_LIVE;
+  /** Armed deadlines, by id. */
   readonly deadlines = new DeadlineBook();
+  /** Attempt ids, ended attempts' records and ticket counts. */
   readonly ledger = new AttemptLedger();
   /** The failure the client is told of when every attempt failed, and its attempt. */
   firstFailure: Outcome | null = null;
   firstFailureAttemptId: number | null = null;
+  /** An explicit pin (admin): no fallback, no retry. */
   pinned = false;
+  /** Why the first route or target was chosen (the metadata's `reason`). */
   reason = 'none';
   firstTokenAtMs: number | null = null;
+  /** The overall deadline, absolute ms (Infinity until `setOverall`). */
   overallAtMs = Number.POSITIVE_INFINITY;
   /** The attempt that served the request, once one did. */
   servedBy: LiveAttempt | null = null;

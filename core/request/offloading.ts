@@ -10,7 +10,8 @@ import type { Outcome } from '../lifecycle/outcome.ts';
 import type { LifecycleAction } from '../lifecycle/seam.ts';
 import type { Admission } from '../admission/admission.ts';
 import type { OffloadPlan, OffloadReason } from './policy/offload.ts';
-import type { CandidateSource, Life } from './life.ts';
+import type { Life } from './life.ts';
+import type { CandidateSource } from './family.ts';
 import { NEUTRAL, type LiveAttempt } from './live-attempt.ts';
 
 /** What offloading reads of a request's candidate source (`candidates/route-source.ts`). */

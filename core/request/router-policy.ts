@@ -16,7 +16,8 @@
  */
 import type { Outcome } from '../lifecycle/outcome.ts';
 import type { LifecycleAction, RoutingMetadata } from '../lifecycle/seam.ts';
-import type { AttemptPolicy, Life } from './life.ts';
+import type { Life } from './life.ts';
+import type { AttemptPolicy } from './family.ts';
 import type { RouteSource } from './candidates/route-source.ts';
 import { failureClassOf, failureStep } from './policy/failure-rule.ts';
 import { contextNeedTokens, refusalFloorTokens } from './candidates/context-floor.ts';

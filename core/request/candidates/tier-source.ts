@@ -17,7 +17,8 @@
 import type { ResolvedMultiTarget, ResolvedTarget } from '../../model/resolved-model.ts';
 import type { LifecycleAction } from '../../lifecycle/seam.ts';
 import type { MultiTargetDeps } from '../alias-deps.ts';
-import type { CandidateSource, Life } from '../life.ts';
+import type { Life } from '../life.ts';
+import type { CandidateSource } from '../family.ts';
 import { selectCandidates } from '../../multi-target/candidates.ts';
 import { NO_USAGE } from '../live-attempt.ts';
 import { contextNeedTokens, fitsWindow, noWindowFitsMessage } from './context-floor.ts';
