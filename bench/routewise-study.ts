@@ -42,7 +42,8 @@ import {
   type StrategyDefinition,
 } from '../core/index.ts';
 import type { RouteConfig } from '../core/config/models-config.ts';
-import { RequestLifecycle, type LifecycleDeps } from '../core/request/router-life.ts';
+import { routerLife } from '../core/request/request-life.ts';
+import type { LifecycleDeps } from '../core/request/router-deps.ts';
 import { RouteWisePlanner, routeWiseStrategy } from '../core/strategies/routewise/routewise.ts';
 import { routeWiseRoute } from '../core/strategies/routewise/route-spec.ts';
 import { readTrace } from '../traces/arrow-trace.ts';
@@ -146,7 +147,7 @@ function makeCore(router: string, params: Record<string, unknown>): RoutingCore 
 function start(core: RoutingCore, request: RouteRequest, nowMs: number, rng: ReturnType<typeof deriveRng>): { life: RequestLife; actions: LifecycleAction[] } {
   const model = core.model(request.model)!;
   if (!(model.planner instanceof RouteWisePlanner)) return core.start(request, nowMs, rng);
-  const inner = new RequestLifecycle(model, request, (core as unknown as { deps: LifecycleDeps }).deps, rng); // the core's own (private) deps
+  const inner = routerLife(model, request, (core as unknown as { deps: LifecycleDeps }).deps, rng); // the core's own (private) deps
   const tap = model.planner.tapLife(inner, request, nowMs);
   return { life: tap, actions: tap.absorb(inner.begin(nowMs), nowMs) };
 }

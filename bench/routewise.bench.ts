@@ -20,7 +20,8 @@
  */
 import { Bench } from 'tinybench';
 import { RoutingCore, deriveRng, endpointId, parseModelsConfig, StrategyRegistry, BUILTIN_STRATEGIES, type Candidate, type LifecycleAction, type RouteRequest } from '../core/index.ts';
-import { RequestLifecycle, type LifecycleDeps } from '../core/request/router-life.ts';
+import { routerLife } from '../core/request/request-life.ts';
+import type { LifecycleDeps } from '../core/request/router-deps.ts';
 import { RouteWisePlanner, routeWiseStrategy } from '../core/strategies/routewise/routewise.ts';
 import { routeWiseRoute } from '../core/strategies/routewise/route-spec.ts';
 import type { RouteConfig } from '../core/config/models-config.ts';
@@ -118,7 +119,7 @@ for (const hedge of ['probability', 'off'] as const) {
   bench.add('full life through the seam with the tap (hedge probability)', () => {
     for (let b = 0; b < BATCH; b++) {
       tf += 1;
-      const inner = new RequestLifecycle(model, request, deps, rng3);
+      const inner = routerLife(model, request, deps, rng3);
       const life = f.planner.tapLife(inner, request, tf);
       const d = life.absorb(inner.begin(tf), tf)[0] as Extract<LifecycleAction, { kind: 'dispatch' }>;
       life.step({ kind: 'first_token', attemptId: d.attemptId }, tf);

@@ -50,9 +50,10 @@ export type {
   EndpointFamilyName,
   Usage,
 } from './lifecycle/seam.ts';
-export type { LifecycleDeps } from './request/router-life.ts';
+export type { LifecycleDeps } from './request/router-deps.ts';
+export type { MultiTargetDeps } from './request/alias-deps.ts';
 export type { OffloadReason } from './request/policy/offload.ts';
-export { startRequestLife, type LifeDeps } from './request/request-life.ts';
+export { startRequestLife, routerLife, type LifeDeps } from './request/request-life.ts';
 export { routerPolicy, aliasPolicy, type RequestKindPolicy } from './request/policy/kind-policy.ts';
 export { commitsAt, type CommitPoint, type CommitEvent } from './request/policy/commit.ts';
 export { dispatchDeadlines, type AttemptWaits } from './request/policy/attempt-deadlines.ts';

@@ -11,11 +11,11 @@ import type { ModelsConfig } from './config/models-config.ts';
 import { StrategyRegistry } from './strategies/registry.ts';
 import { HealthRegistry, type HealthOptions } from './health/health-registry.ts';
 import type { LifecycleAction, RequestLife, RouteRequest } from './lifecycle/seam.ts';
-import type { RequestLifecycle, LifecycleDeps } from './request/router-life.ts';
+import type { LifecycleDeps } from './request/router-deps.ts';
 import { resolveRoutingSettings, type RoutingSettings } from './config/routing-settings.ts';
 import { PrefillLoad } from './prefill/prefill-load.ts';
 import { AffinityTable } from './affinity/affinity-table.ts';
-import type { MultiTargetLifecycle, MultiTargetDeps } from './request/alias-life.ts';
+import type { MultiTargetDeps } from './request/alias-deps.ts';
 import { EndpointStats } from './stats/endpoint-stats.ts';
 import { CooldownRegistry } from './health/cooldown.ts';
 import { configureCooldowns } from './multi-target/multi-target-model.ts';
@@ -228,7 +228,7 @@ export class RoutingCore {
     return startRequestLife(model, request, this.lives, nowMs, rng);
   }
 
-  /** The shared state lives run on; for code that builds a `RequestLifecycle` itself (RouteWise tap). */
+  /** The shared state lives run on; for code that builds a `router:` life itself (`routerLife`, RouteWise tap). */
   get lifecycleDeps(): LifecycleDeps {
     return this.deps;
   }
@@ -248,7 +248,7 @@ export class RoutingCore {
     const out: Array<{ life: RequestLife; event: LifecycleEvent }> = [];
     for (const t of this.wakeups.splice(0)) {
       if (t.state !== 'held') continue; // the life ended or gave up meanwhile
-      const owner = t.owner as RequestLifecycle | MultiTargetLifecycle;
+      const owner = t.owner as { outerLife: RequestLife | null } & RequestLife; // a `Life`
       const life = owner.outerLife ?? owner;
       if (life && !life.isDone) out.push({ life, event: { kind: 'slot_acquired', attemptId: t.attemptId } });
     }

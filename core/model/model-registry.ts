@@ -46,7 +46,9 @@ export function resolveModels(
     );
     const offload = m.offload ? resolveOffloadPolicy(m.offload, routes, strategy, m.router_params) : undefined;
     const candidates = routes.map((r) => r.candidate);
-    const model: ResolvedModel = { id: m.id, aliases: m.aliases, strategy, planner, published: m.published, routes, candidates, ...(offload && { offload }) };
+    const textRoutes = routes.every((r) => r.acceptsText);
+    const windowless = routes.every((r) => r.contextLength === null);
+    const model: ResolvedModel = { id: m.id, aliases: m.aliases, strategy, planner, published: m.published, routes, candidates, textRoutes, windowless, ...(offload && { offload }) };
     for (const name of [m.id, ...m.aliases]) {
       if (models.has(name)) throw new Error(`${where}: model id or alias '${name}' is used twice`);
       models.set(name, model);

@@ -70,6 +70,13 @@ export interface ResolvedModel {
    * eligible hands the planner this shared array instead of building one.
    */
   readonly candidates: readonly Candidate[];
+  /**
+   * Every route accepts text: a request with no other input modality passes the modality stage
+   * on every route (the stage is skipped). Absent = not known.
+   */
+  readonly textRoutes?: boolean;
+  /** No route declares a `context_length`: the context-window stage passes every route. Absent = not known. */
+  readonly windowless?: boolean;
   /** Present only for a multi-target model (seed 003): its resolved `routing:` block. */
   readonly multiTarget?: ResolvedMultiTarget;
   /** The model's offload policy when configured (possibly inactive, with a reason). */

@@ -37,16 +37,21 @@ export function rankBy(n: number, score: (i: number) => number, rng?: Rng): numb
   return order;
 }
 
+/** `argMin`'s scratch scores (grown on demand; a decision allocates nothing). */
+let scores = new Float64Array(16);
+
 /**
  * Index of the lowest `score` over 0..n-1 (n ≥ 1): the first one on ties without `rng`; with
  * it, the j-th of the k tied indices for j = `rng.int(k)` (no draw when there is no tie).
  */
 export function argMin(n: number, score: (i: number) => number, rng?: Rng): number {
+  if (scores.length < n) scores = new Float64Array(2 * n);
+  const sc = scores; // each score computed once: the tie pass reads them back
   let best = 0;
-  let bestScore = score(0);
+  let bestScore = (sc[0] = score(0));
   let ties = 1;
   for (let i = 1; i < n; i++) {
-    const s = score(i);
+    const s = (sc[i] = score(i));
     if (s < bestScore) {
       best = i;
       bestScore = s;
@@ -56,7 +61,7 @@ export function argMin(n: number, score: (i: number) => number, rng?: Rng): numb
   if (rng === undefined || ties === 1) return best;
   let j = rng.int(ties);
   for (let i = best; i < n; i++) {
-    if (score(i) === bestScore && j-- === 0) return i;
+    if (sc[i] === bestScore && j-- === 0) return i;
   }
   return best;
 }

@@ -17,12 +17,17 @@ import type { Admission } from '../../admission/admission.ts';
 export type AffinityOutcome =
   /** No usable pin: the planner chooses. */
   | { readonly kind: 'none' }
-  /** The pin holds: send to `route` under `claim` (the pin's TTL has slid). */
+  /**
+   * The pin holds: send to `route` under `claim` (the pin's TTL has slid). One object reused by
+   * every call (the hit is the common case of a returning caller and allocates nothing): read
+   * it before the next call.
+   */
   | { readonly kind: 'hit'; readonly route: ResolvedRoute; readonly claim: DispatchClaim }
   /** The pinned `route` is backlogged: draw among the others; use it only if nothing else is admitted. */
   | { readonly kind: 'bypass'; readonly route: ResolvedRoute; readonly pin: AffinityPin };
 
 const NONE: AffinityOutcome = Object.freeze({ kind: 'none' });
+const HIT: { kind: 'hit'; route: ResolvedRoute | null; claim: DispatchClaim | null } = { kind: 'hit', route: null, claim: null };
 
 /** What the stage reads and updates. */
 export interface AffinityDeps {
@@ -70,7 +75,9 @@ export function affinityStage(deps: AffinityDeps, key: string, callerId: string 
   const claim = admission.gates.breaker.claim(route.endpointId, nowMs);
   if (claim) {
     deps.affinity.slide(pin, nowMs);
-    return { kind: 'hit', route, claim };
+    HIT.route = route;
+    HIT.claim = claim;
+    return HIT as AffinityOutcome;
   }
   deps.affinity.dropIfPinnedTo(key, modelId, pin.endpointId);
   return NONE;

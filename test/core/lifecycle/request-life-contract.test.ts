@@ -3,6 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { RoutingCore, deriveRng, parseModelsConfig, type LifecycleAction, type LifecycleEvent, type Outcome, type RequestLife, type RouteRequest } from '../../../core/index.ts';
 import { req } from '../harness.ts';
+import { Life } from '../../../core/request/life.ts';
 
 interface RouteSpec {
   name: string;
@@ -278,6 +279,20 @@ describe.each(KINDS)('request life contract: $name', (kind) => {
       return out;
     };
     expect(run(5)).toEqual(run(5));
+  });
+
+  it('one life: the same state machine and the same attempt record for both kinds', () => {
+    const d = new Drive(ab(), mreq());
+    expect(d.life).toBeInstanceOf(Life);
+    d.fail(http(503, 'server_error'));
+    d.succeed();
+    const attempts = d.done!.metadata.attempts;
+    expect(attempts.map((a) => [a.endpointId, a.outcome.kind])).toEqual([
+      [kind.ep('a'), 'http_status'],
+      [kind.ep('b'), 'ok'],
+    ]);
+    // Aliases add the target and its usage to each record; both kinds share the rest.
+    for (const a of attempts) expect(a.target !== undefined).toBe(kind.name === 'alias');
   });
 
   it.skipIf(kind.name === 'router')('an upstream Retry-After longer than the backoff cap is waited for in full (same-target retry)', () => {
