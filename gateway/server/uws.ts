@@ -19,7 +19,7 @@ import { randomUUID } from 'node:crypto';
 import uWS from '@trufflesuite/uws-js-unofficial';
 import type { HttpRequest, HttpResponse, TemplatedApp } from '@trufflesuite/uws-js-unofficial';
 import { Callers, type Caller } from '../callers.ts';
-import { ENDPOINT_FAMILIES } from '../endpoints/families.ts';
+import { endpointFamilies } from '../endpoints/families.ts';
 import { listModels, retrieveModel } from '../endpoints/models.ts';
 import { clientMessage, errorJson } from '../errors.ts';
 import { isBodyProblem, readClientRequest, type ClientRequest, type Endpoint } from '../request-body.ts';
@@ -85,7 +85,7 @@ const JSON_TYPE = ['content-type', 'application/json'] as const;
  */
 export function createApp(ctx: ServerContext): TemplatedApp {
   const app = uWS.App();
-  for (const family of Object.values(ENDPOINT_FAMILIES)) app.post(family.path, (res, req) => handleInference(ctx, family.endpoint, res, req));
+  for (const family of endpointFamilies()) app.post(family.path, (res, req) => handleInference(ctx, family.endpoint, res, req));
   app.get('/v1/models', (res, req) => {
     const requestId = takeRequestId(req);
     const caller = ctx.gen.callers.authenticate(req.getHeader('authorization'));
