@@ -14,7 +14,7 @@ import type { GatewayMetrics } from './metrics.ts';
 import { LOG_BLOCK, type RequestLogRow } from './request-log/log-row.ts';
 import { prefixBlockHashes, serializedPrompt } from './request-log/prefix-hashes.ts';
 import type { RequestLog } from './request-log/request-log.ts';
-import type { FinishedExchange, RouteTarget } from './server/exchange.ts';
+import type { FinishedExchange, RouteTarget } from './server/exchange-context.ts';
 import type { Generation } from './server/uws.ts';
 import { adoptWakeups } from './server/wakeups.ts';
 import type { UpstreamPools } from './upstream/pools.ts';
