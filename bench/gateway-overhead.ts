@@ -116,7 +116,12 @@ export interface GatewayOverheadResult {
   cases: Array<{
     case: 'non-stream' | 'stream';
     /** One entry per fixed-rate step; `byPath` lacks `portkey` when the peer is off. */
-    steps: Array<{ rateRps: number; byPath: Partial<Record<PathName, PathRun>> }>;
+    steps: Array<{
+      rateRps: number;
+      byPath: Partial<Record<PathName, PathRun>>;
+      /** Gateway CPU per request, switchyard/floor, at this fixed rate; null without the floor. */
+      cpuRatioToFloor: number | null;
+    }>;
     /** Each path's median max-throughput round. */
     max: Partial<Record<PathName, PathRun>>;
     /**
@@ -263,11 +268,13 @@ export async function runGatewayOverhead(opts: GatewayOverheadOptions): Promise<
       for (const rateRps of opts.rpsSteps) {
         const byPath: Partial<Record<PathName, PathRun>> = {};
         for (const [name, url, headers] of targets) {
-          const m = await measurePaced(url, headers, body, { rateRps, connections: Math.min(64, rateRps), seconds: opts.seconds });
+          const m = await measurePaced(url, headers, body, { rateRps, connections: Math.min(64, rateRps), seconds: opts.seconds, pid: pidOf[name] ?? null });
           byPath[name] = m;
-          line(c, `${rateRps}/s`, name, m, m.rps < 0.9 * rateRps ? `  (saturated: ${m.rps.toFixed(0)} < ${rateRps} req/s — latency is queueing)` : '');
+          line(c, `${rateRps}/s`, name, m, (m.rps < 0.9 * rateRps ? `  (saturated: ${m.rps.toFixed(0)} < ${rateRps} req/s — latency is queueing)` : '') + (m.cpuUsPerRequest !== null ? `  gateway CPU ${m.cpuUsPerRequest.toFixed(0)} µs/request` : ''));
         }
-        steps.push({ rateRps, byPath });
+        const stepCpu = byPath.floor?.cpuUsPerRequest && byPath.switchyard?.cpuUsPerRequest ? byPath.switchyard.cpuUsPerRequest / byPath.floor.cpuUsPerRequest : null;
+        steps.push({ rateRps, byPath, cpuRatioToFloor: stepCpu });
+        if (stepCpu !== null) write(`${''.padEnd(24)}gateway CPU per request at ${rateRps}/s: switchyard/floor ×${stepCpu.toFixed(2)}\n`);
         const d = byPath.direct!;
         const s = byPath.switchyard!;
         const p = byPath.portkey;

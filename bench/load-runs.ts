@@ -33,8 +33,10 @@ export interface PathRun {
   n: number;
   /**
    * CPU time (user + system, all threads, from /proc) of the path's gateway process per request
-   * served in the run, µs; null for `direct` and in the fixed-rate steps. Ticks are 10 ms, so
-   * a 5 s run of a few thousand req/s resolves it to about 1 µs.
+   * sent in the run, µs; null for `direct`. Ticks are 10 ms, so a 5 s run of a few thousand
+   * req/s resolves it to about 1 µs (a 5 s step at 300 req/s to about 7 µs). At a fixed rate
+   * below saturation it does not depend on how many requests one event-loop turn batches, which
+   * makes it the steadier number on a shared machine.
    */
   cpuUsPerRequest: number | null;
 }
@@ -56,7 +58,7 @@ export function pct(sorted: readonly number[], p: number): number {
  * look far worse than its overhead. At most `4 × connections` requests are outstanding; one due
  * beyond that is not sent and counts as bad (so a saturated path cannot queue without bound).
  */
-export async function measurePaced(url: string, headers: Record<string, string>, body: string, opts: { rateRps: number; connections: number; seconds: number }): Promise<PathRun> {
+export async function measurePaced(url: string, headers: Record<string, string>, body: string, opts: { rateRps: number; connections: number; seconds: number; pid?: number | null }): Promise<PathRun> {
   const u = new URL(url);
   const pool = new Pool(u.origin, { connections: opts.connections, pipelining: 1, headersTimeout: 10_000, bodyTimeout: 10_000 });
   const total = Math.max(1, Math.round(opts.rateRps * opts.seconds));
@@ -86,6 +88,7 @@ export async function measurePaced(url: string, headers: Record<string, string>,
     await Promise.all(Array.from({ length: opts.connections }, () => one(false)));
     await new Promise((r) => setTimeout(r, 200));
     const pending: Array<Promise<void>> = [];
+    const cpu0 = opts.pid ? cpuSecOf(opts.pid) : 0;
     const t0 = performance.now();
     let sent = 0;
     await new Promise<void>((resolve) => {
@@ -103,7 +106,8 @@ export async function measurePaced(url: string, headers: Record<string, string>,
     await Promise.all(pending);
     times.sort((a, b) => a - b);
     const elapsedS = Math.max(opts.seconds, (lastDoneMs - t0) / 1000);
-    return { rps: times.length / elapsedS, p50Ms: pct(times, 50), p90Ms: pct(times, 90), p99Ms: pct(times, 99), p999Ms: pct(times, 99.9), bad, n: times.length, cpuUsPerRequest: null };
+    const cpuUsPerRequest = opts.pid ? ((cpuSecOf(opts.pid) - cpu0) * 1e6) / total : null;
+    return { rps: times.length / elapsedS, p50Ms: pct(times, 50), p90Ms: pct(times, 90), p99Ms: pct(times, 99), p999Ms: pct(times, 99.9), bad, n: times.length, cpuUsPerRequest };
   } finally {
     await pool.close();
   }
