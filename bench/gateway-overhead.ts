@@ -37,7 +37,9 @@
  *   (--rps '' skips the fixed-rate steps; --no-log runs the gateway without its request log;
  *   --no-peer leaves Portkey out; --no-floor leaves out the bare-proxy floor, `bench/floor-proxy.mjs`;
  *   --gateway-root DIR runs the Switchyard gateway of another checkout against this tree's
- *   emulator and floor, to compare two versions' ratios to the floor; --json FILE writes the result)
+ *   emulator and floor, to compare two versions' ratios to the floor; --compare-root DIR adds a
+ *   second Switchyard gateway from another checkout as path `compare` in the same rounds;
+ *   --json FILE writes the result)
  *
  * The steadiest overhead number is the gateway's CPU per request over the floor proxy's, same
  * load, same upstream (`cpuRatioToFloor`): wall-clock rates on a shared machine swing 2×, the CPU
@@ -53,7 +55,7 @@
  * distrust a run on a shared, loaded one (the load average is printed before and after).
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -104,12 +106,18 @@ export interface GatewayOverheadOptions {
    * gateways are measured against the same upstream and the same floor.
    */
   gatewayRoot?: string;
+  /**
+   * A second Switchyard gateway, from this checkout (`--compare-root`), measured as path
+   * `compare` in the same rounds and steps, right after `switchyard`: two versions under the
+   * same background load, their CPU per request compared within each round (`cpuRatioToCompare`).
+   */
+  compareRoot?: string;
   /** Where the tables go (default: stdout). */
   write?: (text: string) => void;
 }
 
 /** Paths measured: straight to the emulator, through Switchyard, through Portkey. */
-export type PathName = 'direct' | 'floor' | 'switchyard' | 'portkey';
+export type PathName = 'direct' | 'floor' | 'switchyard' | 'portkey' | 'compare';
 
 /** Everything `runGatewayOverhead` measured, per case (`non-stream`, `stream`). */
 export interface GatewayOverheadResult {
@@ -136,6 +144,10 @@ export interface GatewayOverheadResult {
      * less than wall-clock rates on a shared machine, so this is the steadier overhead measure.
      */
     cpuRatioToFloor: number | null;
+    /** Median over max rounds of gateway CPU per request, compare/floor; null without both. */
+    compareCpuRatioToFloor: number | null;
+    /** Median over max rounds of gateway CPU per request, switchyard/compare; null without `compare`. */
+    cpuRatioToCompare: number | null;
   }>;
   /** Resident set size of each gateway process at the end, MB (1 MB = 2^20 bytes): now and peak (VmHWM). */
   rssMb: Partial<Record<'switchyard' | 'portkey', { nowMb: number; peakMb: number }>>;
@@ -226,6 +238,7 @@ export async function runGatewayOverhead(opts: GatewayOverheadOptions): Promise<
   let gw: { child: ChildProcess; url: string } | undefined;
   let peer: PeerGateway | undefined;
   let floor: { child: ChildProcess; url: string } | undefined;
+  let cmp: { child: ChildProcess; url: string } | undefined;
   const result: GatewayOverheadResult = { cases: [], rssMb: {}, loadAvg1: { before: loadBefore, after: Number.NaN }, pinned: pin };
   try {
     emu = await startCli(['emulate', '--port', '0', '--mode', 'echo'], pin ? 1 : null, []);
@@ -235,6 +248,13 @@ export async function runGatewayOverhead(opts: GatewayOverheadOptions): Promise<
       `server:\n  port: 0\n  admin_port: null\n  log_level: warn\n  seed: 1\nauth:\n  keys:\n    - id: bench\n      sha256: ${hashKey(KEY)}\n${opts.requestLog ? `request_log:\n  path: ${join(dir, 'requests.duckdb')}\n` : ''}`,
     );
     gw = await startCli(['gateway', '--config', dir], pin ? 0 : null, nodeFlags, opts.gatewayRoot ?? root);
+    if (opts.compareRoot) {
+      const cdir = join(dir, 'compare');
+      mkdirSync(cdir);
+      writeFileSync(join(cdir, 'models.yaml'), readFileSync(join(dir, 'models.yaml')));
+      writeFileSync(join(cdir, 'gateway.yaml'), readFileSync(join(dir, 'gateway.yaml'), 'utf8').replace(join(dir, 'requests.duckdb'), join(cdir, 'requests.duckdb')));
+      cmp = await startCli(['gateway', '--config', cdir], pin ? 0 : null, nodeFlags, opts.compareRoot);
+    }
     if (opts.peer) peer = await startPeerGateway({ cpu: pin ? 0 : null, nodeFlags });
     if (opts.floor ?? true) floor = await startNode([join(root, 'bench/floor-proxy.mjs'), emu.url], pin ? 0 : null, nodeFlags);
 
@@ -242,7 +262,7 @@ export async function runGatewayOverhead(opts: GatewayOverheadOptions): Promise<
     write(
       `gateway overhead — ${opts.seconds} s per run, fixed-rate steps ${opts.rpsSteps.join('/') || 'none'} req/s, max run ${opts.maxConnections} connections; ` +
         `${cpus().length} CPUs (${cpus()[0]?.model ?? '?'}), load average ${loadBefore.toFixed(2)}, ${pin ? `pinned: gateways CPU 0, emulator + load generator CPU 1; gateways' GC ${nodeFlags.length > 0 ? `on their JS thread (${SINGLE_THREADED_GC_FLAG})` : "with V8's helper threads"}` : 'NOT pinned'}; ` +
-        `request log ${opts.requestLog ? 'on' : 'off'}; gateway from ${opts.gatewayRoot ?? root}; peer ${peer ? 'Portkey @portkey-ai/gateway' : 'off'}; floor ${floor ? 'bare uWS → undici proxy' : 'off'}\n\n`,
+        `request log ${opts.requestLog ? 'on' : 'off'}; gateway from ${opts.gatewayRoot ?? root}${cmp ? `, compare gateway from ${opts.compareRoot}` : ''}; peer ${peer ? 'Portkey @portkey-ai/gateway' : 'off'}; floor ${floor ? 'bare uWS → undici proxy' : 'off'}\n\n`,
     );
     write('case        load        path         req/s    p50 ms   p90 ms   p99 ms p99.9 ms   bad\n');
     const line = (c: string, load: string, path: string, m: PathRun, note = '') =>
@@ -257,11 +277,12 @@ export async function runGatewayOverhead(opts: GatewayOverheadOptions): Promise<
         ['direct', `${emu.url}/v1/chat/completions`, base],
         ...(floor ? ([['floor', `${floor.url}/v1/chat/completions`, base]] as Array<[PathName, string, Record<string, string>]>) : []),
         ['switchyard', `${gw.url}/v1/chat/completions`, base],
+        ...(cmp ? ([['compare', `${cmp.url}/v1/chat/completions`, base]] as Array<[PathName, string, Record<string, string>]>) : []),
       ];
       if (peer) targets.push(['portkey', `${peer.url}/v1/chat/completions`, { ...base, ...peerHeaders(`${emu.url}/v1`) }]);
       for (const [name, url, headers] of targets) await probe(name, url, headers, body, stream);
       // The gateway process of each path (taskset execs node, so the child's pid is node's).
-      const pidOf: Partial<Record<PathName, number | null>> = { direct: null, floor: floor?.child.pid ?? null, switchyard: gw.child.pid ?? null, portkey: peer?.child.pid ?? null };
+      const pidOf: Partial<Record<PathName, number | null>> = { direct: null, floor: floor?.child.pid ?? null, switchyard: gw.child.pid ?? null, portkey: peer?.child.pid ?? null, compare: cmp?.child.pid ?? null };
       // Warm up (JIT, pools) every path.
       for (const [, url, headers] of targets) await measure(url, headers, body, { connections: 16, seconds: 1 });
       const steps: GatewayOverheadResult['cases'][number]['steps'] = [];
@@ -275,6 +296,8 @@ export async function runGatewayOverhead(opts: GatewayOverheadOptions): Promise<
         const stepCpu = byPath.floor?.cpuUsPerRequest && byPath.switchyard?.cpuUsPerRequest ? byPath.switchyard.cpuUsPerRequest / byPath.floor.cpuUsPerRequest : null;
         steps.push({ rateRps, byPath, cpuRatioToFloor: stepCpu });
         if (stepCpu !== null) write(`${''.padEnd(24)}gateway CPU per request at ${rateRps}/s: switchyard/floor ×${stepCpu.toFixed(2)}\n`);
+        const cs = byPath.compare?.cpuUsPerRequest;
+        if (cs && byPath.switchyard?.cpuUsPerRequest) write(`${''.padEnd(24)}gateway CPU per request at ${rateRps}/s: switchyard/compare ×${(byPath.switchyard.cpuUsPerRequest / cs).toFixed(2)}${byPath.floor?.cpuUsPerRequest ? `, compare/floor ×${(cs / byPath.floor.cpuUsPerRequest).toFixed(2)}` : ''}\n`);
         const d = byPath.direct!;
         const s = byPath.switchyard!;
         const p = byPath.portkey;
@@ -316,7 +339,18 @@ export async function runGatewayOverhead(opts: GatewayOverheadOptions): Promise<
           `${roundsN > 1 ? ` (median of the per-round ratios to direct: ${rounds.map((x) => (x.switchyard!.rps / x.direct!.rps).toFixed(2)).join(', ')})` : ''}\n`,
       );
       if (cpuRatioToFloor !== null) write(`${''.padEnd(24)}gateway CPU per request: switchyard/floor ${rr(cpuRatioToFloor)}${roundsN > 1 ? ` (median of the per-round ratios: ${cpuRatios.map((x) => x.toFixed(2)).join(', ')})` : ''}\n`);
-      result.cases.push({ case: c, steps, max, maxRatio, cpuRatioToFloor });
+      const cpuOf = (x: Partial<Record<PathName, PathRun>>, p: PathName) => x[p]?.cpuUsPerRequest ?? Number.NaN;
+      const cmpFloor = cmp && floor ? rounds.map((x) => cpuOf(x, 'compare') / cpuOf(x, 'floor')) : [];
+      const syCmp = cmp ? rounds.map((x) => cpuOf(x, 'switchyard') / cpuOf(x, 'compare')) : [];
+      const compareCpuRatioToFloor = cmp && floor ? median(cmpFloor) : null;
+      const cpuRatioToCompare = cmp ? median(syCmp) : null;
+      if (cpuRatioToCompare !== null) {
+        write(
+          `${''.padEnd(24)}gateway CPU per request: switchyard/compare ${rr(cpuRatioToCompare)} (rounds: ${syCmp.map((x) => x.toFixed(2)).join(', ')})` +
+            `${compareCpuRatioToFloor !== null ? `, compare/floor ${rr(compareCpuRatioToFloor)} (rounds: ${cmpFloor.map((x) => x.toFixed(2)).join(', ')})` : ''}\n`,
+        );
+      }
+      result.cases.push({ case: c, steps, max, maxRatio, cpuRatioToFloor, compareCpuRatioToFloor, cpuRatioToCompare });
     }
     result.rssMb.switchyard = rssOf(gw.child.pid!);
     if (peer) result.rssMb.portkey = rssOf(peer.child.pid!);
@@ -327,7 +361,7 @@ export async function runGatewayOverhead(opts: GatewayOverheadOptions): Promise<
     write(`load average after: ${result.loadAvg1.after.toFixed(2)}\n`);
     return result;
   } finally {
-    await Promise.all([peer?.stop(), floor && stopChild(floor.child, 'SIGTERM'), gw && stopChild(gw.child, 'SIGTERM'), emu && stopChild(emu.child, 'SIGINT')]);
+    await Promise.all([peer?.stop(), floor && stopChild(floor.child, 'SIGTERM'), cmp && stopChild(cmp.child, 'SIGTERM'), gw && stopChild(gw.child, 'SIGTERM'), emu && stopChild(emu.child, 'SIGINT')]);
     rmSync(dir, { recursive: true, force: true });
     if (savedMask !== null) execFileSync('taskset', ['-a', '-p', savedMask, String(process.pid)], { stdio: 'ignore' });
   }
@@ -382,6 +416,7 @@ if (process.argv[1] !== undefined && resolve(process.argv[1]) === import.meta.fi
       'no-peer': { type: 'boolean', default: false },
       'no-floor': { type: 'boolean', default: false },
       'gateway-root': { type: 'string' },
+      'compare-root': { type: 'string' },
       json: { type: 'string' },
     },
   });
@@ -401,6 +436,7 @@ if (process.argv[1] !== undefined && resolve(process.argv[1]) === import.meta.fi
     peer: !values['no-peer'],
     floor: !values['no-floor'],
     ...(values['gateway-root'] && { gatewayRoot: resolve(values['gateway-root']) }),
+    ...(values['compare-root'] && { compareRoot: resolve(values['compare-root']) }),
   });
   if (values.json) writeFileSync(values.json, JSON.stringify(result, null, 2));
 }
