@@ -32,10 +32,18 @@
  * too coarse for a 0.2 ms target. A fixed-rate step a path cannot sustain (its req/s below 90 %
  * of the step) measures queueing, not overhead; the step's row says so.
  *
- *   npx tsx bench/gateway-overhead.ts [--seconds 5] [--rps 100,500,1000,2000] [--connections 64] [--rounds 3] [--no-pin] [--parallel-gc] [--no-log] [--no-peer] [--no-floor]
+ *   npx tsx bench/gateway-overhead.ts [--seconds 5] [--rps 100,500,1000,2000] [--connections 64] [--rounds 3] [--no-pin] [--parallel-gc] [--no-log] [--no-peer] [--no-floor] [--gateway-root DIR] [--json FILE]
  *   (defaults: about 5 min — 288 s of load, `expectedLoadSeconds`, printed first)
  *   (--rps '' skips the fixed-rate steps; --no-log runs the gateway without its request log;
- *   --no-peer leaves Portkey out; --no-floor leaves out the bare-proxy floor, `bench/floor-proxy.mjs`)
+ *   --no-peer leaves Portkey out; --no-floor leaves out the bare-proxy floor, `bench/floor-proxy.mjs`;
+ *   --gateway-root DIR runs the Switchyard gateway of another checkout against this tree's
+ *   emulator and floor, to compare two versions' ratios to the floor; --compare-root DIR adds a
+ *   second Switchyard gateway from another checkout as path `compare` in the same rounds;
+ *   --json FILE writes the result)
+ *
+ * The steadiest overhead number is the gateway's CPU per request over the floor proxy's, same
+ * load, same upstream (`cpuRatioToFloor`): wall-clock rates on a shared machine swing 2×, the CPU
+ * a request costs far less.
  *
  * The 100 req/s step is there for the peer: on a 2-core machine Portkey saturates at a few
  * hundred req/s, so its latency at the higher steps is queueing (flagged as saturated).
@@ -47,27 +55,17 @@
  * distrust a run on a shared, loaded one (the load average is printed before and after).
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { Pool } from 'undici';
+import { measure, measurePaced, probe, type PathRun } from './load-runs.ts';
+import { median, writeSummary } from './overhead-summary.ts';
 import { hashKey } from '../gateway/callers.ts';
 import { SINGLE_THREADED_GC_FLAG } from '../gateway/single-core-gc.ts';
 import { peerHeaders, startPeerGateway, type PeerGateway } from './peer-gateway.ts';
 
-interface CannonResult {
-  requests: { average: number; total: number };
-  non2xx: number;
-  errors: number;
-  timeouts: number;
-}
-interface CannonInstance extends Promise<CannonResult> {
-  on(ev: 'response', f: (client: unknown, status: number, bytes: number, responseTimeMs: number) => void): void;
-}
-type Cannon = (opts: Record<string, unknown>) => CannonInstance;
-const autocannon = createRequire(import.meta.url)('autocannon') as Cannon;
+export type { PathRun } from './load-runs.ts';
 
 const root = join(import.meta.dirname, '..');
 const KEY = 'sk-bench';
@@ -103,46 +101,54 @@ export interface GatewayOverheadOptions {
    * (`bench/floor-proxy.mjs`), what any gateway on this stack pays on this machine.
    */
   floor?: boolean;
+  /**
+   * The source tree whose `bin/switchyard.mjs` runs the Switchyard gateway (default: this one).
+   * The emulator, the floor and the load generator always come from this tree, so two trees'
+   * gateways are measured against the same upstream and the same floor.
+   */
+  gatewayRoot?: string;
+  /**
+   * A second Switchyard gateway, from this checkout (`--compare-root`), measured as path
+   * `compare` in the same rounds and steps, right after `switchyard`: two versions under the
+   * same background load, their CPU per request compared within each round (`cpuRatioToCompare`).
+   */
+  compareRoot?: string;
   /** Where the tables go (default: stdout). */
   write?: (text: string) => void;
 }
 
-/** One measured run of one path. */
-export interface PathRun {
-  /** Achieved requests per second (autocannon's average). */
-  rps: number;
-  p50Ms: number;
-  p90Ms: number;
-  p99Ms: number;
-  p999Ms: number;
-  /** Errors + non-2xx + timeouts. */
-  bad: number;
-  /** 200 responses timed. */
-  n: number;
-  /**
-   * CPU time (user + system, all threads, from /proc) of the path's gateway process per request
-   * served in the run, µs; null for `direct` and in the fixed-rate steps. Ticks are 10 ms, so
-   * a 5 s run of a few thousand req/s resolves it to about 1 µs.
-   */
-  cpuUsPerRequest: number | null;
-}
-
 /** Paths measured: straight to the emulator, through Switchyard, through Portkey. */
-export type PathName = 'direct' | 'floor' | 'switchyard' | 'portkey';
+export type PathName = 'direct' | 'floor' | 'switchyard' | 'portkey' | 'compare';
 
 /** Everything `runGatewayOverhead` measured, per case (`non-stream`, `stream`). */
 export interface GatewayOverheadResult {
   cases: Array<{
     case: 'non-stream' | 'stream';
     /** One entry per fixed-rate step; `byPath` lacks `portkey` when the peer is off. */
-    steps: Array<{ rateRps: number; byPath: Partial<Record<PathName, PathRun>> }>;
+    steps: Array<{
+      rateRps: number;
+      byPath: Partial<Record<PathName, PathRun>>;
+      /** Gateway CPU per request, switchyard/floor, at this fixed rate; null without the floor. */
+      cpuRatioToFloor: number | null;
+    }>;
     /** Each path's median max-throughput round. */
     max: Partial<Record<PathName, PathRun>>;
     /**
      * Medians over rounds of max req/s ratios taken within a round: switchyard/direct,
-     * switchyard/portkey, and floor/direct (how close to direct the bare stack itself gets).
+     * switchyard/portkey, switchyard/floor, and floor/direct (how close to direct the bare stack
+     * itself gets).
      */
-    maxRatio: { direct: number; portkey: number | null; floorToDirect: number | null };
+    maxRatio: { direct: number; portkey: number | null; floor: number | null; floorToDirect: number | null };
+    /**
+     * Median over rounds of the gateway-process CPU per request, switchyard/floor, in the max runs
+     * (same load, same upstream, taken within a round); null without the floor. CPU time moves far
+     * less than wall-clock rates on a shared machine, so this is the steadier overhead measure.
+     */
+    cpuRatioToFloor: number | null;
+    /** Median over max rounds of gateway CPU per request, compare/floor; null without both. */
+    compareCpuRatioToFloor: number | null;
+    /** Median over max rounds of gateway CPU per request, switchyard/compare; null without `compare`. */
+    cpuRatioToCompare: number | null;
   }>;
   /** Resident set size of each gateway process at the end, MB (1 MB = 2^20 bytes): now and peak (VmHWM). */
   rssMb: Partial<Record<'switchyard' | 'portkey', { nowMb: number; peakMb: number }>>;
@@ -161,14 +167,14 @@ function hasTaskset(): boolean {
 }
 
 /** Starts `switchyard <args>` (pinned to `cpu` when given) and resolves with the URL it prints. */
-function startCli(args: string[], cpu: number | null, nodeFlags: readonly string[]): Promise<{ child: ChildProcess; url: string }> {
-  return startNode([join(root, 'bin/switchyard.mjs'), ...args], cpu, nodeFlags);
+function startCli(args: string[], cpu: number | null, nodeFlags: readonly string[], tree = root): Promise<{ child: ChildProcess; url: string }> {
+  return startNode([join(tree, 'bin/switchyard.mjs'), ...args], cpu, nodeFlags, tree);
 }
 
 /** Starts `node <nodeFlags> <args>` (pinned to `cpu` when given) and resolves with the `on http://…` URL it prints. */
-function startNode(args: string[], cpu: number | null, nodeFlags: readonly string[]): Promise<{ child: ChildProcess; url: string }> {
+function startNode(args: string[], cpu: number | null, nodeFlags: readonly string[], cwd = root): Promise<{ child: ChildProcess; url: string }> {
   const node = [process.execPath, ...nodeFlags, ...args];
-  const child = cpu === null ? spawn(node[0]!, node.slice(1), { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] }) : spawn('taskset', ['-c', String(cpu), ...node], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = cpu === null ? spawn(node[0]!, node.slice(1), { cwd, stdio: ['ignore', 'pipe', 'inherit'] }) : spawn('taskset', ['-c', String(cpu), ...node], { cwd, stdio: ['ignore', 'pipe', 'inherit'] });
   return new Promise((resolve, reject) => {
     let out = '';
     child.stdout!.on('data', (d: Buffer) => {
@@ -188,116 +194,6 @@ async function stopChild(child: ChildProcess, signal: NodeJS.Signals, graceMs = 
   const t = setTimeout(() => child.kill('SIGKILL'), graceMs);
   await exited;
   clearTimeout(t);
-}
-
-/** Percentile (nearest rank) of sorted values. */
-function pct(sorted: readonly number[], p: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
-}
-
-/**
- * Open-loop paced load: `rateRps × seconds` requests, each sent at its own time (evenly spaced,
- * checked every ~1 ms) over a pool of `connections` keep-alive connections, whatever the
- * responses do; latency is from the send call to the last body byte (so it includes waiting for
- * a free connection). autocannon's `overallRate` is not used for these steps: it lets each
- * connection send its per-second quota back to back at the start of every second, so a
- * "100 req/s" step is a burst of ~100 concurrent requests once a second and the latency measured
- * is the time to drain that burst — which grows with the per-request cost and made a slower peer
- * look far worse than its overhead. At most `4 × connections` requests are outstanding; one due
- * beyond that is not sent and counts as bad (so a saturated path cannot queue without bound).
- */
-async function measurePaced(url: string, headers: Record<string, string>, body: string, opts: { rateRps: number; connections: number; seconds: number }): Promise<PathRun> {
-  const u = new URL(url);
-  const pool = new Pool(u.origin, { connections: opts.connections, pipelining: 1, headersTimeout: 10_000, bodyTimeout: 10_000 });
-  const total = Math.max(1, Math.round(opts.rateRps * opts.seconds));
-  const maxInFlight = 4 * opts.connections;
-  const times: number[] = [];
-  let bad = 0;
-  let inFlight = 0;
-  let lastDoneMs = 0;
-  const one = async (timed: boolean): Promise<void> => {
-    inFlight++;
-    const t = performance.now();
-    try {
-      const r = await pool.request({ path: u.pathname, method: 'POST', headers, body });
-      await r.body.text();
-      lastDoneMs = performance.now();
-      if (!timed) return;
-      if (r.statusCode === 200) times.push(lastDoneMs - t);
-      else bad++;
-    } catch {
-      if (timed) bad++;
-    } finally {
-      inFlight--;
-    }
-  };
-  try {
-    // Open the connections first (not timed), then let that settle.
-    await Promise.all(Array.from({ length: opts.connections }, () => one(false)));
-    await new Promise((r) => setTimeout(r, 200));
-    const pending: Array<Promise<void>> = [];
-    const t0 = performance.now();
-    let sent = 0;
-    await new Promise<void>((resolve) => {
-      const tick = () => {
-        const due = Math.min(total, Math.floor(((performance.now() - t0) / 1000) * opts.rateRps) + 1);
-        for (; sent < due; sent++) {
-          if (inFlight >= maxInFlight) bad++;
-          else pending.push(one(true));
-        }
-        if (sent >= total) resolve();
-        else setTimeout(tick, 1);
-      };
-      tick();
-    });
-    await Promise.all(pending);
-    times.sort((a, b) => a - b);
-    const elapsedS = Math.max(opts.seconds, (lastDoneMs - t0) / 1000);
-    return { rps: times.length / elapsedS, p50Ms: pct(times, 50), p90Ms: pct(times, 90), p99Ms: pct(times, 99), p999Ms: pct(times, 99.9), bad, n: times.length, cpuUsPerRequest: null };
-  } finally {
-    await pool.close();
-  }
-}
-
-/** CPU seconds (user + system, all threads) of process `pid` so far, from /proc (Linux clock ticks of 10 ms). */
-function cpuSecOf(pid: number): number {
-  // The fields after the command name, which is in parentheses and may hold spaces.
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(f[11]) + Number(f[12])) / 100;
-}
-
-/**
- * Closed-loop load with autocannon: `connections` connections, each sending its next request when
- * the last one ends. With `pid` (the path's gateway process), its CPU per request is measured too.
- */
-async function measure(url: string, headers: Record<string, string>, body: string, opts: { connections: number; seconds: number; pid?: number | null }): Promise<PathRun> {
-  const times: number[] = [];
-  const cpu0 = opts.pid ? cpuSecOf(opts.pid) : 0;
-  const inst = autocannon({
-    url,
-    method: 'POST',
-    connections: opts.connections,
-    duration: opts.seconds,
-    timeout: 10,
-    headers,
-    body,
-  });
-  inst.on('response', (_c, status, _b, ms) => {
-    if (status === 200) times.push(ms);
-  });
-  const r = await inst;
-  const cpuUsPerRequest = opts.pid && r.requests.total > 0 ? ((cpuSecOf(opts.pid) - cpu0) * 1e6) / r.requests.total : null;
-  times.sort((a, b) => a - b);
-  return { rps: r.requests.average, p50Ms: pct(times, 50), p90Ms: pct(times, 90), p99Ms: pct(times, 99), p999Ms: pct(times, 99.9), bad: r.errors + r.non2xx + r.timeouts, n: times.length, cpuUsPerRequest };
-}
-
-/** One request by hand: 200 and the echo body ("ok"; a stream ends with [DONE]). @throws Error otherwise. */
-async function probe(name: string, url: string, headers: Record<string, string>, body: string, stream: boolean): Promise<void> {
-  const res = await fetch(url, { method: 'POST', headers, body, signal: AbortSignal.timeout(10_000) });
-  const text = await res.text();
-  const ok = res.status === 200 && text.includes('"content":"ok"') && (!stream || (res.headers.get('content-type')?.startsWith('text/event-stream') && text.trimEnd().endsWith('data: [DONE]')));
-  if (!ok) throw new Error(`${name} probe (${stream ? 'stream' : 'non-stream'}) failed: ${res.status} ${text.slice(0, 500)}`);
 }
 
 /**
@@ -343,6 +239,7 @@ export async function runGatewayOverhead(opts: GatewayOverheadOptions): Promise<
   let gw: { child: ChildProcess; url: string } | undefined;
   let peer: PeerGateway | undefined;
   let floor: { child: ChildProcess; url: string } | undefined;
+  let cmp: { child: ChildProcess; url: string } | undefined;
   const result: GatewayOverheadResult = { cases: [], rssMb: {}, loadAvg1: { before: loadBefore, after: Number.NaN }, pinned: pin };
   try {
     emu = await startCli(['emulate', '--port', '0', '--mode', 'echo'], pin ? 1 : null, []);
@@ -351,7 +248,14 @@ export async function runGatewayOverhead(opts: GatewayOverheadOptions): Promise<
       join(dir, 'gateway.yaml'),
       `server:\n  port: 0\n  admin_port: null\n  log_level: warn\n  seed: 1\nauth:\n  keys:\n    - id: bench\n      sha256: ${hashKey(KEY)}\n${opts.requestLog ? `request_log:\n  path: ${join(dir, 'requests.duckdb')}\n` : ''}`,
     );
-    gw = await startCli(['gateway', '--config', dir], pin ? 0 : null, nodeFlags);
+    gw = await startCli(['gateway', '--config', dir], pin ? 0 : null, nodeFlags, opts.gatewayRoot ?? root);
+    if (opts.compareRoot) {
+      const cdir = join(dir, 'compare');
+      mkdirSync(cdir);
+      writeFileSync(join(cdir, 'models.yaml'), readFileSync(join(dir, 'models.yaml')));
+      writeFileSync(join(cdir, 'gateway.yaml'), readFileSync(join(dir, 'gateway.yaml'), 'utf8').replace(join(dir, 'requests.duckdb'), join(cdir, 'requests.duckdb')));
+      cmp = await startCli(['gateway', '--config', cdir], pin ? 0 : null, nodeFlags, opts.compareRoot);
+    }
     if (opts.peer) peer = await startPeerGateway({ cpu: pin ? 0 : null, nodeFlags });
     if (opts.floor ?? true) floor = await startNode([join(root, 'bench/floor-proxy.mjs'), emu.url], pin ? 0 : null, nodeFlags);
 
@@ -359,7 +263,7 @@ export async function runGatewayOverhead(opts: GatewayOverheadOptions): Promise<
     write(
       `gateway overhead — ${opts.seconds} s per run, fixed-rate steps ${opts.rpsSteps.join('/') || 'none'} req/s, max run ${opts.maxConnections} connections; ` +
         `${cpus().length} CPUs (${cpus()[0]?.model ?? '?'}), load average ${loadBefore.toFixed(2)}, ${pin ? `pinned: gateways CPU 0, emulator + load generator CPU 1; gateways' GC ${nodeFlags.length > 0 ? `on their JS thread (${SINGLE_THREADED_GC_FLAG})` : "with V8's helper threads"}` : 'NOT pinned'}; ` +
-        `request log ${opts.requestLog ? 'on' : 'off'}; peer ${peer ? 'Portkey @portkey-ai/gateway' : 'off'}; floor ${floor ? 'bare uWS → undici proxy' : 'off'}\n\n`,
+        `request log ${opts.requestLog ? 'on' : 'off'}; gateway from ${opts.gatewayRoot ?? root}${cmp ? `, compare gateway from ${opts.compareRoot}` : ''}; peer ${peer ? 'Portkey @portkey-ai/gateway' : 'off'}; floor ${floor ? 'bare uWS → undici proxy' : 'off'}\n\n`,
     );
     write('case        load        path         req/s    p50 ms   p90 ms   p99 ms p99.9 ms   bad\n');
     const line = (c: string, load: string, path: string, m: PathRun, note = '') =>
@@ -374,22 +278,27 @@ export async function runGatewayOverhead(opts: GatewayOverheadOptions): Promise<
         ['direct', `${emu.url}/v1/chat/completions`, base],
         ...(floor ? ([['floor', `${floor.url}/v1/chat/completions`, base]] as Array<[PathName, string, Record<string, string>]>) : []),
         ['switchyard', `${gw.url}/v1/chat/completions`, base],
+        ...(cmp ? ([['compare', `${cmp.url}/v1/chat/completions`, base]] as Array<[PathName, string, Record<string, string>]>) : []),
       ];
       if (peer) targets.push(['portkey', `${peer.url}/v1/chat/completions`, { ...base, ...peerHeaders(`${emu.url}/v1`) }]);
       for (const [name, url, headers] of targets) await probe(name, url, headers, body, stream);
       // The gateway process of each path (taskset execs node, so the child's pid is node's).
-      const pidOf: Partial<Record<PathName, number | null>> = { direct: null, floor: floor?.child.pid ?? null, switchyard: gw.child.pid ?? null, portkey: peer?.child.pid ?? null };
+      const pidOf: Partial<Record<PathName, number | null>> = { direct: null, floor: floor?.child.pid ?? null, switchyard: gw.child.pid ?? null, portkey: peer?.child.pid ?? null, compare: cmp?.child.pid ?? null };
       // Warm up (JIT, pools) every path.
       for (const [, url, headers] of targets) await measure(url, headers, body, { connections: 16, seconds: 1 });
       const steps: GatewayOverheadResult['cases'][number]['steps'] = [];
       for (const rateRps of opts.rpsSteps) {
         const byPath: Partial<Record<PathName, PathRun>> = {};
         for (const [name, url, headers] of targets) {
-          const m = await measurePaced(url, headers, body, { rateRps, connections: Math.min(64, rateRps), seconds: opts.seconds });
+          const m = await measurePaced(url, headers, body, { rateRps, connections: Math.min(64, rateRps), seconds: opts.seconds, pid: pidOf[name] ?? null });
           byPath[name] = m;
-          line(c, `${rateRps}/s`, name, m, m.rps < 0.9 * rateRps ? `  (saturated: ${m.rps.toFixed(0)} < ${rateRps} req/s — latency is queueing)` : '');
+          line(c, `${rateRps}/s`, name, m, (m.rps < 0.9 * rateRps ? `  (saturated: ${m.rps.toFixed(0)} < ${rateRps} req/s — latency is queueing)` : '') + (m.cpuUsPerRequest !== null ? `  gateway CPU ${m.cpuUsPerRequest.toFixed(0)} µs/request` : ''));
         }
-        steps.push({ rateRps, byPath });
+        const stepCpu = byPath.floor?.cpuUsPerRequest && byPath.switchyard?.cpuUsPerRequest ? byPath.switchyard.cpuUsPerRequest / byPath.floor.cpuUsPerRequest : null;
+        steps.push({ rateRps, byPath, cpuRatioToFloor: stepCpu });
+        if (stepCpu !== null) write(`${''.padEnd(24)}gateway CPU per request at ${rateRps}/s: switchyard/floor ×${stepCpu.toFixed(2)}\n`);
+        const cs = byPath.compare?.cpuUsPerRequest;
+        if (cs && byPath.switchyard?.cpuUsPerRequest) write(`${''.padEnd(24)}gateway CPU per request at ${rateRps}/s: switchyard/compare ×${(byPath.switchyard.cpuUsPerRequest / cs).toFixed(2)}${byPath.floor?.cpuUsPerRequest ? `, compare/floor ×${(cs / byPath.floor.cpuUsPerRequest).toFixed(2)}` : ''}\n`);
         const d = byPath.direct!;
         const s = byPath.switchyard!;
         const p = byPath.portkey;
@@ -420,14 +329,29 @@ export async function runGatewayOverhead(opts: GatewayOverheadOptions): Promise<
       const maxRatio = {
         direct: medianRatio('direct'),
         portkey: peer ? medianRatio('portkey') : null,
+        floor: floor ? medianRatio('floor') : null,
         floorToDirect: floor ? median(rounds.map((x) => x.floor!.rps / x.direct!.rps)) : null,
       };
+      const cpuRatios = floor ? rounds.map((x) => (x.switchyard!.cpuUsPerRequest ?? Number.NaN) / (x.floor!.cpuUsPerRequest ?? Number.NaN)) : [];
+      const cpuRatioToFloor = floor ? median(cpuRatios) : null;
       const rr = (x: number) => `×${x.toFixed(2)}`;
       write(
-        `${''.padEnd(24)}max req/s: switchyard/direct ${rr(maxRatio.direct)}${maxRatio.portkey !== null ? `, switchyard/portkey ${rr(maxRatio.portkey)}` : ''}${maxRatio.floorToDirect !== null ? `, floor/direct ${rr(maxRatio.floorToDirect)}` : ''}` +
+        `${''.padEnd(24)}max req/s: switchyard/direct ${rr(maxRatio.direct)}${maxRatio.portkey !== null ? `, switchyard/portkey ${rr(maxRatio.portkey)}` : ''}${maxRatio.floor !== null ? `, switchyard/floor ${rr(maxRatio.floor)}` : ''}${maxRatio.floorToDirect !== null ? `, floor/direct ${rr(maxRatio.floorToDirect)}` : ''}` +
           `${roundsN > 1 ? ` (median of the per-round ratios to direct: ${rounds.map((x) => (x.switchyard!.rps / x.direct!.rps).toFixed(2)).join(', ')})` : ''}\n`,
       );
-      result.cases.push({ case: c, steps, max, maxRatio });
+      if (cpuRatioToFloor !== null) write(`${''.padEnd(24)}gateway CPU per request: switchyard/floor ${rr(cpuRatioToFloor)}${roundsN > 1 ? ` (median of the per-round ratios: ${cpuRatios.map((x) => x.toFixed(2)).join(', ')})` : ''}\n`);
+      const cpuOf = (x: Partial<Record<PathName, PathRun>>, p: PathName) => x[p]?.cpuUsPerRequest ?? Number.NaN;
+      const cmpFloor = cmp && floor ? rounds.map((x) => cpuOf(x, 'compare') / cpuOf(x, 'floor')) : [];
+      const syCmp = cmp ? rounds.map((x) => cpuOf(x, 'switchyard') / cpuOf(x, 'compare')) : [];
+      const compareCpuRatioToFloor = cmp && floor ? median(cmpFloor) : null;
+      const cpuRatioToCompare = cmp ? median(syCmp) : null;
+      if (cpuRatioToCompare !== null) {
+        write(
+          `${''.padEnd(24)}gateway CPU per request: switchyard/compare ${rr(cpuRatioToCompare)} (rounds: ${syCmp.map((x) => x.toFixed(2)).join(', ')})` +
+            `${compareCpuRatioToFloor !== null ? `, compare/floor ${rr(compareCpuRatioToFloor)} (rounds: ${cmpFloor.map((x) => x.toFixed(2)).join(', ')})` : ''}\n`,
+        );
+      }
+      result.cases.push({ case: c, steps, max, maxRatio, cpuRatioToFloor, compareCpuRatioToFloor, cpuRatioToCompare });
     }
     result.rssMb.switchyard = rssOf(gw.child.pid!);
     if (peer) result.rssMb.portkey = rssOf(peer.child.pid!);
@@ -438,45 +362,10 @@ export async function runGatewayOverhead(opts: GatewayOverheadOptions): Promise<
     write(`load average after: ${result.loadAvg1.after.toFixed(2)}\n`);
     return result;
   } finally {
-    await Promise.all([peer?.stop(), floor && stopChild(floor.child, 'SIGTERM'), gw && stopChild(gw.child, 'SIGTERM'), emu && stopChild(emu.child, 'SIGINT')]);
+    await Promise.all([peer?.stop(), floor && stopChild(floor.child, 'SIGTERM'), cmp && stopChild(cmp.child, 'SIGTERM'), gw && stopChild(gw.child, 'SIGTERM'), emu && stopChild(emu.child, 'SIGINT')]);
     rmSync(dir, { recursive: true, force: true });
     if (savedMask !== null) execFileSync('taskset', ['-a', '-p', savedMask, String(process.pid)], { stdio: 'ignore' });
   }
-}
-
-/** Median of a non-empty list. */
-function median(xs: number[]): number {
-  const a = [...xs].sort((x, y) => x - y);
-  const m = a.length >> 1;
-  return a.length % 2 === 1 ? a[m]! : (a[m - 1]! + a[m]!) / 2;
-}
-
-/** The summary table: one row per metric, the paths and the ratios. */
-function writeSummary(r: GatewayOverheadResult, write: (t: string) => void): void {
-  const hasPeer = r.rssMb.portkey !== undefined;
-  const hasFloor = r.cases.some((c) => c.maxRatio.floorToDirect !== null);
-  const v = (x: number | undefined | null, digits: number) => (x === undefined || x === null || Number.isNaN(x) ? '—' : x.toFixed(digits)).padStart(10);
-  const q = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined || !(b > 0) ? '—' : (a / b).toFixed(2)).padStart(10);
-  write(`\nsummary (sy = switchyard; floor = bare uWS → undici proxy; latency and RSS: < 1 is better for switchyard; req/s: > 1 is better)\n`);
-  write(`${'case'.padEnd(11)} ${'metric'.padEnd(16)} ${'direct'.padStart(10)} ${'floor'.padStart(10)} ${'switchyard'.padStart(10)} ${'portkey'.padStart(10)} ${'floor/dir'.padStart(10)} ${'sy/direct'.padStart(10)} ${'sy/portkey'.padStart(10)}\n`);
-  const row = (c: string, metric: string, d: number | undefined, f: number | undefined, s: number | undefined, p: number | undefined, digits: number, ratios?: [number | null, number, number | null]) =>
-    write(
-      `${c.padEnd(11)} ${metric.padEnd(16)} ${v(d, digits)} ${hasFloor ? v(f, digits) : '—'.padStart(10)} ${v(s, digits)} ${hasPeer ? v(p, digits) : '—'.padStart(10)} ` +
-        (ratios ? `${v(ratios[0], 2)} ${v(ratios[1], 2)} ${v(ratios[2], 2)}\n` : `${hasFloor ? q(f, d) : '—'.padStart(10)} ${q(s, d)} ${hasPeer ? q(s, p) : '—'.padStart(10)}\n`),
-    );
-  for (const cs of r.cases) {
-    for (const st of cs.steps) {
-      const { direct: d, floor: f, switchyard: s, portkey: p } = st.byPath;
-      row(cs.case, `p50 ms @${st.rateRps}/s`, d?.p50Ms, f?.p50Ms, s?.p50Ms, p?.p50Ms, 3);
-      row(cs.case, `p99 ms @${st.rateRps}/s`, d?.p99Ms, f?.p99Ms, s?.p99Ms, p?.p99Ms, 3);
-    }
-    // Ratios of max req/s are medians of per-round ratios (see GatewayOverheadOptions.maxRounds).
-    row(cs.case, 'max req/s', cs.max.direct?.rps, cs.max.floor?.rps, cs.max.switchyard?.rps, cs.max.portkey?.rps, 0, [cs.maxRatio.floorToDirect, cs.maxRatio.direct, cs.maxRatio.portkey]);
-    const cpu = (x: PathRun | undefined) => x?.cpuUsPerRequest ?? undefined;
-    row(cs.case, 'CPU µs/req, max', undefined, cpu(cs.max.floor), cpu(cs.max.switchyard), cpu(cs.max.portkey), 0, [null, Number.NaN, cs.max.portkey ? (cpu(cs.max.switchyard) ?? Number.NaN) / (cpu(cs.max.portkey) ?? Number.NaN) : null]);
-  }
-  row('process', 'RSS MB now', undefined, undefined, r.rssMb.switchyard?.nowMb, r.rssMb.portkey?.nowMb, 0);
-  row('process', 'RSS MB peak', undefined, undefined, r.rssMb.switchyard?.peakMb, r.rssMb.portkey?.peakMb, 0);
 }
 
 if (process.argv[1] !== undefined && resolve(process.argv[1]) === import.meta.filename) {
@@ -491,6 +380,9 @@ if (process.argv[1] !== undefined && resolve(process.argv[1]) === import.meta.fi
       'no-log': { type: 'boolean', default: false },
       'no-peer': { type: 'boolean', default: false },
       'no-floor': { type: 'boolean', default: false },
+      'gateway-root': { type: 'string' },
+      'compare-root': { type: 'string' },
+      json: { type: 'string' },
     },
   });
   const rounds = Number(values.rounds);
@@ -498,7 +390,7 @@ if (process.argv[1] !== undefined && resolve(process.argv[1]) === import.meta.fi
     process.stderr.write(`gateway-overhead: --rounds must be a positive odd integer (the median round is reported), got '${values.rounds}'\n`);
     process.exit(2);
   }
-  await runGatewayOverhead({
+  const result = await runGatewayOverhead({
     seconds: Number(values.seconds),
     rpsSteps: values.rps === '' ? [] : values.rps.split(',').map(Number),
     maxConnections: Number(values.connections),
@@ -508,5 +400,8 @@ if (process.argv[1] !== undefined && resolve(process.argv[1]) === import.meta.fi
     requestLog: !values['no-log'],
     peer: !values['no-peer'],
     floor: !values['no-floor'],
+    ...(values['gateway-root'] && { gatewayRoot: resolve(values['gateway-root']) }),
+    ...(values['compare-root'] && { compareRoot: resolve(values['compare-root']) }),
   });
+  if (values.json) writeFileSync(values.json, JSON.stringify(result, null, 2));
 }

@@ -137,4 +137,4 @@ export { OutputLengthPredictor, lengthBucket, DEFAULT_OUTPUT_LENGTH_OPTIONS, typ
 export { CostEnvelope, floorEnvelope, ENVELOPE_FLOOR_RATIO, type Envelope, type CostEnvelopeOptions } from './strategies/routewise/cost-envelope.ts';
 export { ResourceLedger, DEFAULT_QUOTA_BLOCK_MS, DEFAULT_CONCURRENCY_BLOCK_MS, type QuotaUnit, type QuotaWindow, type RouteResources, type Reservation } from './strategies/routewise/resources.ts';
 export { explorationProbability, ExplorationLeases, ProbeGate, ProbeScheduler } from './strategies/routewise/cold-start.ts';
-export { DEFAULT_ENDPOINTS_BY_KIND, ENDPOINT_FAMILY_NAMES, routeEndpointFamilies } from './model/route-endpoints.ts';
+export { routeEndpointFamilies, type DefaultEndpoints } from './model/route-endpoints.ts';

@@ -33,6 +33,7 @@ import type { LifecycleEvent } from './lifecycle/seam.ts';
 import type { ResolvedModel, RouteExclusion } from './model/resolved-model.ts';
 import { startRequestLife, type LifeDeps } from './request/request-life.ts';
 import type { RouteOverlay } from './config/route-overlay.ts';
+import type { DefaultEndpoints } from './model/route-endpoints.ts';
 
 /** Options of the core. */
 export interface RoutingCoreOptions {
@@ -48,6 +49,12 @@ export interface RoutingCoreOptions {
   multiTarget?: Partial<MultiTargetOptions>;
   /** Weight overrides and disabled providers laid over the configured weights (`route-overlay.ts`). */
   overlay?: RouteOverlay;
+  /**
+   * The endpoint families a route of a given `kind` serves when its `endpoints:` lists none (the
+   * gateway passes its adapters' lists). Absent, or undefined for a kind: such routes serve
+   * every family.
+   */
+  defaultEndpoints?: DefaultEndpoints;
   /**
    * The previous configuration generation's core: its learned state (breakers and claims,
    * prefill leases and hints, affinity pins, outbound slots and limits, engine-hold places,
@@ -163,7 +170,7 @@ export class RoutingCore {
     };
     const context = { settings: this.settings, prefill: this.prefill, endpoints: this.endpointStats, outbound };
     const registry = options.registry ?? new StrategyRegistry();
-    resolveModels(config, registry, context, outboundKeys, this.models, this.ordered, options.overlay);
+    resolveModels(config, registry, context, outboundKeys, this.models, this.ordered, options.overlay, options.defaultEndpoints);
     configureCooldowns(config, (m) => this.models.get(m.id), this.cooldowns);
     if (prev) this.carryModelState(prev);
   }

@@ -26,125 +26,30 @@
  * gateway caps probes in flight across generations.
  */
 import { randomInt } from 'node:crypto';
-import { createServer } from 'node:net';
 import uWS from '@trufflesuite/uws-js-unofficial';
 import type { TemplatedApp, us_listen_socket } from '@trufflesuite/uws-js-unofficial';
-import pino, { type Logger } from 'pino';
-import { ProbeGate, type RoutingCore } from '../core/index.ts';
+import pino from 'pino';
+import { ProbeGate } from '../core/index.ts';
 import { requestLogMemoryLimitMb } from './config/gateway-settings.ts';
 import type { GatewayConfig } from './config/load.ts';
+import { restartOnly } from './config/restart-only.ts';
+import type { GatewayOptions, RunningGateway } from './gateway-options.ts';
 import { GatewayMetrics } from './metrics.ts';
 import { RequestLog } from './request-log/request-log.ts';
 import { createAdminApp, createApp, deepHealthView, type Generation, type ServerContext } from './server/uws.ts';
-import { aggregateMetricsText, mergeDeepHealth, type PeerAnswer, type WorkerSnapshot } from './server/worker-aggregate.ts';
+import { bracket, listen } from './server/listen.ts';
+import { aggregateMetricsText, mergeDeepHealth, type WorkerSnapshot } from './server/worker-aggregate.ts';
 import { UpstreamPools } from './upstream/pools.ts';
 import { AdminApi } from './admin/admin-api.ts';
 import { ControlPlane } from './admin/control-plane.ts';
-import type { RefusedAuditOptions } from './admin/refused-audit.ts';
 import { requestReports } from './admin/request-reports.ts';
 import type { OverlaySnapshot } from './store/overlay-repo.ts';
 import { buildGeneration } from './generation.ts';
 import { RouteWiseProber, type ProbeCounters } from './routewise/prober.ts';
 
-/** Options of `startGateway`. */
-export interface GatewayOptions {
-  /** A validated configuration (`loadGatewayConfig` / `buildGatewayConfig`). */
-  config: GatewayConfig;
-  /** Overrides `server.host`. */
-  host?: string;
-  /** Overrides `server.port`; 0 picks a free port. */
-  port?: number;
-  /**
-   * Port of the admin listener (0 picks one); null or absent ⇒ no admin listener. The CLI passes
-   * `server.admin_port`; library callers (tests) opt in, so they never collide on 8081.
-   */
-  adminPort?: number | null;
-  /** Overrides `server.admin_host`. */
-  adminHost?: string;
-  /** Overrides `server.seed`. */
-  seed?: number;
-  /** Logger; default pino at `server.log_level` on stdout. */
-  logger?: Logger;
-  /** Worker index, for the routing streams' names (default 0). */
-  worker?: number;
-  /**
-   * Listen on the public port with SO_REUSEPORT so several worker threads of one process share
-   * it (`--workers N`; the main thread first checks the port is free with `assertPortFree`).
-   * Default false: the port is bound exclusively, so a port already in use (by another gateway,
-   * even one that shares its own port) makes `startGateway` throw. The admin listener is always
-   * exclusive.
-   */
-  sharedPort?: boolean;
-  /**
-   * RouteWise prober tick, ms (> 0); default a tenth of the smallest `probe_interval_sec` of the
-   * probing models, within 10 ms … 30 s. Tests shorten it.
-   */
-  probeTickMs?: number;
-  /** Bound on one RouteWise probe, ms (> 0); default 60 s. */
-  probeTimeoutMs?: number;
-  /** The refused-admin-call audit bound (`admin/refused-audit.ts`); tests shorten its window. */
-  refusedAudit?: Partial<RefusedAuditOptions>;
-  /**
-   * A worker of a multi-worker gateway: asks the other workers for their `snapshot()` (one
-   * answer per worker, a missing one as `{worker, error}`), so that `/metrics` and `/health/deep`
-   * cover every worker (gateway/server/worker-aggregate.ts). Absent: this gateway's own only.
-   */
-  peers?: () => Promise<PeerAnswer[]>;
-}
-
-/** The RouteWise prober of a gateway, as `RunningGateway.probes()` reports it. */
-export interface ProbeStatus {
-  /** Whether the current generation's prober is ticking (some routewise model has `probe_enabled`). */
-  active: boolean;
-  /** Its tick period, ms, or null when inactive. */
-  tickMs: number | null;
-  /** Probes started since the gateway started (all generations). */
-  sent: number;
-  /** Probes running now. */
-  inFlight: number;
-  /** The most probes ever running at once. */
-  maxInFlight: number;
-}
-
-/** A listening gateway. */
-export interface RunningGateway {
-  readonly host: string;
-  readonly port: number;
-  /** `http://host:port` (the OpenAI base URL is this + `/v1`). */
-  readonly url: string;
-  /** `http://admin_host:admin_port`, or null without an admin listener. */
-  readonly adminUrl: string | null;
-  readonly seed: number;
-  /** The current generation's core (changes on reload). */
-  readonly core: RoutingCore;
-  readonly metrics: GatewayMetrics;
-  /** The request log, or null when `request_log.path` is null. */
-  readonly requestLog: RequestLog | null;
-  /** Requests admitted and not yet over. */
-  inFlight(): number;
-  /** The RouteWise prober's state and counters (probes are not counted in `inFlight`). */
-  probes(): ProbeStatus;
-  /** Upstream pools: per origin, open connections, running and queued requests (empty after close). */
-  upstreamStats(): ReturnType<UpstreamPools['stats']>;
-  /**
-   * Swaps in a new configuration (and restarts the RouteWise prober on it). Returns the settings
-   * that differ from what this process runs with (its start configuration) and need a restart.
-   * @throws Error (the core's message, or the worker-scope refusal) when it is rejected; the old
-   *   one stays, prober included.
-   */
-  reload(config: GatewayConfig): string[];
-  /**
-   * Stops accepting (listeners closed; requests on open connections get 503 `draining`), waits
-   * for in-flight requests up to `graceMs`, cuts the ones left (`Exchange.cutForDrain`: an
-   * in-band `draining` error on a committed stream, else 503), then closes. Returns how many
-   * were in flight when the grace ran out.
-   */
-  drain(graceMs: number): Promise<{ cut: number }>;
-  /** Stops listening, drops open connections and upstream pools, closes the request log. */
-  close(): Promise<void>;
-  /** This gateway's own metrics (prom-client JSON) and `/health/deep`, for another worker to merge. */
-  snapshot(): Promise<WorkerSnapshot>;
-}
+export type { GatewayOptions, ProbeStatus, RunningGateway } from './gateway-options.ts';
+export { restartOnly } from './config/restart-only.ts';
+export { assertPortFree } from './server/listen.ts';
 
 /**
  * Builds and starts a gateway.
@@ -350,62 +255,3 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   };
 }
 
-/**
- * Settings that differ between two configurations and that a reload cannot apply (they need a
- * restart), as dotted names: `server.host`, `server.port`, `server.workers`, `server.admin_host`,
- * `server.admin_port`, `server.seed`, `server.log_level`, `upstream`, `request_log`, `store`.
- * Both configurations must carry the same command-line overrides (the CLI applies them to every
- * load), so a setting that did not change is never reported. Empty when nothing needs a restart.
- */
-export function restartOnly(prev: GatewayConfig, next: GatewayConfig): string[] {
-  const out: string[] = [];
-  const a = prev.settings;
-  const b = next.settings;
-  for (const k of ['host', 'port', 'workers', 'admin_host', 'admin_port', 'seed', 'log_level'] as const) if (a.server[k] !== b.server[k]) out.push(`server.${k}`);
-  if (JSON.stringify(a.upstream) !== JSON.stringify(b.upstream)) out.push('upstream');
-  if (JSON.stringify(a.request_log) !== JSON.stringify(b.request_log)) out.push('request_log');
-  if (JSON.stringify(a.store) !== JSON.stringify(b.store)) out.push('store');
-  return out;
-}
-
-function bracket(host: string): string {
-  return host.includes(':') ? `[${host}]` : host;
-}
-
-/**
- * Binds `app` on host:port. `exclusive` passes uWS `LIBUS_LISTEN_EXCLUSIVE_PORT` (no
- * SO_REUSEPORT), so a port another socket listens on is refused instead of silently shared;
- * false keeps uWS's default SO_REUSEPORT (worker threads sharing one port).
- * @throws Error naming host:port when it cannot be bound.
- */
-function listen(app: TemplatedApp, host: string, port: number, exclusive: boolean): Promise<{ port: number; socket: us_listen_socket }> {
-  return new Promise((resolve, reject) => {
-    const done = (ls: us_listen_socket | false): void => {
-      if (!ls) reject(new Error(`gateway: cannot listen on ${host}:${port} (in use, or not an address of this machine)`));
-      else resolve({ port: uWS.us_socket_local_port(ls), socket: ls });
-    };
-    // The typings lack the (host, port, options, cb) overload; the native binding has it.
-    if (exclusive) (app.listen as unknown as (h: string, p: number, o: number, cb: typeof done) => TemplatedApp)(host, port, LIBUS_LISTEN_EXCLUSIVE_PORT, done);
-    else app.listen(host, port, done);
-  });
-}
-
-/** uWS `ListenOptions.LIBUS_LISTEN_EXCLUSIVE_PORT` (the typings declare it as an ambient enum). */
-const LIBUS_LISTEN_EXCLUSIVE_PORT = 1;
-
-/**
- * Checks that nothing listens on host:port by binding a node `net` server there (no
- * SO_REUSEPORT, so a uWS listener sharing its port still conflicts) and closing it. The
- * multi-worker CLI calls it before its threads bind the port with SO_REUSEPORT, so a second
- * process is refused. Port 0 always passes.
- * @throws Error `gateway: cannot listen on host:port (…)` naming the cause (EADDRINUSE: in use).
- */
-export function assertPortFree(host: string, port: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', (e: NodeJS.ErrnoException) =>
-      reject(new Error(`gateway: cannot listen on ${host}:${port} (${e.code === 'EADDRINUSE' ? 'in use' : e.code === 'EADDRNOTAVAIL' ? 'not an address of this machine' : e.message})`)),
-    );
-    srv.listen({ host, port, exclusive: true }, () => srv.close(() => resolve()));
-  });
-}

@@ -14,11 +14,11 @@ import type { GatewayMetrics } from './metrics.ts';
 import { LOG_BLOCK, type RequestLogRow } from './request-log/log-row.ts';
 import { prefixBlockHashes, serializedPrompt } from './request-log/prefix-hashes.ts';
 import type { RequestLog } from './request-log/request-log.ts';
-import type { FinishedExchange, RouteTarget } from './server/exchange.ts';
+import type { FinishedExchange, RouteTarget } from './server/exchange-context.ts';
 import type { Generation } from './server/uws.ts';
 import { adoptWakeups } from './server/wakeups.ts';
 import type { UpstreamPools } from './upstream/pools.ts';
-import { adapterFor } from './upstream/adapters.ts';
+import { adapterFor, defaultEndpoints } from './upstream/adapters.ts';
 
 /** What a generation needs besides its configuration. */
 export interface GenerationDeps {
@@ -46,7 +46,13 @@ export function buildGeneration(config: GatewayConfig, d: GenerationDeps): Gener
   const s = config.settings;
   const scope = workerScopeError(config.models, s.server.workers);
   if (scope) throw new Error(`gateway: configuration refused: ${scope}`);
-  const core = new RoutingCore(config.models, { health: healthOptions(s), settings: config.routingSettings, overlay: d.overlay, ...(d.carryFrom && { carryFrom: d.carryFrom }) });
+  const core = new RoutingCore(config.models, {
+    health: healthOptions(s),
+    settings: config.routingSettings,
+    overlay: d.overlay,
+    defaultEndpoints,
+    ...(d.carryFrom && { carryFrom: d.carryFrom }),
+  });
   // Lives of the old generation may wait on slots the new one frees: one wake-up router for both.
   if (d.carryFrom) adoptWakeups(d.carryFrom, core);
   // Routes zeroed or re-weighted at start (or reload) are logged once, with configured and
@@ -65,7 +71,7 @@ export function buildGeneration(config: GatewayConfig, d: GenerationDeps): Gener
       routes.set(id, {
         endpointId: id,
         adapter,
-        endpoints: new Set(routeEndpointFamilies(r.kind, r.endpoints)),
+        endpoints: new Set(routeEndpointFamilies(r.kind, r.endpoints, defaultEndpoints) ?? adapter.endpoints),
         pool: d.pools.forOrigin(url.origin),
         basePath: url.pathname.replace(/\/+$/, ''),
         apiKey: r.api_key ?? null,

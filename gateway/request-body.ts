@@ -6,9 +6,12 @@
  * validation of the whole body; the upstream judges the rest and its 4xx passes through.
  */
 import type { EndpointFamilyName, Modality } from '../core/index.ts';
-import { ENDPOINT_FAMILIES } from './endpoints/families.ts';
+import { endpointFamily } from './endpoints/families.ts';
 
-/** The OpenAI endpoints the gateway serves: the core's endpoint families, by the same names. */
+/**
+ * The id of an endpoint family the gateway serves (`endpoints/families.ts`: `chat`,
+ * `completion`, `embedding`, …), the same id the routing core compares with a route's `endpoints:`.
+ */
 export type Endpoint = EndpointFamilyName;
 
 
@@ -48,6 +51,7 @@ export interface BodyProblem {
  * `max_tokens` / `max_completion_tokens` (null or an integer 1 … 2^31 − 1), then the family's
  * checks (`endpoints/families.ts`).
  * @returns the request, or the problem to answer with (400).
+ * @throws Error when `endpoint` is not a registered family (the HTTP layer only mounts registered ones).
  */
 export function readClientRequest(endpoint: Endpoint, text: string): ClientRequest | BodyProblem {
   let parsed: unknown;
@@ -78,7 +82,8 @@ export function readClientRequest(endpoint: Endpoint, text: string): ClientReque
       };
     }
   }
-  const family = ENDPOINT_FAMILIES[endpoint];
+  const family = endpointFamily(endpoint);
+  if (!family) throw new Error(`endpoint family '${endpoint}' is not registered (endpoints/families.ts)`);
   const problem = family.check(body);
   if (problem) return problem;
   const stream = family.streams && body.stream === true;

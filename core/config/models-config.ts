@@ -39,8 +39,11 @@ export const RouteSchema = z
     provider_model_id: z.string().min(1).optional(),
     api_key: z.string().optional(),
     input_modalities: z.array(z.enum(['text', 'image', 'audio'])).default(['text']),
-    /** Endpoint families the route serves; absent ⇒ its kind's default (`model/route-endpoints.ts`). */
-    endpoints: z.array(z.enum(['chat', 'completion', 'embedding'])).min(1).optional(),
+    /**
+     * Endpoint families the route serves, by the ids the driver registers (the gateway checks
+     * them against its families); absent ⇒ its kind's default (`model/route-endpoints.ts`).
+     */
+    endpoints: z.array(z.string().regex(/^[a-z][a-z0-9_]*$/, 'an endpoint family id is lower-case letters, digits and _, e.g. chat')).min(1).optional(),
     context_length: z.number().int().positive().optional(),
     pricing: PricingSchema.optional(),
     /** Overrides the loopback test for local/remote splits. */

@@ -16,8 +16,12 @@ import type { Outcome } from './outcome.ts';
 /** Input modality a request carries or a route accepts. */
 export type Modality = 'text' | 'image' | 'audio';
 
-/** An inference API family a request is made on or a route serves (the gateway's endpoints). */
-export type EndpointFamilyName = 'chat' | 'completion' | 'embedding';
+/**
+ * An inference API family a request is made on or a route serves, by the id its driver
+ * registers (the gateway's `chat`, `completion`, `embedding`, …; `gateway/endpoints/families.ts`).
+ * Open data: the core only compares these ids, so a new family needs no core change.
+ */
+export type EndpointFamilyName = string;
 
 /** What the core needs to know about a request. Token counts are estimates, integers ≥ 0. */
 export interface RouteRequest {

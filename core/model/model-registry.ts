@@ -11,11 +11,13 @@ import { resolveMultiTargetModel } from '../multi-target/multi-target-model.ts';
 import { resolveRoutes } from './resolve-routes.ts';
 import type { ResolvedModel } from './resolved-model.ts';
 import type { RouteOverlay } from '../config/route-overlay.ts';
+import type { DefaultEndpoints } from './route-endpoints.ts';
 
 /**
  * Resolves every model of `config` into `models` (by id and alias) and `ordered` (once each, in
  * configuration order), recording each route's outbound key in `outboundKeys`; `overlay`
- * (weight overrides, disabled providers) is laid over every direct model's routes.
+ * (weight overrides, disabled providers) is laid over every direct model's routes;
+ * `defaultEndpoints` gives the endpoint families of a route that lists none.
  * @throws Error naming the model and field for an unknown router, bad router_params, a duplicate
  *   model id/alias, two routes with one endpoint id, or a bad multi-target block.
  */
@@ -27,6 +29,7 @@ export function resolveModels(
   models: Map<string, ResolvedModel>,
   ordered: ResolvedModel[],
   overlay?: RouteOverlay,
+  defaultEndpoints?: DefaultEndpoints,
 ): void {
   // Seed 000 ("routing.yaml"): the deployment's local/remote split rewrites weights only when the
   // effective default router is `fixed`; under any other default every route keeps its weight.
@@ -34,7 +37,7 @@ export function resolveModels(
   config.models.forEach((m, mi) => {
     if (m.routing) return; // multi-target models resolve below, once every direct model is known
     const where = `models[${mi}] (id '${m.id}')`;
-    const routes = resolveRoutes(m.id, m.route, share, where, overlay);
+    const routes = resolveRoutes(m.id, m.route, share, where, overlay, defaultEndpoints);
     for (const r of routes) outboundKeys.set(r.endpointId, r.outboundKey);
     const strategy = m.router ?? config.routing.default_router;
     const planner = registry.create(

@@ -8,7 +8,7 @@ import type { RouteConfig } from '../config/models-config.ts';
 import { endpointId as makeEndpointId, endpointLocation } from '../config/endpoint-id.ts';
 import { fnv1a64Hex } from '../affinity/affinity-key.ts';
 import type { ExclusionReason, ResolvedRoute } from './resolved-model.ts';
-import { routeEndpointFamilies } from './route-endpoints.ts';
+import { routeEndpointFamilies, type DefaultEndpoints } from './route-endpoints.ts';
 import { overlaidWeight, type RouteOverlay } from '../config/route-overlay.ts';
 
 const LIMITER_EXEMPT_HOST = /^(localhost|127(\.\d{1,3}){3}|0\.0\.0\.0|host\.docker\.internal|\[::1\])$/i;
@@ -33,10 +33,18 @@ function isLocalRoute(r: RouteConfig): boolean {
 /**
  * Resolves the routes of model `modelId`; `share` is `routing.local_weight_share` (0–1) or
  * undefined. `where` names the model in errors. `overlay` (weight overrides, disabled
- * providers) is laid over the result and may turn the `routing.yaml` split off.
+ * providers) is laid over the result and may turn the `routing.yaml` split off;
+ * `defaultEndpoints` gives the endpoint families of a route that lists none.
  * @throws Error naming `where.route[i]` when two routes resolve to the same endpoint id.
  */
-export function resolveRoutes(modelId: string, routes: readonly RouteConfig[], share: number | undefined, where: string, overlay?: RouteOverlay): ResolvedRoute[] {
+export function resolveRoutes(
+  modelId: string,
+  routes: readonly RouteConfig[],
+  share: number | undefined,
+  where: string,
+  overlay?: RouteOverlay,
+  defaultEndpoints?: DefaultEndpoints,
+): ResolvedRoute[] {
   const seen = new Set<string>();
   const locals = routes.map(isLocalRoute);
   let localSum = 0;
@@ -69,7 +77,7 @@ export function resolveRoutes(modelId: string, routes: readonly RouteConfig[], s
       providerModelId: r.provider_model_id ?? null,
       modalities: r.input_modalities,
       acceptsText: r.input_modalities.includes('text'),
-      endpoints: routeEndpointFamilies(r.kind, r.endpoints),
+      endpoints: routeEndpointFamilies(r.kind, r.endpoints, defaultEndpoints),
       contextLength: r.context_length ?? null,
       pricing: {
         inputUsdPer1M: price?.input_usd_per_1m ?? 0,

@@ -37,7 +37,7 @@ export interface ResolvedRoute {
   /** `modalities` includes text (every request carries text), precomputed for the decision path. */
   readonly acceptsText: boolean;
   /** Endpoint families the route serves: its `endpoints:`, else its kind's default. */
-  readonly endpoints: readonly EndpointFamilyName[];
+  readonly endpoints: readonly EndpointFamilyName[] | null;
   readonly contextLength: number | null;
   readonly pricing: RoutePricing;
   /** Input + output price per 1k tokens, or null when the route has no `pricing` block (`least_cost`). */

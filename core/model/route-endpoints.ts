@@ -1,23 +1,23 @@
 /**
- * Which endpoint families (inference API shapes) a route serves. A route lists them in
- * `endpoints:`; absent, its `kind` decides by the table below. The gateway's adapters declare
- * the same lists (`UpstreamAdapter.endpoints`), and a test keeps the two in agreement; the core
- * keeps its own copy because it must not depend on the gateway.
+ * Which endpoint families (inference API shapes: the gateway's `chat`, `embedding`, …) a route
+ * serves. Family names are open data to the core: ids the driver registers (the gateway in
+ * `gateway/endpoints/families.ts`), which the core only compares. A route lists its families in
+ * `endpoints:`; absent, the driver's default for the route's `kind` applies
+ * (`RoutingCoreOptions.defaultEndpoints`; the gateway's comes from its adapter registry); a kind
+ * the driver gives no default for (the simulator's engines) serves every family.
  */
 import type { EndpointFamilyName } from '../lifecycle/seam.ts';
 
-/** Every endpoint family, in the order the gateway registers them. */
-export const ENDPOINT_FAMILY_NAMES: readonly EndpointFamilyName[] = ['chat', 'completion', 'embedding'];
+/**
+ * The endpoint families a route of `kind` serves when it lists none, or undefined when the
+ * driver has no default for the kind (such a route serves every family).
+ */
+export type DefaultEndpoints = (kind: string) => readonly EndpointFamilyName[] | undefined;
 
 /**
- * The endpoint families a route of each known `kind` serves when it lists none. A kind missing
- * here (the simulator's engines, kinds a driver adds) serves every family.
+ * The endpoint families of a route: its `endpoints:` when given, else `defaults(kind)`, else
+ * null (every family).
  */
-export const DEFAULT_ENDPOINTS_BY_KIND: Readonly<Record<string, readonly EndpointFamilyName[]>> = {
-  openai_compat: ['chat', 'completion', 'embedding'],
-};
-
-/** The endpoint families of a route: its `endpoints:` when given, else its kind's default. */
-export function routeEndpointFamilies(kind: string, declared: readonly EndpointFamilyName[] | undefined): readonly EndpointFamilyName[] {
-  return declared ?? DEFAULT_ENDPOINTS_BY_KIND[kind] ?? ENDPOINT_FAMILY_NAMES;
+export function routeEndpointFamilies(kind: string, declared: readonly EndpointFamilyName[] | undefined, defaults?: DefaultEndpoints): readonly EndpointFamilyName[] | null {
+  return declared ?? defaults?.(kind) ?? null;
 }

@@ -5,10 +5,11 @@
  * `days`, with their share of the model's traffic and how many still failed (a client that went
  * away, HTTP 499, is not counted as a failure). Each recent request comes with its attempts
  * (`attempt_list`, from the `attempts` table, in start order). Both take the same filters (`caller`, `session`,
- * `model`, `type` = chat | completion | embedding) and read through the log's writer thread,
+ * `model`, `type` = an endpoint family id: chat | completion | embedding | …) and read through the log's writer thread,
  * which owns the live DuckDB file (`RequestLog.query`).
  */
 import { z } from 'zod';
+import { endpointFamily } from '../endpoints/families.ts';
 import type { RequestLog } from '../request-log/request-log.ts';
 import type { AdminAnswer, AdminCall } from './admin-api.ts';
 import { parseQuery } from './admin-bodies.ts';
@@ -17,7 +18,10 @@ const Filters = {
   caller: z.string().min(1).optional(),
   session: z.string().min(1).optional(),
   model: z.string().min(1).optional(),
-  type: z.enum(['chat', 'completion', 'embedding']).optional(),
+  type: z
+    .string()
+    .refine((id) => endpointFamily(id) !== undefined, { message: 'type must be an endpoint family the gateway serves (chat, completion, embedding, …)' })
+    .optional(),
 };
 
 /** `GET /admin/recent-requests` query: filters, a time window in Unix ms, and a row limit. */

@@ -18,7 +18,8 @@ import type { z } from 'zod';
 import { allowedKeys, closestName, endpointId, ModelsConfigSchema, RoutingCore, ROUTING_ENV_NAMES, routingSettingsFromEnv, type HealthOptions, type ModelsConfig, type RoutingSettings } from '../../core/index.ts';
 import { GatewaySettingsSchema, type GatewaySettings } from './gateway-settings.ts';
 import { interpolateEnv } from './interpolate.ts';
-import { adapterFor, ROUTE_KINDS } from '../upstream/adapters.ts';
+import { endpointFamilies, endpointFamily } from '../endpoints/families.ts';
+import { adapterFor, defaultEndpoints, routeKinds } from '../upstream/adapters.ts';
 
 /** One thing wrong with the configuration. */
 export interface ConfigProblem {
@@ -61,9 +62,6 @@ export interface GatewayConfig {
   /** Things that work but are probably not meant (printed at start and by `validate`). */
   readonly warnings: string[];
 }
-
-/** The route kinds this gateway has an adapter for (`upstream/adapters.ts`). */
-export const SUPPORTED_ROUTE_KINDS: readonly string[] = ROUTE_KINDS;
 
 /**
  * Strategies whose per-process state does not change what a request gets when several workers
@@ -215,8 +213,12 @@ function checkConfig(
   models.models.forEach((m, mi) => {
     m.route.forEach((r, ri) => {
       const path = ['models', mi, 'route', ri];
-      if (!SUPPORTED_ROUTE_KINDS.includes(r.kind)) {
-        at(src.models, [...path, 'kind'], `route kind '${r.kind}' has no gateway adapter`, `use one of: ${SUPPORTED_ROUTE_KINDS.join(', ')} (vLLM, SGLang, Ollama and OpenAI-style APIs are all openai_compat)`);
+      const kinds = routeKinds();
+      const unknown = (r.endpoints ?? []).filter((e) => !endpointFamily(e));
+      if (!kinds.includes(r.kind)) {
+        at(src.models, [...path, 'kind'], `route kind '${r.kind}' has no gateway adapter`, `use one of: ${kinds.join(', ')} (vLLM, SGLang, Ollama and OpenAI-style APIs are all openai_compat)`);
+      } else if (unknown.length > 0) {
+        at(src.models, [...path, 'endpoints'], `the gateway has no endpoint family ${unknown.map((e) => `'${e}'`).join(', ')}`, `list only endpoint families it serves: ${endpointFamilies().map((f) => f.endpoint).join(', ')}`);
       } else {
         const served = adapterFor(r.kind).endpoints;
         const extra = (r.endpoints ?? []).filter((e) => !served.includes(e));
@@ -259,7 +261,7 @@ function checkConfig(
   let core: RoutingCore | null = null;
   if (problems.length === 0) {
     try {
-      core = new RoutingCore(models, { health: healthOptions(settings), settings: routingSettings });
+      core = new RoutingCore(models, { health: healthOptions(settings), settings: routingSettings, defaultEndpoints });
     } catch (e) {
       const msg = (e as Error).message;
       const m = /^models\[(\d+)\] \(id '[^']*'\)(?:\.route\[(\d+)\])?: (.*)$/s.exec(msg);

@@ -2,7 +2,7 @@
  * One API family the gateway serves (chat completions, text completions, embeddings, …): its
  * path, whether it streams, its own request checks and its prompt-size estimate. The shared
  * parse (`request-body.ts`: JSON, `model`, `stream`, `max_tokens`) runs first, then the family's.
- * The families are listed in `endpoints/families.ts`.
+ * The families are registered in `endpoints/families.ts`.
  */
 import type { Modality } from '../../core/index.ts';
 import type { BodyProblem, Endpoint } from '../request-body.ts';
@@ -17,6 +17,10 @@ export interface PromptSize {
 
 /** An inference API family. */
 export interface EndpointFamily {
+  /**
+   * The family's id (lower-case letters, digits, `_`): what a route's `endpoints:` and an
+   * adapter's `endpoints` list, what the core compares, and the request log's `api` column.
+   */
   readonly endpoint: Endpoint;
   /** The public path, e.g. `/v1/chat/completions`. */
   readonly path: string;

@@ -1,19 +1,54 @@
 /**
- * The inference API families the gateway serves, by `Endpoint`. Adding one is a file of its own
- * in `endpoints/` exporting an `EndpointFamily`, its name in `Endpoint` (`request-body.ts`), and
- * one line here; the HTTP layer registers every family's path from this table. An adapter serves
- * the families it lists in `UpstreamAdapter.endpoints` (openai_compat: the keys of its
- * `UPSTREAM_PATH`).
+ * The registry of inference API families the gateway serves, by id (`EndpointFamily.endpoint`:
+ * `chat`, `completion`, `embedding`, …). The routing core treats these ids as open data: it
+ * only compares a request's family with a route's, so a new family needs no change there.
+ *
+ * Adding a family is a file of its own in `endpoints/` exporting an `EndpointFamily`, and one
+ * `registerEndpointFamily` line at the end of this file; the HTTP layer mounts every registered
+ * family's path when it creates its app (`server/uws.ts`), the configuration check accepts the
+ * id in a route's `endpoints:`, and an adapter that lists the id serves it
+ * (`upstream/adapters.ts`). See the gateway section of the README.
+ *
+ * Registration happens at module load, so every process and worker thread of the gateway sees
+ * the same families; a family registered at run time (a test, an embedding program) must be
+ * registered before the configuration is loaded and the gateway started, and reaches only this
+ * thread (`server.workers: 1`).
  */
-import type { Endpoint } from '../request-body.ts';
 import { chatCompletions } from './chat-completions.ts';
 import { completions } from './completions.ts';
 import type { EndpointFamily } from './endpoint-family.ts';
 import { embeddings } from './embeddings.ts';
 
-/** Every family, by endpoint. */
-export const ENDPOINT_FAMILIES: Readonly<Record<Endpoint, EndpointFamily>> = {
-  chat: chatCompletions,
-  completion: completions,
-  embedding: embeddings,
-};
+const FAMILIES = new Map<string, EndpointFamily>();
+
+/** What an endpoint family id looks like (the same rule as a route's `endpoints:` entries). */
+const FAMILY_ID = /^[a-z][a-z0-9_]*$/;
+
+/**
+ * Adds `family` to the gateway.
+ * @throws Error when its id is not lower-case letters, digits and `_`, or its id or path is
+ *   already registered (each names the clash).
+ */
+export function registerEndpointFamily(family: EndpointFamily): void {
+  if (!FAMILY_ID.test(family.endpoint)) throw new Error(`endpoint family id '${family.endpoint}' must be lower-case letters, digits and _ (e.g. 'messages')`);
+  if (FAMILIES.has(family.endpoint)) throw new Error(`endpoint family '${family.endpoint}' is registered twice; give the new family another id`);
+  for (const f of FAMILIES.values()) {
+    if (f.path === family.path) throw new Error(`endpoint family '${family.endpoint}' wants path ${family.path}, which '${f.endpoint}' already serves`);
+  }
+  FAMILIES.set(family.endpoint, family);
+}
+
+/** The family registered under `id`, or undefined. */
+export function endpointFamily(id: string): EndpointFamily | undefined {
+  return FAMILIES.get(id);
+}
+
+/** Every registered family, in registration order. */
+export function endpointFamilies(): readonly EndpointFamily[] {
+  return [...FAMILIES.values()];
+}
+
+// The families, one line each.
+registerEndpointFamily(chatCompletions);
+registerEndpointFamily(completions);
+registerEndpointFamily(embeddings);

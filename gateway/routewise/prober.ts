@@ -33,7 +33,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { RouteWisePlanner, type ProbeGate, type RoutingCore } from '../../core/index.ts';
 import type { ProbeObservation } from '../metrics.ts';
-import type { RouteTarget } from '../server/exchange.ts';
+import type { RouteTarget } from '../server/exchange-context.ts';
 import { runAttempt, UPSTREAM_PATH } from '../upstream/openai-compat.ts';
 
 /** Default bound on one probe, ms: it is aborted and recorded as a failure after this long. */

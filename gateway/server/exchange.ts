@@ -16,128 +16,21 @@
  * abort) is stepped after the current batch of actions is done.
  */
 import { wakeupsFor } from './wakeups.ts';
-import type { Logger } from 'pino';
-import type { LifecycleAction, LifecycleEvent, RequestLife, RouteRequest, RoutingCore, RoutingMetadata, Rng } from '../../core/index.ts';
+import type { LifecycleAction, LifecycleEvent, RequestLife, RoutingMetadata } from '../../core/index.ts';
 import type { Caller } from '../callers.ts';
 import { clientMessage, errorFrame, errorJson } from '../errors.ts';
-import type { ClientRequest, Endpoint } from '../request-body.ts';
+import type { ClientRequest } from '../request-body.ts';
 import type { RelayEvent } from '../sse-relay.ts';
-import type { AttemptEnd, AttemptHandle, UpstreamAdapter, UpstreamTarget } from '../upstream/adapter.ts';
+import type { AttemptEnd } from '../upstream/adapter.ts';
+import { armDeadlines, clearAttemptTimers, newAttempt, type Attempt } from './attempt.ts';
 import type { ClientResponse, HeaderPairs } from './client-response.ts';
-
-/** Where an endpoint id sends its attempts, and the adapter (route `kind`) that speaks to it. */
-export interface RouteTarget extends UpstreamTarget {
-  readonly adapter: UpstreamAdapter;
-  /** The endpoint families the route serves (its `endpoints:`, else its kind's default). */
-  readonly endpoints: ReadonlySet<Endpoint>;
-}
-
-/** What every exchange of one gateway shares. */
-export interface ExchangeContext {
-  readonly core: RoutingCore;
-  readonly routes: ReadonlyMap<string, RouteTarget>;
-  /** The routing stream of a model (by the name the client used). */
-  rngFor(model: string): Rng;
-  /** Monotonic clock, ms. */
-  now(): number;
-  readonly log: Logger;
-  readonly maxErrorBodyBytes: number;
-  /** Called once per exchange when it is over (request log and metrics); must not throw. */
-  onFinished?(f: FinishedExchange): void;
-}
-
-/** A finished exchange, as the request log and the metrics see it. */
-export interface FinishedExchange {
-  readonly req: ClientRequest;
-  readonly requestId: string;
-  readonly sessionId: string | null;
-  readonly callerId: string;
-  /** Arrival, on `ExchangeContext.now`'s clock (ms). */
-  readonly startedAtMs: number;
-  /** End, same clock. */
-  readonly endedAtMs: number;
-  /** The core's metadata; null when the gateway failed before the core finished (a bug). */
-  readonly metadata: RoutingMetadata | null;
-  /** HTTP status sent; 499 when the client went away before the response ended. */
-  readonly httpStatus: number;
-  /** The drain's grace ran out and the gateway cut the response (`Exchange.cutForDrain`). */
-  readonly cut: boolean;
-}
-
-/** What the HTTP layer read from the request besides its body. */
-export interface ExchangeMeta {
-  readonly requestId: string;
-  /** Headers every response of this request carries (`x-request-id`). */
-  readonly baseHeaders: HeaderPairs;
-  /** Admin pin (`X-Route-Pin`), null for others. */
-  readonly pin: string | null;
-  readonly sessionId: string | null;
-  readonly routingTags: readonly string[] | null;
-  readonly clientIp: string | null;
-  /** Routing-relevant request headers (`hash_on`), lower-case names. */
-  readonly headers: Readonly<Record<string, string>> | null;
-  readonly cookies: Readonly<Record<string, string>> | null;
-  /**
-   * The caller's session-affinity key, `deriveAffinityKey(...)` of the presented API key and
-   * the client address (`key:…`, `ip:…`, or `anonymous` when neither is known).
-   */
-  readonly affinityKey: string;
-  /** Called once when the exchange is over (releases the in-flight slot). */
-  released(): void;
-}
-
-/** One dispatch. Kept in `attempts` until the exchange ends (there are few). */
-interface Attempt {
-  readonly id: number;
-  readonly target: RouteTarget;
-  /** The running upstream request; null until started. */
-  handle: AttemptHandle | null;
-  /** Frames held back until commit. */
-  pending: string[];
-  gotToken: boolean;
-  /** No more reports for this attempt (ended, cancelled, or timed out by us). */
-  closed: boolean;
-  /** Non-stream body waiting for commit. */
-  body: string | null;
-  /** The upstream's error body when the attempt failed with one (status or in-band), else null. */
-  errorBody: string | null;
-  timers: NodeJS.Timeout[];
-}
+import type { ExchangeContext, ExchangeMeta } from './exchange-context.ts';
+import { logRequestLine } from './request-line.ts';
+import { routeRequestOf } from './route-request.ts';
+import { passThroughBody, PASS_THROUGH_CODES, upstreamMessage } from './upstream-error-body.ts';
 
 const SSE_DONE = 'data: [DONE]\n\n';
 const ZERO_USAGE = { inputTokens: 0, outputTokens: 0, cachedTokens: 0 } as const;
-
-/** Passes an upstream 4xx body on only in OpenAI's error shape (extra fields dropped). */
-function passThroughBody(raw: string | null): string | null {
-  if (!raw) return null;
-  try {
-    const e = (JSON.parse(raw) as { error?: Record<string, unknown> }).error;
-    if (!e || typeof e !== 'object' || typeof e.message !== 'string') return null;
-    return JSON.stringify({
-      error: {
-        message: e.message,
-        type: typeof e.type === 'string' ? e.type : 'invalid_request_error',
-        param: typeof e.param === 'string' ? e.param : null,
-        code: typeof e.code === 'string' || typeof e.code === 'number' ? e.code : null,
-      },
-    });
-  } catch {
-    return null;
-  }
-}
-
-const PASS_THROUGH_CODES = new Set(['upstream_client_error', 'upstream_context_length', 'upstream_content_policy']);
-
-/** The `error.message` of an upstream error body, or null. */
-function upstreamMessage(raw: string | null): string | null {
-  if (!raw) return null;
-  try {
-    const e = (JSON.parse(raw) as { error?: { message?: unknown } }).error;
-    return typeof e?.message === 'string' ? e.message : null;
-  } catch {
-    return null;
-  }
-}
 
 /** One request's life in the gateway. */
 export class Exchange {
@@ -174,23 +67,7 @@ export class Exchange {
 
   /** Begins routing. */
   start(): void {
-    const request: RouteRequest = {
-      requestId: this.requestId,
-      model: this.req.model,
-      sessionId: this.meta.sessionId,
-      callerId: this.meta.affinityKey,
-      inputTokens: this.req.inputTokens,
-      outputTokensHint: this.req.outputTokensHint,
-      stream: this.req.stream,
-      modalities: this.req.modalities,
-      endpoint: this.req.endpoint,
-      pin: this.meta.pin,
-      prefixHashes: null,
-      routingTags: this.meta.routingTags,
-      clientIp: this.meta.clientIp,
-      headers: this.meta.headers,
-      cookies: this.meta.cookies,
-    };
+    const request = routeRequestOf(this.req, this.meta);
     const { life, actions } = this.ctx.core.start(request, this.ctx.now(), this.ctx.rngFor(this.req.model));
     this.life = life;
     const wakeups = wakeupsFor(this.ctx.core);
@@ -349,15 +226,16 @@ export class Exchange {
       this.step({ kind: 'failed', attemptId: id, outcome: { kind: 'transport', cause: 'refused' } });
       return;
     }
-    const att: Attempt = { id, target, handle: null, pending: [], gotToken: false, closed: false, body: null, errorBody: null, timers: [] };
+    const att = newAttempt(id, target);
     this.attempts.set(id, att);
-    const now = this.ctx.now();
-    if (firstTokenAtMs !== null) {
-      att.timers.push(setTimeout(() => this.run(() => !att.gotToken && this.timeOut(att, { kind: 'first_token_timeout' })), Math.max(0, firstTokenAtMs - now)));
-    }
-    if (totalAtMs !== null) {
-      att.timers.push(setTimeout(() => this.run(() => this.timeOut(att, { kind: 'transport', cause: 'timeout' })), Math.max(0, totalAtMs - now)));
-    }
+    armDeadlines(
+      att,
+      this.ctx.now(),
+      firstTokenAtMs,
+      totalAtMs,
+      () => this.run(() => this.timeOut(att, { kind: 'first_token_timeout' })),
+      () => this.run(() => this.timeOut(att, { kind: 'transport', cause: 'timeout' })),
+    );
     att.handle = target.adapter.startAttempt(
       target,
       this.req,
@@ -402,7 +280,7 @@ export class Exchange {
         }
       } else if (ev.kind === 'done') {
         att.closed = true;
-        this.clearTimers(att);
+        clearAttemptTimers(att);
         // `finish` ends the response with what is still in `out`, then [DONE].
         this.step({ kind: 'finished', attemptId: att.id, usage: ev.usage ?? ZERO_USAGE });
       }
@@ -427,7 +305,7 @@ export class Exchange {
   private onAttemptEnd(att: Attempt, end: AttemptEnd): void {
     if (att.closed) return;
     att.closed = true;
-    this.clearTimers(att);
+    clearAttemptTimers(att);
     switch (end.kind) {
       case 'aborted':
       case 'streamed':
@@ -455,13 +333,8 @@ export class Exchange {
     const att = this.attempts.get(id);
     if (!att) return;
     att.closed = true;
-    this.clearTimers(att);
+    clearAttemptTimers(att);
     if (abort) att.handle?.abort();
-  }
-
-  private clearTimers(att: Attempt): void {
-    for (const t of att.timers) clearTimeout(t);
-    att.timers.length = 0;
   }
 
   private commit(id: number): void {
@@ -515,31 +388,8 @@ export class Exchange {
       else if (!this.client.headersSent) this.client.send(500, [...this.baseHeaders, ['content-type', 'application/json']], errorJson('internal_error', 'The request ended without a response.'));
     }
     // The per-request line is built only when it will be written (the default level is warn).
-    if (this.ctx.log.isLevelEnabled('info')) this.logRequest(md);
+    if (this.ctx.log.isLevelEnabled('info')) logRequestLine(this.ctx.log, md, { callerId: this.caller.id, startedAtMs: this.startedAtMs, nowMs: this.ctx.now(), cut: this.cut, errorDetail: this.errorDetail });
     this.report(md);
     this.meta.released();
-  }
-
-  private logRequest(md: RoutingMetadata): void {
-    const now = this.ctx.now();
-    this.ctx.log.info(
-      {
-        requestId: md.requestId,
-        caller: this.caller.id,
-        model: md.modelId,
-        // The core saw a cut as the client going away; the client was told `draining`.
-        status: this.cut ? 'draining' : md.status,
-        endpointId: md.endpointId,
-        reason: md.reason,
-        fallback: md.fallback,
-        attempts: md.attempts.map((a) => ({ endpointId: a.endpointId, outcome: a.outcome.kind === 'http_status' ? a.outcome.status : a.outcome.kind, ms: Math.round(a.endMs - a.startMs) })),
-        ttftMs: md.firstTokenAtMs === null ? null : Math.round(md.firstTokenAtMs - this.startedAtMs),
-        durationMs: Math.round(now - this.startedAtMs),
-        usage: md.usage,
-        ...(this.cut && { cut: true }),
-        ...(this.errorDetail !== null && { detail: this.errorDetail }),
-      },
-      'request',
-    );
   }
 }

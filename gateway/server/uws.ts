@@ -19,12 +19,13 @@ import { randomUUID } from 'node:crypto';
 import uWS from '@trufflesuite/uws-js-unofficial';
 import type { HttpRequest, HttpResponse, TemplatedApp } from '@trufflesuite/uws-js-unofficial';
 import { Callers, type Caller } from '../callers.ts';
-import { ENDPOINT_FAMILIES } from '../endpoints/families.ts';
+import { endpointFamilies } from '../endpoints/families.ts';
 import { listModels, retrieveModel } from '../endpoints/models.ts';
 import { clientMessage, errorJson } from '../errors.ts';
 import { isBodyProblem, readClientRequest, type ClientRequest, type Endpoint } from '../request-body.ts';
 import { ClientResponse, statusLine, type HeaderPairs } from './client-response.ts';
-import { Exchange, type ExchangeContext } from './exchange.ts';
+import type { ExchangeContext } from './exchange-context.ts';
+import { Exchange } from './exchange.ts';
 import { BUDGET_ALPHA_HEADER, parseBudgetAlphaHeader } from '../routewise/budget-alpha.ts';
 import type { DeepHealth, StoreHealth } from './worker-aggregate.ts';
 import type { AdminApi } from '../admin/admin-api.ts';
@@ -85,7 +86,7 @@ const JSON_TYPE = ['content-type', 'application/json'] as const;
  */
 export function createApp(ctx: ServerContext): TemplatedApp {
   const app = uWS.App();
-  for (const family of Object.values(ENDPOINT_FAMILIES)) app.post(family.path, (res, req) => handleInference(ctx, family.endpoint, res, req));
+  for (const family of endpointFamilies()) app.post(family.path, (res, req) => handleInference(ctx, family.endpoint, res, req));
   app.get('/v1/models', (res, req) => {
     const requestId = takeRequestId(req);
     const caller = ctx.gen.callers.authenticate(req.getHeader('authorization'));

@@ -1,23 +1,55 @@
 /**
- * The upstream adapters the gateway has, by route `kind`. Adding a protocol is a folder of its
- * own under `upstream/` exporting an `UpstreamAdapter`, and one line in `ADAPTERS` below; the
- * configuration check (`config/load.ts`) and the exchange pick it up from here.
+ * The registry of upstream adapters, by route `kind`. Adding a protocol is a file (or folder) of
+ * its own under `upstream/` exporting an `UpstreamAdapter`, and one `registerAdapter` line at
+ * the end of this file; the configuration check (`config/load.ts`), the routing core's default
+ * `endpoints:` of a route (`defaultEndpoints`) and the exchange all read from here. See the
+ * gateway section of the README.
+ *
+ * As with endpoint families (`endpoints/families.ts`), registration at module load reaches every
+ * process and worker thread; one made at run time must come before the configuration is loaded
+ * and reaches only this thread.
  */
+import type { DefaultEndpoints } from '../../core/index.ts';
+import { endpointFamily } from '../endpoints/families.ts';
 import type { UpstreamAdapter } from './adapter.ts';
 import { openaiCompatAdapter } from './openai-compat.ts';
 
-/** Every adapter, keyed by its `kind`. */
-export const ADAPTERS: ReadonlyMap<string, UpstreamAdapter> = new Map([openaiCompatAdapter].map((a) => [a.kind, a]));
+const ADAPTER_MAP = new Map<string, UpstreamAdapter>();
+
+/** Every adapter, keyed by its `kind` (a live view: run-time registrations show here). */
+export const ADAPTERS: ReadonlyMap<string, UpstreamAdapter> = ADAPTER_MAP;
+
+/**
+ * Adds `adapter` under its `kind`.
+ * @throws Error when the kind is already registered, the adapter serves no family, or it lists
+ *   an endpoint family that is not registered (`endpoints/families.ts`; register the family first).
+ */
+export function registerAdapter(adapter: UpstreamAdapter): void {
+  if (ADAPTER_MAP.has(adapter.kind)) throw new Error(`route kind '${adapter.kind}' has an adapter already; give the new adapter another kind`);
+  if (adapter.endpoints.length === 0) throw new Error(`adapter '${adapter.kind}' serves no endpoint family; list at least one in its endpoints`);
+  for (const e of adapter.endpoints) {
+    if (!endpointFamily(e)) throw new Error(`adapter '${adapter.kind}' lists endpoint family '${e}', which is not registered; register it in endpoints/families.ts first`);
+  }
+  ADAPTER_MAP.set(adapter.kind, adapter);
+}
 
 /** The route kinds an adapter exists for, in registration order. */
-export const ROUTE_KINDS: readonly string[] = [...ADAPTERS.keys()];
+export function routeKinds(): readonly string[] {
+  return [...ADAPTER_MAP.keys()];
+}
 
 /**
  * The adapter of a route kind.
  * @throws Error naming the kind and the known ones (the configuration check refuses such routes first).
  */
 export function adapterFor(kind: string): UpstreamAdapter {
-  const a = ADAPTERS.get(kind);
-  if (!a) throw new Error(`route kind '${kind}' has no gateway adapter; use one of: ${ROUTE_KINDS.join(', ')}`);
+  const a = ADAPTER_MAP.get(kind);
+  if (!a) throw new Error(`route kind '${kind}' has no gateway adapter; use one of: ${routeKinds().join(', ')}`);
   return a;
 }
+
+/** The routing core's default `endpoints:` of a route: what its kind's adapter serves. */
+export const defaultEndpoints: DefaultEndpoints = (kind) => ADAPTER_MAP.get(kind)?.endpoints;
+
+// The adapters, one line each.
+registerAdapter(openaiCompatAdapter);

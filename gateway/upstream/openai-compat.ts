@@ -31,7 +31,7 @@ export interface AttemptSpec {
   readonly apiKey: string | null;
   readonly requestId: string;
   readonly stream: boolean;
-  readonly endpoint: 'chat' | 'completion' | 'embedding';
+  readonly endpoint: OpenAIEndpoint;
   /** Client asked for stream usage. */
   readonly includeUsage: boolean;
   /** Model name the client sees. */
@@ -41,11 +41,14 @@ export interface AttemptSpec {
 }
 
 /** Upstream path (after the route's base_url, which ends in `/v1`) of each endpoint family served. */
-export const UPSTREAM_PATH: Readonly<Record<Endpoint, string>> = {
+export const UPSTREAM_PATH = {
   chat: '/chat/completions',
   completion: '/completions',
   embedding: '/embeddings',
-};
+} as const satisfies Readonly<Record<Endpoint, string>>;
+
+/** An endpoint family this adapter serves. */
+export type OpenAIEndpoint = keyof typeof UPSTREAM_PATH;
 
 /**
  * The `openai_compat` adapter: the client's OpenAI body with the route's model name (and stream
@@ -54,17 +57,19 @@ export const UPSTREAM_PATH: Readonly<Record<Endpoint, string>> = {
  */
 export const openaiCompatAdapter: UpstreamAdapter = {
   kind: 'openai_compat',
-  endpoints: Object.keys(UPSTREAM_PATH) as Endpoint[],
+  endpoints: Object.keys(UPSTREAM_PATH),
   startAttempt(target, req, ctx, hooks, end) {
+    // The exchange dispatches only the families a route serves, a subset of `endpoints` above.
+    const endpoint = req.endpoint as OpenAIEndpoint;
     return startAttempt(
       {
         pool: target.pool,
-        path: target.basePath + UPSTREAM_PATH[req.endpoint],
+        path: target.basePath + UPSTREAM_PATH[endpoint],
         body: upstreamBody(req, target.upstreamModel),
         apiKey: target.apiKey,
         requestId: ctx.requestId,
         stream: req.stream,
-        endpoint: req.endpoint,
+        endpoint,
         includeUsage: req.includeUsage,
         publicModel: req.model,
         maxErrorBodyBytes: ctx.maxErrorBodyBytes,

@@ -4,10 +4,9 @@
 // `param` and never sent upstream.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
-import { ADAPTERS, adapterFor, ROUTE_KINDS } from '../../gateway/upstream/adapters.ts';
-import { ENDPOINT_FAMILIES } from '../../gateway/endpoints/families.ts';
+import { ADAPTERS, adapterFor, defaultEndpoints, routeKinds } from '../../gateway/upstream/adapters.ts';
+import { endpointFamilies, endpointFamily } from '../../gateway/endpoints/families.ts';
 import { buildGatewayConfig } from '../../gateway/config/load.ts';
-import { DEFAULT_ENDPOINTS_BY_KIND } from '../../core/index.ts';
 import { hello, KEYS, startStack, type Stack } from './harness.ts';
 
 let stack: Stack;
@@ -95,17 +94,18 @@ describe('OpenAI-style validation', () => {
 
 describe('registries', () => {
   it('every adapter is registered under its kind, serves endpoint families that exist', () => {
-    expect(ROUTE_KINDS).toEqual(['openai_compat']);
+    expect(routeKinds()).toEqual(['openai_compat']);
+    expect(endpointFamilies().map((f) => f.endpoint)).toEqual(['chat', 'completion', 'embedding']);
     for (const [kind, a] of ADAPTERS) {
       expect(a.kind).toBe(kind);
-      for (const e of a.endpoints) expect(ENDPOINT_FAMILIES[e].endpoint).toBe(e);
+      for (const e of a.endpoints) expect(endpointFamily(e)?.endpoint).toBe(e);
     }
     expect(() => adapterFor('anthropic')).toThrow(/route kind 'anthropic' has no gateway adapter; use one of: openai_compat/);
   });
 
   it("the core's default endpoints per kind are the adapters' endpoints", () => {
-    expect(Object.keys(DEFAULT_ENDPOINTS_BY_KIND).sort()).toEqual([...ROUTE_KINDS].sort());
-    for (const [kind, a] of ADAPTERS) expect([...DEFAULT_ENDPOINTS_BY_KIND[kind]!]).toEqual([...a.endpoints]);
+    for (const [kind, a] of ADAPTERS) expect(defaultEndpoints(kind)).toEqual(a.endpoints);
+    expect(defaultEndpoints('no_such_kind')).toBeUndefined();
   });
 });
 

@@ -1,19 +1,20 @@
 /**
  * The endpoint-family stage of the candidate pipeline, shared by every model kind: a request
- * made on one API family (chat, completion, embedding) goes only to routes that serve it. A
- * request that names no family (the simulator's traces) passes every route. Pure.
+ * made on one API family (chat, completion, embedding, or any id the driver registers) goes only
+ * to routes that serve it. A request that names no family (the simulator's traces) passes every
+ * route, and so does a route that serves every family (`endpoints` null). Pure.
  */
 import type { EndpointFamilyName } from '../../lifecycle/seam.ts';
 
 /** What the stage reads of a route. */
 export interface FamilyRoute {
-  /** The families the route serves (`route-endpoints.ts`). */
-  readonly endpoints: readonly EndpointFamilyName[];
+  /** The families the route serves, null for every family (`route-endpoints.ts`). */
+  readonly endpoints: readonly EndpointFamilyName[] | null;
 }
 
-/** Whether `route` serves `family` (always, when the request names none). */
+/** Whether `route` serves `family` (always, when the request names none or the route serves all). */
 export function servesFamily(route: FamilyRoute, family: EndpointFamilyName | null | undefined): boolean {
-  return family == null || route.endpoints.includes(family);
+  return family == null || route.endpoints === null || route.endpoints.includes(family);
 }
 
 /**

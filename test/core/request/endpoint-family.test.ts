@@ -2,7 +2,7 @@
 // its kind's default), and a request made on a family goes only to routes serving it, for
 // per-model routers and multi-target models alike.
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_ENDPOINTS_BY_KIND, RoutingCore, parseModelsConfig } from '../../../core/index.ts';
+import { RoutingCore, parseModelsConfig } from '../../../core/index.ts';
 import { routesServing } from '../../../core/request/candidates/endpoint-family.ts';
 import { ok, req, runOne, seeded } from '../harness.ts';
 import { drive, mreq } from '../multi-target/mt-harness.ts';
@@ -61,9 +61,20 @@ describe('endpoint family stage', () => {
     expect(r.error).toBeUndefined();
   });
 
-  it('an absent endpoints: list takes the kind default; an empty or unknown one is refused', () => {
-    expect(DEFAULT_ENDPOINTS_BY_KIND.openai_compat).toEqual(['chat', 'completion', 'embedding']);
+  it("an absent endpoints: list takes the driver's default for the kind, else serves every family", () => {
+    const config = parseModelsConfig({ models: [{ id: 'm', route: [{ base_url: 'sim://a' }, { kind: 'other', base_url: 'sim://b' }] }] });
+    const routes = (core: RoutingCore) => core.model('m')!.routes.map((r) => r.endpoints);
+    expect(routes(new RoutingCore(config))).toEqual([null, null]);
+    const defaultEndpoints = (kind: string) => (kind === 'openai_compat' ? ['chat', 'rerank'] : undefined);
+    expect(routes(new RoutingCore(config, { defaultEndpoints }))).toEqual([['chat', 'rerank'], null]);
+    const only = new RoutingCore(parseModelsConfig({ models: [{ id: 'm', route: [{ base_url: 'sim://a' }] }] }), { defaultEndpoints });
+    expect(runOne(only, 0, seeded(1), () => ok, req({ endpoint: 'rerank' })).error).toBeUndefined();
+    expect(runOne(only, 0, seeded(1), () => ok, req({ endpoint: 'embedding' })).error).toMatchObject({ code: 'endpoint_not_served' });
+  });
+
+  it('family ids are open data: any well-formed id is kept; an empty list or a malformed id is refused', () => {
+    expect(parseModelsConfig({ models: [{ id: 'm', route: [{ base_url: 'sim://a', endpoints: ['images', 'messages'] }] }] }).models[0]!.route[0]!.endpoints).toEqual(['images', 'messages']);
     expect(() => parseModelsConfig({ models: [{ id: 'm', route: [{ base_url: 'sim://a', endpoints: [] }] }] })).toThrow(/endpoints/);
-    expect(() => parseModelsConfig({ models: [{ id: 'm', route: [{ base_url: 'sim://a', endpoints: ['images'] }] }] })).toThrow(/endpoints/);
+    expect(() => parseModelsConfig({ models: [{ id: 'm', route: [{ base_url: 'sim://a', endpoints: ['Chat Completions'] }] }] })).toThrow(/endpoints/);
   });
 });

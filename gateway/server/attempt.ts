@@ -1,0 +1,47 @@
+/**
+ * One upstream attempt as the exchange (`exchange.ts`) tracks it: its target and running
+ * request, the frames held back until commit, the non-stream body or the upstream's error body,
+ * and the deadline timers the core asked for (first token, whole attempt), armed at dispatch and
+ * cleared when the attempt closes.
+ */
+import type { AttemptHandle } from '../upstream/adapter.ts';
+import type { RouteTarget } from './exchange-context.ts';
+
+/** One dispatch. Kept by the exchange until it ends (there are few). */
+export interface Attempt {
+  readonly id: number;
+  readonly target: RouteTarget;
+  /** The running upstream request; null until started. */
+  handle: AttemptHandle | null;
+  /** Frames held back until commit. */
+  pending: string[];
+  gotToken: boolean;
+  /** No more reports for this attempt (ended, cancelled, or timed out by us). */
+  closed: boolean;
+  /** Non-stream body waiting for commit. */
+  body: string | null;
+  /** The upstream's error body when the attempt failed with one (status or in-band), else null. */
+  errorBody: string | null;
+  timers: NodeJS.Timeout[];
+}
+
+/** A fresh attempt `id` on `target`, not yet started. */
+export function newAttempt(id: number, target: RouteTarget): Attempt {
+  return { id, target, handle: null, pending: [], gotToken: false, closed: false, body: null, errorBody: null, timers: [] };
+}
+
+/**
+ * Arms the attempt's deadlines (absolute times on the exchange's clock, ms; null = none):
+ * `onFirstToken` runs at `firstTokenAtMs` unless a token arrived by then, `onTotal` at
+ * `totalAtMs`. Both are cleared by `clearAttemptTimers`.
+ */
+export function armDeadlines(att: Attempt, nowMs: number, firstTokenAtMs: number | null, totalAtMs: number | null, onFirstToken: () => void, onTotal: () => void): void {
+  if (firstTokenAtMs !== null) att.timers.push(setTimeout(() => !att.gotToken && onFirstToken(), Math.max(0, firstTokenAtMs - nowMs)));
+  if (totalAtMs !== null) att.timers.push(setTimeout(onTotal, Math.max(0, totalAtMs - nowMs)));
+}
+
+/** Clears the attempt's deadline timers. */
+export function clearAttemptTimers(att: Attempt): void {
+  for (const t of att.timers) clearTimeout(t);
+  att.timers.length = 0;
+}
