@@ -7,16 +7,17 @@
  *   with a provider crash, a 429 storm, client retries and abandonment (the fault/provider paths).
  * - `sweep`: experiments/providers.yaml (10 cells) end to end through `switchyard sim`, with
  *   --jobs 1 and --jobs 2 (worker threads), DuckDB writes included.
- * - `default`: the default experiment (`npm start`) in-loop (each cell's replay timed in this
- *   process) and end to end (`switchyard sim` as a child process with its default --jobs: start-up,
- *   bundle, trace, DuckDB tables and all), side by side, with the real-time factor (simulated
- *   duration / wall time) of each.
+ * - `default` and `sweep-16`: the default experiment (`npm start`) and a 16-run sweep of it
+ *   (bench/sweep-16.yaml) in-loop (each cell's replay timed in this process) and end to end
+ *   (`switchyard sim` as a child process with its default --jobs: start-up, bundle, trace, DuckDB
+ *   tables and all), side by side, with the real-time factor (simulated duration / wall time) of
+ *   each; SWITCHYARD_BENCH_REPS=N repeats each N times, alternating.
  * Prints one JSON line per case; run with `npm run bench:sim`.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { readTrace } from '../traces/arrow-trace.ts';
 import { buildReplica, replicaFactory, resolveReplicas } from '../simulator/engine/replica-config.ts';
 import { ExperimentSchema, type Experiment } from '../simulator/experiment.ts';
@@ -107,40 +108,51 @@ for (const jobs of [1, 2]) {
   );
 }
 
-// The default experiment, in-loop and end to end, measured one after the other in this run.
-{
-  const file = join(root, 'experiments', 'default.yaml');
+/**
+ * An experiment in-loop (each cell's replay timed in this process, from rows already parsed) and
+ * end to end (`switchyard sim` as a child process with its default --jobs: start-up, bundle,
+ * trace, DuckDB tables and all), one after the other, `reps` times alternating; prints one line
+ * per repetition with both rates, their ratio and the real-time factors.
+ */
+async function endToEnd(name: string, file: string, reps: number): Promise<void> {
   const exp = loadExperiment(file);
   const cells = expandGrid(exp, exp.seed);
   const cache = new TraceCache();
   await cache.get(exp.tracePath);
-  let requests = 0;
-  let loopS = 0;
-  let simulatedMs = 0;
-  for (const cell of cells) {
-    const out = await runCell(cell, cache);
-    requests += out.result.requests.length;
-    loopS += out.wallSeconds;
-    simulatedMs += out.result.durationMs;
+  for (let rep = 0; rep < reps; rep++) {
+    let requests = 0;
+    let loopS = 0;
+    let simulatedMs = 0;
+    for (const cell of cells) {
+      const out = await runCell(cell, cache);
+      requests += out.requestCount;
+      loopS += out.wallSeconds;
+      simulatedMs += out.result.durationMs;
+    }
+    const t0 = performance.now();
+    execFileSync(process.execPath, [join(root, 'bin', 'switchyard.mjs'), 'sim', file, '--no-progress', '--output', join(out, `${name}.duckdb`)], { stdio: 'ignore' });
+    const e2eS = (performance.now() - t0) / 1000;
+    const inLoop = requests / loopS;
+    const endToEndRate = requests / e2eS;
+    console.log(
+      JSON.stringify({
+        bench: `simulator/${name}`,
+        experiment: relative(root, file),
+        rep,
+        cells: cells.length,
+        requests,
+        inLoopWallS: Number(loopS.toFixed(3)),
+        endToEndWallS: Number(e2eS.toFixed(3)),
+        inLoopRequestsPerS: Math.round(inLoop),
+        endToEndRequestsPerS: Math.round(endToEndRate),
+        endToEndOverInLoop: Number((endToEndRate / inLoop).toFixed(2)),
+        inLoopRealTimeFactor: Math.round(simulatedMs / 1000 / loopS),
+        endToEndRealTimeFactor: Math.round(simulatedMs / 1000 / e2eS),
+      }),
+    );
   }
-  const t0 = performance.now();
-  execFileSync(process.execPath, [join(root, 'bin', 'switchyard.mjs'), 'sim', file, '--no-progress', '--output', join(out, 'default.duckdb')], { stdio: 'ignore' });
-  const e2eS = (performance.now() - t0) / 1000;
-  const inLoop = requests / loopS;
-  const endToEnd = requests / e2eS;
-  console.log(
-    JSON.stringify({
-      bench: 'simulator/default',
-      experiment: 'experiments/default.yaml',
-      cells: cells.length,
-      requests,
-      inLoopWallS: Number(loopS.toFixed(3)),
-      endToEndWallS: Number(e2eS.toFixed(3)),
-      inLoopRequestsPerS: Math.round(inLoop),
-      endToEndRequestsPerS: Math.round(endToEnd),
-      endToEndOverInLoop: Number((endToEnd / inLoop).toFixed(2)),
-      inLoopRealTimeFactor: Math.round(simulatedMs / 1000 / loopS),
-      endToEndRealTimeFactor: Math.round(simulatedMs / 1000 / e2eS),
-    }),
-  );
 }
+
+const reps = Number(process.env.SWITCHYARD_BENCH_REPS ?? 1);
+await endToEnd('default', join(root, 'experiments', 'default.yaml'), reps);
+await endToEnd('sweep-16', join(root, 'bench', 'sweep-16.yaml'), reps);
