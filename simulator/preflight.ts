@@ -80,5 +80,3 @@ export function checkTraceFiles(exp: Experiment, cells: readonly Cell[]): void {
   }
 }
 
-/** Re-exported: the output check lives beside the results writer that runs it. */
-export { checkResultsOutput } from './results/output-check.ts';
