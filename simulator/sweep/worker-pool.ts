@@ -15,10 +15,9 @@ import { ROW_TABLES, runCell, TraceCache, type CellOutput, type RowTable } from 
 
 /**
  * Worker threads worth starting for `cells` cells on `cores` cores: one core is left to the
- * thread that writes the results (DuckDB appends and summaries run there), so
- * `min(cells, cores − 1)`; 1 — run in this thread — when that is 1 or less: on two busy cores
- * one worker loses more to its start-up, its own trace read and the copy of every result than
- * it gains by replaying while this thread writes.
+ * results thread (trace read, DuckDB appends and summaries), so `min(cells, cores − 1)`; 1 — run
+ * in the main thread — when that is 1 or less: on two cores a sweep worker would only add its
+ * start-up to the replay it takes over.
  */
 export function defaultJobs(cells: number, cores: number): number {
   return Math.max(1, Math.min(cells, cores - 1));
