@@ -7,13 +7,13 @@
  *   with a provider crash, a 429 storm, client retries and abandonment (the fault/provider paths).
  * - `sweep`: experiments/providers.yaml (10 cells) end to end through `switchyard sim`, with
  *   --jobs 1 and --jobs 2 (worker threads), DuckDB writes included.
- * - `default`: the default experiment (`npm start`) in-loop (each cell's replay timed in this
- *   process) and end to end (`switchyard sim` as a child process with its default --jobs: start-up,
- *   bundle, trace, DuckDB tables and all), side by side, with the real-time factor (simulated
- *   duration / wall time) of each.
+ * - `default` and `sweep-16`: the default experiment (`npm start`) and a 16-run sweep of it
+ *   (bench/sweep-16.yaml) in-loop (each cell's replay timed in this process) and end to end
+ *   (`switchyard sim` as a child process with its default --jobs: start-up, bundle, trace, DuckDB
+ *   tables and all), side by side, with the real-time factor (simulated duration / wall time) of
+ *   each; SWITCHYARD_BENCH_REPS=N repeats each N times, alternating.
  * Prints one JSON line per case; run with `npm run bench:sim`.
  */
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,9 +22,6 @@ import { buildReplica, replicaFactory, resolveReplicas } from '../simulator/engi
 import { ExperimentSchema, type Experiment } from '../simulator/experiment.ts';
 import { replayRun } from '../simulator/replay.ts';
 import { runExperiment, selectRows } from '../simulator/sim-command.ts';
-import { loadExperiment } from '../simulator/experiment.ts';
-import { expandGrid } from '../simulator/sweep/grid.ts';
-import { runCell, TraceCache } from '../simulator/sweep/cell-runner.ts';
 
 const root = join(import.meta.dirname, '..');
 const mooncake = join(root, 'traces', 'mooncake', 'conversation.arrow');
@@ -107,40 +104,6 @@ for (const jobs of [1, 2]) {
   );
 }
 
-// The default experiment, in-loop and end to end, measured one after the other in this run.
-{
-  const file = join(root, 'experiments', 'default.yaml');
-  const exp = loadExperiment(file);
-  const cells = expandGrid(exp, exp.seed);
-  const cache = new TraceCache();
-  await cache.get(exp.tracePath);
-  let requests = 0;
-  let loopS = 0;
-  let simulatedMs = 0;
-  for (const cell of cells) {
-    const out = await runCell(cell, cache);
-    requests += out.result.requests.length;
-    loopS += out.wallSeconds;
-    simulatedMs += out.result.durationMs;
-  }
-  const t0 = performance.now();
-  execFileSync(process.execPath, [join(root, 'bin', 'switchyard.mjs'), 'sim', file, '--no-progress', '--output', join(out, 'default.duckdb')], { stdio: 'ignore' });
-  const e2eS = (performance.now() - t0) / 1000;
-  const inLoop = requests / loopS;
-  const endToEnd = requests / e2eS;
-  console.log(
-    JSON.stringify({
-      bench: 'simulator/default',
-      experiment: 'experiments/default.yaml',
-      cells: cells.length,
-      requests,
-      inLoopWallS: Number(loopS.toFixed(3)),
-      endToEndWallS: Number(e2eS.toFixed(3)),
-      inLoopRequestsPerS: Math.round(inLoop),
-      endToEndRequestsPerS: Math.round(endToEnd),
-      endToEndOverInLoop: Number((endToEnd / inLoop).toFixed(2)),
-      inLoopRealTimeFactor: Math.round(simulatedMs / 1000 / loopS),
-      endToEndRealTimeFactor: Math.round(simulatedMs / 1000 / e2eS),
-    }),
-  );
-}
+// The default experiment and a 16-run sweep, in-loop and end to end (bench/end-to-end.bench.ts).
+const { runEndToEnd } = await import('./end-to-end.bench.ts');
+await runEndToEnd(Number(process.env.SWITCHYARD_BENCH_REPS ?? 1));

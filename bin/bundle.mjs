@@ -8,7 +8,8 @@
  *   (and one per worker thread). Measured on the echo benchmark (external emulator, request log
  *   on): idle 172 → 134 MB; after 30,000 requests at 64 connections 266–280 → 195–220 MB.
  * - the simulator's commands (`bin/cli.ts`, whose commands load lazily, so each is its own chunk;
- *   and the sweep worker `simulator/sweep/cell-worker.ts`), for `sim`, `plan`, `compare` and
+ *   the sweep worker `simulator/sweep/cell-worker.ts` and the results thread
+ *   `simulator/results/results-thread.ts`), for `sim`, `plan`, `compare` and
  *   `merge`: a planner or a short sweep starts many times, and loading the simulator through tsx
  *   costs about 1 s of transpiling per process and again per worker thread.
  *
@@ -33,7 +34,11 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
 const GATEWAY_ENTRIES = { gateway: join(REPO_ROOT, 'bin', 'gateway-main.ts'), worker: join(REPO_ROOT, 'gateway', 'server', 'worker.ts') };
-const SIMULATOR_ENTRIES = { cli: join(REPO_ROOT, 'bin', 'cli.ts'), 'cell-worker': join(REPO_ROOT, 'simulator', 'sweep', 'cell-worker.ts') };
+const SIMULATOR_ENTRIES = {
+  cli: join(REPO_ROOT, 'bin', 'cli.ts'),
+  'cell-worker': join(REPO_ROOT, 'simulator', 'sweep', 'cell-worker.ts'),
+  'results-thread': join(REPO_ROOT, 'simulator', 'results', 'results-thread.ts'),
+};
 const KEEP_BUILDS = 3;
 const STALE_MS = 60 * 60 * 1000;
 
@@ -78,12 +83,12 @@ export async function bundleGateway() {
 
 /**
  * Builds (or reuses) the simulator bundle.
- * @returns {Promise<{ cli: string, 'cell-worker': string }>} absolute paths of the CLI entry and the sweep worker entry.
+ * @returns {Promise<{ cli: string, 'cell-worker': string, 'results-thread': string }>} absolute paths of the CLI entry, the sweep worker entry and the results thread's entry.
  * @throws Error naming the first build error's file, line and text when the sources do not build.
  */
 export async function bundleSimulator() {
   const out = await bundle('simulator', SIMULATOR_ENTRIES);
-  return { cli: out.cli, 'cell-worker': out['cell-worker'] };
+  return { cli: out.cli, 'cell-worker': out['cell-worker'], 'results-thread': out['results-thread'] };
 }
 
 /**

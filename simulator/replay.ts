@@ -53,8 +53,11 @@ export interface ReplayOptions {
   hashBlockTokens?: number;
   /** Check every invariant after every event (tests; slower). */
   checkInvariants?: boolean;
-  /** Called every ~2,000 events with (requests done, total). */
-  onProgress?: (done: number, total: number) => void;
+  /**
+   * Called every ~2,000 events with (requests done, total, the result so far). The caller may
+   * take rows out of the result's arrays (the loop only appends to them).
+   */
+  onProgress?: (done: number, total: number, partial: RunResult) => void;
 }
 
 /** The state of a run before its first event: endpoints built, draws made, arrivals and fault edges queued. */
@@ -222,7 +225,7 @@ export function replayRun(opts: ReplayOptions): RunResult {
     afterEvent(s);
     result.eventsProcessed++;
     if (opts.checkInvariants) checkAll(s);
-    if (opts.onProgress && (result.eventsProcessed & 2047) === 0) opts.onProgress(s.done, total);
+    if (opts.onProgress && (result.eventsProcessed & 2047) === 0) opts.onProgress(s.done, total, result);
   }
   result.durationMs = s.lastEndMs;
   if (s.done !== total) throw new Error(`conservation broken: ${total - s.done} of ${total} requests never ended`);
@@ -235,7 +238,7 @@ export function replayRun(opts: ReplayOptions): RunResult {
   const exp = s.exp;
   const fixedPerHour = resolveProviders(exp).reduce((sum, p) => sum + p.fixedUsdPerHour, 0);
   result.costs = runCosts(exp.costs, exp.replicas.count, result.durationMs, result.costs.tokenUsd, fixedPerHour);
-  opts.onProgress?.(s.done, total);
+  opts.onProgress?.(s.done, total, result);
   return result;
 }
 

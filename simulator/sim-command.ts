@@ -6,7 +6,6 @@
  * table, and, when the experiment has a `compare:` block, the paired comparison. Prints the seed
  * first; `--seed` reproduces every cell exactly, whatever `--jobs` is.
  */
-import { execFileSync } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import { basename, isAbsolute, relative } from 'node:path';
 import { randomUUID } from 'node:crypto';
@@ -16,17 +15,18 @@ import { parseRunArgs } from './run-args.ts';
 import { cellSummaryOptions, TraceCache } from './sweep/cell-runner.ts';
 import { describeReplicas } from './engine/replica-config.ts';
 import { experimentOutputPath, loadExperiment, resolveProviders, type Experiment } from './experiment.ts';
-import { ResultsStore } from './results/results-store.ts';
 import type { ComparisonRow, SummaryRow } from './results/result-rows.ts';
+import { STORE_LEVELS, tablesOfLevel, type StoreLevel } from './results/store-level.ts';
+import { inThreadSink, threadSink, type ResultsSink } from './results/results-sink.ts';
 import { expandGrid } from './sweep/grid.ts';
 import { resolveShard, shardCells, shardExperimentId, writeShardManifest, type Shard } from './sweep/shard.ts';
-import { exportExperimentsParquet, exportRunParquet, prepareParquetDir } from './results/parquet-dir.ts';
 import { defaultJobs, runCells } from './sweep/worker-pool.ts';
-import { compareInStore, formatComparisons } from './compare/paired-comparison.ts';
-import { checkResultsOutput, checkTraceFiles, traceNotFound, validateCellRouting } from './preflight.ts';
+import { formatComparisons } from './compare/paired-comparison.ts';
+import { checkTraceFiles, traceNotFound, validateCellRouting } from './preflight.ts';
 
 /** Re-exported for benches and tests: trace rows as replayed (sorted by arrival, cut to `limit`). */
 export { selectRows } from './sweep/cell-runner.ts';
+export { STORE_LEVELS, type StoreLevel } from './results/store-level.ts';
 
 /** Options of `runExperiment`. */
 export interface SimOptions {
@@ -47,18 +47,15 @@ export interface SimOptions {
   shard?: Shard;
   /** What the results keep of each run (`StoreLevel`); default `full`. */
   store?: StoreLevel;
+  /**
+   * Read the trace and write the results on their own thread (results/results-thread.ts), beside
+   * the replay. Default: when the simulator runs from its bundle (bin/switchyard.mjs); through
+   * tsx a thread would first have to load tsx and transpile the sources again.
+   */
+  resultsThread?: boolean;
+  /** Finished requests per batch of rows sent to the writer while a cell runs (default 4,096; tests use small ones). */
+  chunkRows?: number;
 }
-
-/**
- * What a run writes to the results: `full` — requests, attempts, endpoint samples and events
- * (what the dashboard draws); `requests` — requests only; `summary` — only the run and its
- * summary row (the requests pass through an in-memory table to compute it), what a planner or a
- * large sweep needs. Every level writes `experiments`, `runs` and `summary`.
- */
-export type StoreLevel = 'summary' | 'requests' | 'full';
-
-/** The `--store` values, in order of what they keep. */
-export const STORE_LEVELS: readonly StoreLevel[] = ['summary', 'requests', 'full'];
 
 /** What a finished experiment returns. */
 export interface SimReport {
@@ -75,14 +72,6 @@ export interface SimReport {
 function shownPath(path: string): string {
   const rel = relative(process.cwd(), path);
   return rel === '' || rel.startsWith('..') || isAbsolute(rel) ? path : rel;
-}
-
-function gitRevision(): string {
-  try {
-    return execFileSync('git', ['rev-parse', 'HEAD'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-  } catch {
-    return 'unknown';
-  }
 }
 
 /** One line naming the endpoints of an experiment, for run headers. */
@@ -140,109 +129,101 @@ export async function runExperiment(file: string, opts: SimOptions = {}): Promis
   validateCellRouting(exp, cells);
   checkTraceFiles(exp, cells);
   if (shard) print(`shard ${shard.index}/${shard.count}: ${cells.length} of ${grid.length} cells, Parquet files into ${output}/`);
-  else await checkResultsOutput(output);
 
-  // Read once here; cells run in this thread (--jobs 1) replay these same parsed rows.
-  const traces = new TraceCache();
-  const { meta, sorted: allRows } = await traces.get(exp.tracePath).catch((err: NodeJS.ErrnoException) => {
-    throw err.code === 'ENOENT' ? traceNotFound(exp, exp.tracePath) : err;
-  });
-  print(`trace ${exp.trace}: ${exp.limit === undefined ? allRows.length : Math.min(exp.limit, allRows.length)} requests (source: ${meta.source.split('\n')[0]})`);
-  const rowsOf = (e: Experiment) => (e.limit === undefined ? allRows.length : Math.min(e.limit, allRows.length));
-  const workers = Math.max(1, Math.min(jobs, cells.length));
-  const axes = cells[0]?.axes.map((a) => a.name) ?? [];
-  const seeds = new Set(cells.map((c) => c.seed)).size;
-  print(`${cells.length} run${cells.length === 1 ? '' : 's'}: ${exp.runs.length} strateg${exp.runs.length === 1 ? 'y' : 'ies'}${axes.length ? ` × ${axes.join(' × ')}` : ''} × ${seeds} seed${seeds === 1 ? '' : 's'}, ${workers} job${workers === 1 ? '' : 's'}`);
-
-  // A shard keeps rows in memory only until each cell's Parquet files are written.
-  const store = shard ? await ResultsStore.open(':memory:') : await ResultsStore.open(output, { overwrite: true });
+  // The results thread reads the trace, then loads DuckDB and opens the output while this
+  // thread replays; the output check runs there before anything is written.
+  const sink: ResultsSink = opts.resultsThread ?? process.env.SWITCHYARD_BUNDLED_RESULTS_THREAD !== undefined ? threadSink() : inThreadSink();
   const level = opts.store ?? 'full';
-  // `summary`: requests go to an in-memory store just long enough to compute the summary row.
-  const scratch = level === 'summary' ? await ResultsStore.open(':memory:') : null;
-  // Portable (no absolute paths), so shards on different machines derive the same experiment id.
-  const configJson = JSON.stringify(storedConfig(exp, seed));
-  const experimentId = shard ? shardExperimentId(configJson) : randomUUID();
-  await store.addExperiment({
-    experimentId,
-    name: exp.name,
-    tracePath: portablePath(exp.trace),
-    traceSource: meta.source,
-    startedAt: new Date().toISOString(),
-    configJson,
-    seed,
-  });
-  if (shard) {
-    await prepareParquetDir(output);
-    await exportExperimentsParquet((sql) => store.query(sql), output, `${experimentId}-shard-${shard.index}-of-${shard.count}`);
-  }
+  const summaries: SummaryRow[] = [];
+  const labelsRepeat = cells.length > exp.runs.length;
+  let comparisons: ComparisonRow[] = [];
   const showProgress = opts.progress ?? (process.stderr.isTTY === true);
-  const total = cells.reduce((s, c) => s + rowsOf(c.experiment), 0);
-  const doneBy = new Float64Array(cells.length);
-  let doneSum = 0;
   const bar = showProgress
     ? new cliProgress.SingleBar({ format: `${cells.length} runs {bar} {percentage}% | {value}/{total} requests | {duration}s`, hideCursor: true }, cliProgress.Presets.shades_classic)
     : null;
-  bar?.start(total, 0);
-  const summaries: SummaryRow[] = [];
-  const revision = gitRevision();
-  const labelsRepeat = cells.length > exp.runs.length;
-  let comparisons: ComparisonRow[] = [];
+  let experimentId = '';
+  let appendError: Error | null = null;
+  const pendingSummaries: Promise<SummaryRow>[] = [];
   try {
+    const tracePromise = sink.readTrace(exp.tracePath);
+    // Portable (no absolute paths), so shards on different machines derive the same experiment id.
+    const configJson = JSON.stringify(storedConfig(exp, seed));
+    experimentId = shard ? shardExperimentId(configJson) : randomUUID();
+    const startedAt = new Date().toISOString();
+    const opened = tracePromise.then(({ meta }) =>
+      sink.open({
+        output,
+        shardName: shard ? `${experimentId}-shard-${shard.index}-of-${shard.count}` : null,
+        level,
+        experiment: { experimentId, name: exp.name, tracePath: portablePath(exp.trace), traceSource: meta.source, startedAt, configJson, seed },
+      }),
+    );
+    let openError: Error | null = null;
+    opened.catch((err: Error) => (openError = err)); // awaited below; a failure is reported there
+    // Read once; cells run in this thread (--jobs 1) replay these same parsed rows, workers share its columns.
+    const traces = new TraceCache();
+    const { meta, sorted: allRows } = await tracePromise.catch((err: NodeJS.ErrnoException) => {
+      throw err.code === 'ENOENT' ? traceNotFound(exp, exp.tracePath) : err;
+    });
+    traces.put(exp.tracePath, { meta, sorted: allRows });
+    print(`trace ${exp.trace}: ${exp.limit === undefined ? allRows.length : Math.min(exp.limit, allRows.length)} requests (source: ${meta.source.split('\n')[0]})`);
+    const rowsOf = (e: Experiment) => (e.limit === undefined ? allRows.length : Math.min(e.limit, allRows.length));
+    const workers = Math.max(1, Math.min(jobs, cells.length));
+    const axes = cells[0]?.axes.map((a) => a.name) ?? [];
+    const seeds = new Set(cells.map((c) => c.seed)).size;
+    print(`${cells.length} run${cells.length === 1 ? '' : 's'}: ${exp.runs.length} strateg${exp.runs.length === 1 ? 'y' : 'ies'}${axes.length ? ` × ${axes.join(' × ')}` : ''} × ${seeds} seed${seeds === 1 ? '' : 's'}, ${workers} job${workers === 1 ? '' : 's'}`);
+
+    const total = cells.reduce((s, c) => s + rowsOf(c.experiment), 0);
+    const doneBy = new Float64Array(cells.length);
+    let doneSum = 0;
+    bar?.start(total, 0);
     await runCells(cells, {
       jobs,
       cache: traces,
+      tables: tablesOfLevel(level),
+      ...(opts.chunkRows !== undefined && { chunkRows: opts.chunkRows }),
       onProgress: (index, done) => {
         doneSum += done - doneBy[index]!;
         doneBy[index] = done;
         bar?.update(doneSum);
       },
+      // Posted at once, not awaited: the rows queue at the writer (after its open) while the
+      // replay goes on; a failed append is reported when the cell finishes.
+      onChunk: (_index, batches) => {
+        sink.append(batches).catch((err: Error) => (appendError ??= err));
+      },
       onOutput: async (out) => {
         const cell = cells[out.index]!;
         const res = out.result;
-        const n = res.requests.length;
+        const n = out.requestCount;
         doneSum += n - doneBy[out.index]!;
         doneBy[out.index] = n;
         bar?.update(doneSum);
-        await store.addRun({
-          runId: cell.runId,
-          experimentId,
-          strategy: cell.run.strategy,
-          paramsJson: cell.paramsJson,
-          seed: cell.seed,
-          nodeVersion: process.version,
-          gitRevision: revision,
-          wallSeconds: out.wallSeconds,
-          label: cell.run.label,
-          pairKey: cell.pairKey,
-        });
-        let s: SummaryRow;
-        if (scratch) {
-          await scratch.appendRequests(res.requests);
-          s = await scratch.computeSummary(cell.runId, cell.run.label, cellSummaryOptions(cell, res));
-          await scratch.query('DELETE FROM requests; DELETE FROM summary;');
-          await store.addSummary(s);
-        } else {
-          await store.appendRequests(res.requests);
-          if (level === 'full') {
-            await store.appendAttempts(res.attempts);
-            await store.appendTimeseries(res.samples);
-            await store.appendEvents(res.events);
-          }
-          s = await store.computeSummary(cell.runId, cell.run.label, cellSummaryOptions(cell, res));
-        }
-        summaries.push(s);
-        if (shard) await exportRunParquet((sql) => store.query(sql), output, cell.runId);
         if (!showProgress) {
           print(`${cell.runId}: ${n} requests replayed in ${Math.round(out.wallSeconds * 1000)} ms (${Math.round(n / Math.max(out.wallSeconds, 1e-9))} req/s, ${res.eventsProcessed} events)`);
         }
+        // An output that failed to open stops the sweep at the first finished cell.
+        if (openError) throw openError;
+        // Queued behind the cell's rows, not awaited: the next cell starts at once.
+        const summary = sink.finishCell({
+          run: { runId: cell.runId, experimentId, strategy: cell.run.strategy, paramsJson: cell.paramsJson, seed: cell.seed, wallSeconds: out.wallSeconds, label: cell.run.label, pairKey: cell.pairKey },
+          label: cell.run.label,
+          summary: cellSummaryOptions(cell, res),
+        });
+        summary.catch(() => undefined); // awaited below, in order
+        pendingSummaries.push(summary);
       },
     });
     bar?.stop();
+    await opened;
+    for (const s of pendingSummaries) summaries.push(await s);
+    // Appends are answered before the finishCell queued after them: any failure is known by now.
+    if (appendError) throw appendError;
     if (shard) {
       const gridIndex = new Map(grid.map((c) => [c.runId, c.index]));
       await writeShardManifest(output, { experimentId, shard: shard.index, count: shard.count, gridCells: grid.length, cells: cells.map((c) => ({ index: gridIndex.get(c.runId)!, runId: c.runId })) });
     } else if (exp.compare) {
-      comparisons = await compareInStore(store, {
+      comparisons = await sink.compare({
         baseline: exp.compare.baseline,
         ...(exp.compare.metrics && { metrics: exp.compare.metrics }),
         resamples: exp.compare.resamples,
@@ -251,8 +232,7 @@ export async function runExperiment(file: string, opts: SimOptions = {}): Promis
     }
   } finally {
     bar?.stop();
-    await store.close();
-    await scratch?.close();
+    await sink.close();
   }
   print('');
   print(formatSummaryTable(summaries, labelsRepeat));

@@ -11,15 +11,20 @@
  *   SLO at the lowest cost per 1,000 requests, hosted overflow included.
  *
  * Writes the experiment's output DuckDB file (replaced): `experiments`, one `runs` + `summary`
- * row per simulated run, every evaluated run in `plan_points` and every answer in `plans`.
+ * row per simulated run, every evaluated run in `plan_points` and every answer in `plans`. An
+ * output ending in `/` (or an existing Parquet results directory, such as `sim --shard` writes)
+ * gets the same tables as Parquet files, `DIR/<table>/<plan id>.parquet`, which the dashboard
+ * and DuckDB read in place (results/parquet-dir.ts).
  */
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import cliProgress from 'cli-progress';
 import type { CliCommand } from '../../bin/command.ts';
 import { experimentOutputPath, loadExperiment, runLabel } from '../experiment.ts';
-import { checkResultsOutput, checkTraceFiles, traceNotFound, validateCellRouting } from '../preflight.ts';
+import { checkTraceFiles, traceNotFound, validateCellRouting } from '../preflight.ts';
+import { checkResultsOutput } from '../results/output-check.ts';
 import { ResultsStore } from '../results/results-store.ts';
+import { exportTablesParquet, isParquetOutput, prepareParquetDir } from '../results/parquet-dir.ts';
 import { parseRunArgs } from '../run-args.ts';
 import { TraceCache } from '../sweep/cell-runner.ts';
 import { expandGrid } from '../sweep/grid.ts';
@@ -34,7 +39,7 @@ import type { MeanInterval } from './t-interval.ts';
 export interface PlanOptions {
   /** Root seed (a probe's seeds are seed, seed+1, …); default the experiment's. */
   seed?: number;
-  /** Output DuckDB file; default the experiment's `output:`. */
+  /** Output DuckDB file, or a Parquet results directory (a path ending in `/`); default the experiment's `output:`. */
   output?: string;
   /** Worker threads per batch of seeds (default 1: this thread). */
   jobs?: number;
@@ -103,7 +108,8 @@ export async function runPlan(file: string, opts: PlanOptions = {}): Promise<Pla
   const baseCells = expandGrid({ ...exp, sweep: undefined }, seed);
   validateCellRouting(exp, baseCells);
   checkTraceFiles(exp, baseCells);
-  await checkResultsOutput(output);
+  const toDir = isParquetOutput(output);
+  if (!toDir) await checkResultsOutput(output);
 
   const cache = new TraceCache();
   const { meta, sorted } = await cache.get(exp.tracePath).catch((err: NodeJS.ErrnoException) => {
@@ -116,7 +122,8 @@ export async function runPlan(file: string, opts: PlanOptions = {}): Promise<Pla
   print(`SLO: ${describeSlo(plan.slo, { ttftMs: exp.slo.ttft_ms, tpotMs: exp.slo.tpot_ms })}; ${plan.seeds.min}-${plan.seeds.max} seeds per probe, Student-t ${(plan.confidence * 100).toFixed(0)}% interval of the mean slack`);
 
   const planId = randomUUID();
-  const store = await ResultsStore.open(output, { overwrite: true });
+  // A Parquet directory: the tables are built in memory and exported when the plan is done.
+  const store = toDir ? await ResultsStore.open(':memory:') : await ResultsStore.open(output, { overwrite: true });
   const scratch = await ResultsStore.open(':memory:');
   const showProgress = opts.progress ?? (process.stderr.isTTY === true);
   const bar = showProgress
@@ -299,6 +306,10 @@ export async function runPlan(file: string, opts: PlanOptions = {}): Promise<Pla
         }
       }
     }
+    if (toDir) {
+      await prepareParquetDir(output);
+      await exportTablesParquet((sql) => store.query(sql), output, ['experiments', 'runs', 'summary', 'plan_points', 'plans'], planId);
+    }
   } finally {
     bar?.stop();
     for (const line of held) print(line);
@@ -318,7 +329,9 @@ its mean SLO slack lies on one side of 0, or plan.seeds.max is reached.
 
 options:
   --seed N        root seed (a probe's seeds are N, N+1, …), overriding the experiment's seed:
-  --output FILE   results DuckDB file, overriding the experiment's output: (replaced)
+  --output FILE   results DuckDB file, overriding the experiment's output: (replaced); a path
+                  ending in / (or a Parquet results directory) gets Parquet files instead,
+                  DIR/<table>/<plan id>.parquet, read in place by the dashboard
   --jobs N        worker threads running a probe's seeds in parallel (default 1)
   --no-progress   no progress bar (the bar is shown only when stderr is a terminal)`;
 

@@ -11,6 +11,20 @@ import { mkdir, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { TABLE_NAMES, TABLES, createTableSql, type TableName } from './schema.ts';
 
+/**
+ * Tables of other writers that a directory may also hold (`switchyard plan --output DIR/`:
+ * plan-tables.ts), read in place when they have files; absent otherwise.
+ */
+export const EXTRA_TABLES = ['plan_points', 'plans'] as const;
+
+/**
+ * Whether `path` names a Parquet results directory to write: one that exists as such, or a path
+ * ending in `/` (a directory, not a DuckDB file).
+ */
+export function isParquetOutput(path: string): boolean {
+  return path.endsWith('/') || isParquetResultsDir(path);
+}
+
 /** Tables written per run (each has a `run_id` column). */
 export const RUN_TABLES = ['runs', 'requests', 'attempts', 'endpoint_timeseries', 'events', 'summary'] as const satisfies readonly TableName[];
 
@@ -44,14 +58,18 @@ export function parquetFiles(dir: string, table: string): string[] {
  * earliest start is kept).
  */
 export function parquetDirSchemaSql(dir: string): string {
-  return TABLE_NAMES.map((name) => {
+  const extra = EXTRA_TABLES.flatMap((name) => {
+    const files = parquetFiles(dir, name);
+    return files.length === 0 ? [] : [`CREATE VIEW ${name} AS SELECT * FROM read_parquet([${files.map(sqlString).join(', ')}]);`];
+  });
+  return [...TABLE_NAMES.map((name) => {
     const files = parquetFiles(dir, name);
     if (files.length === 0) return createTableSql(TABLES[name]);
     const cols = TABLES[name].columns.map((c) => c.column).join(', ');
     const src = `read_parquet([${files.map(sqlString).join(', ')}])`;
     if (name === 'experiments') return `CREATE VIEW experiments AS SELECT DISTINCT ON (experiment_id) ${cols} FROM ${src} ORDER BY experiment_id, started_at;`;
     return `CREATE VIEW ${name} AS SELECT ${cols} FROM ${src};`;
-  }).join('\n');
+  }), ...extra].join('\n');
 }
 
 /** Creates `dir` with its per-table folders (keeps files already there). */
@@ -82,6 +100,21 @@ export async function exportRunParquet(run: RunSql, dir: string, runId: string):
   for (const table of RUN_TABLES) {
     const path = runParquetPath(dir, table, runId);
     await run(`COPY (SELECT * FROM ${table} WHERE run_id = ${sqlString(runId)}) TO ${sqlString(`${path}.tmp`)} (FORMAT parquet); DELETE FROM ${table} WHERE run_id = ${sqlString(runId)};`);
+    await rename(`${path}.tmp`, path);
+  }
+}
+
+/**
+ * Copies whole tables of a store into `DIR/<table>/<name>.parquet` (each written aside and
+ * renamed), skipping empty ones — what `switchyard plan` writes into a Parquet directory.
+ */
+export async function exportTablesParquet(run: (sql: string) => Promise<Array<Record<string, unknown>>>, dir: string, tables: readonly string[], name: string): Promise<void> {
+  for (const table of tables) {
+    const [{ n }] = (await run(`SELECT count(*)::INTEGER AS n FROM ${table}`)) as [{ n: number }];
+    if (n === 0) continue;
+    await mkdir(join(dir, table), { recursive: true });
+    const path = join(dir, table, `${name}.parquet`);
+    await run(`COPY (SELECT * FROM ${table}) TO ${sqlString(`${path}.tmp`)} (FORMAT parquet);`);
     await rename(`${path}.tmp`, path);
   }
 }

@@ -10,6 +10,7 @@ import {
   BIGINT,
   BOOLEAN,
   DOUBLE,
+  DuckDBDataChunk,
   DuckDBInstance,
   INTEGER,
   VARCHAR,
@@ -37,6 +38,8 @@ import {
   type TableDef,
 } from './schema.ts';
 import { parquetDirSchemaSql } from './parquet-dir.ts';
+import { checkValue, INT32_MAX, INT32_MIN } from './value-check.ts';
+import type { ColumnarRows } from './columnar-rows.ts';
 
 /** A value bound to a `$n` / `$name` placeholder of {@link ResultsStore.query}. */
 export type SqlParam = string | number | bigint | boolean | null;
@@ -73,56 +76,6 @@ const DUCKDB_TYPES: { readonly [T in SqlType]: DuckDBType } = {
   BIGINT,
   BOOLEAN,
 };
-
-const INT32_MIN = -2_147_483_648;
-const INT32_MAX = 2_147_483_647;
-
-/**
- * Throws unless `value` fits column `col`: TypeError for a wrong JS type (or a missing /
- * null value in a NOT NULL column), RangeError for non-finite doubles and integers that are
- * fractional or out of range. Checked in JS because the appender would otherwise truncate or
- * wrap numbers silently.
- */
-function checkValue(table: string, index: number, col: ColumnDef, value: unknown): void {
-  const where = `${table}[${index}].${col.field}`;
-  if (value === null && col.nullable) return;
-  const want = `${col.type}${col.nullable ? ' or null' : ''}`;
-  switch (col.type) {
-    case 'VARCHAR':
-      if (typeof value === 'string') return;
-      break;
-    case 'BOOLEAN':
-      if (typeof value === 'boolean') return;
-      break;
-    case 'DOUBLE':
-      if (typeof value === 'number') {
-        if (Number.isFinite(value)) return;
-        throw new RangeError(`${where}: expected a finite number, got ${String(value)}`);
-      }
-      break;
-    case 'INTEGER':
-      if (typeof value === 'number') {
-        if (Number.isInteger(value) && value >= INT32_MIN && value <= INT32_MAX) return;
-        throw new RangeError(`${where}: expected a 32-bit integer, got ${String(value)}`);
-      }
-      break;
-    case 'BIGINT':
-      if (typeof value === 'number') {
-        if (Number.isSafeInteger(value)) return;
-        throw new RangeError(`${where}: expected a safe integer, got ${String(value)}`);
-      }
-      break;
-  }
-  throw new TypeError(`${where}: expected ${want}, got ${describe(value)}`);
-}
-
-function describe(value: unknown): string {
-  if (value === undefined) return 'undefined (missing field)';
-  if (value === null) return 'null';
-  if (typeof value === 'string') return `string ${JSON.stringify(value)}`;
-  if (typeof value === 'object' || typeof value === 'function') return typeof value;
-  return `${typeof value} ${String(value)}`;
-}
 
 function checkRows(table: TableDef, rows: readonly object[]): void {
   for (let i = 0; i < rows.length; i++) {
@@ -312,6 +265,40 @@ export class ResultsStore {
   /** Appends `events` rows in one transaction; errors as {@link appendRequests}. */
   async appendEvents(rows: readonly EventRow[]): Promise<void> {
     await this.appendRows(TABLES.events, rows);
+  }
+
+  /**
+   * Appends rows encoded as columns (columnar-rows.ts; already checked by the encoder) to their
+   * table in one transaction, as DuckDB data chunks of up to 2,048 rows: numeric columns are
+   * copied into each chunk's vectors in JS and handed over with one copy per vector, so a row
+   * costs a call into DuckDB per string column, not per column.
+   * @throws DuckDB's Error for a failed write; the batch is rolled back.
+   */
+  async appendColumns(batch: ColumnarRows): Promise<void> {
+    if (batch.length === 0) return;
+    const def = TABLES[batch.table];
+    const types = def.columns.map((c) => DUCKDB_TYPES[c.type]);
+    await this.exclusive(async () => {
+      const conn = this.connection;
+      await conn.run('BEGIN TRANSACTION');
+      try {
+        const appender = await conn.createAppender(def.name);
+        try {
+          for (let from = 0; from < batch.length; from += CHUNK_ROWS) {
+            const n = Math.min(CHUNK_ROWS, batch.length - from);
+            const chunk = DuckDBDataChunk.create(types, n);
+            def.columns.forEach((c, ci) => fillVector(chunk, ci, c.type, batch.columns[ci]!, from, n));
+            appender.appendDataChunk(chunk);
+          }
+        } finally {
+          appender.closeSync(); // flushes
+        }
+        await conn.run('COMMIT');
+      } catch (err) {
+        await conn.run('ROLLBACK');
+        throw err;
+      }
+    });
   }
 
   /**
@@ -552,6 +539,30 @@ export class ResultsStore {
       }
     });
   }
+}
+
+/** Rows per data chunk: DuckDB's vector size. */
+const CHUNK_ROWS = 2048;
+
+/** Writes rows [from, from + n) of column `d` into vector `ci` of `chunk` and flushes it. */
+function fillVector(chunk: DuckDBDataChunk, ci: number, type: SqlType, d: ColumnarRows['columns'][number], from: number, n: number): void {
+  const v = chunk.getColumnVector(ci);
+  if (d.kind === 'str') {
+    for (let i = 0; i < n; i++) {
+      const code = d.codes[from + i]!;
+      v.setItem(i, code < 0 ? null : d.dict[code]!);
+    }
+  } else {
+    const { values, nulls } = d;
+    for (let i = 0; i < n; i++) {
+      const k = from + i;
+      if (nulls !== null && nulls[k] === 1) v.setItem(i, null);
+      else if (type === 'BIGINT') v.setItem(i, BigInt(values[k]!));
+      else if (type === 'BOOLEAN') v.setItem(i, values[k] === 1);
+      else v.setItem(i, values[k]!);
+    }
+  }
+  v.flush();
 }
 
 /** Throws if a table that already existed has columns other than schema.ts declares. */

@@ -14,6 +14,8 @@ import { decide } from '../../simulator/plan/slo-verdict.ts';
 import { studentTQuantile, tInterval } from '../../simulator/plan/t-interval.ts';
 import { ResultsStore } from '../../simulator/results/results-store.ts';
 import { azureConv } from './fixtures.ts';
+import { ReadOnlyDb } from '../../notebooks-web/server/read-only-db.ts';
+import { planTables } from '../../notebooks-web/server/plan-queries.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'switchyard-plan-'));
 
@@ -188,6 +190,35 @@ describe('switchyard plan on a D/D/c system', () => {
     ]);
     // 3 replicas × 4 GPUs × $1/h.
     expect(report.answers[0]!.costPerHourUsd).toBeCloseTo(12, 6);
+
+    // The same plan into a Parquet directory: the same tables, read in place.
+    const out = join(dir, 'min-replicas-parquet/');
+    const again = await runPlan(file, { output: out, progress: false, print: () => {} });
+    expect(again.answers).toEqual(report.answers.map((a) => ({ ...a, planId: again.planId })));
+    const fromDir = await ResultsStore.openParquetDir(out);
+    const fromFile = await ResultsStore.open(join(dir, 'min-replicas.duckdb'));
+    try {
+      const q = (t: string, order: string) => `SELECT * EXCLUDE (plan_id) FROM ${t} ORDER BY ${order}`;
+      expect(await fromDir.query(q('plans', 'question, config, label'))).toEqual(await fromFile.query(q('plans', 'question, config, label')));
+      expect(await fromDir.query(q('plan_points', 'run_id'))).toEqual(await fromFile.query(q('plan_points', 'run_id')));
+      const runs = 'SELECT run_id, strategy, params_json, seed FROM runs ORDER BY run_id';
+      expect(await fromDir.query(runs)).toEqual(await fromFile.query(runs));
+      const summary = 'SELECT * FROM summary ORDER BY run_id';
+      expect(await fromDir.query(summary)).toEqual(await fromFile.query(summary));
+    } finally {
+      await fromDir.close();
+      await fromFile.close();
+    }
+    // The dashboard's plans page reads the directory in place too.
+    const db = await ReadOnlyDb.open(out);
+    try {
+      const plans = await planTables(db, again.planId);
+      expect(plans.available).toBe(true);
+      expect(plans.answers).toHaveLength(2);
+      expect(plans.points.length).toBeGreaterThan(0);
+    } finally {
+      db.close();
+    }
   });
 });
 

@@ -156,4 +156,29 @@ output: ${join(dir, 'unused.duckdb')}
     expect(a.attempts.some((x) => (x as { status: number | null }).status === 429)).toBe(true); // chutes' quota
     expect(a.comparisons.length).toBeGreaterThan(0);
   });
+
+  it('the results thread (trace read and DuckDB writes beside the replay) writes the same rows, in the same order', async () => {
+    // Small chunks, so each cell's rows reach the thread in several batches while it runs.
+    await runExperiment(file, { jobs: 1, progress: false, print: () => {}, output: join(dir, 'in-thread.duckdb') });
+    await runExperiment(file, { jobs: 2, resultsThread: true, chunkRows: 16, progress: false, print: () => {}, output: join(dir, 'thread.duckdb') });
+    const unordered = async (path: string) => {
+      const store = await ResultsStore.open(path);
+      try {
+        return {
+          requests: await store.query('select * from requests'),
+          attempts: await store.query('select * from attempts'),
+          timeseries: await store.query('select * from endpoint_timeseries'),
+          events: await store.query('select * from events'),
+          summary: await store.query('select * from summary'),
+        };
+      } finally {
+        await store.close();
+      }
+    };
+    const a = await unordered(join(dir, 'in-thread.duckdb'));
+    const b = await unordered(join(dir, 'thread.duckdb'));
+    expect(a.requests).toHaveLength(8 * 120);
+    expect(b).toEqual(a);
+    expect(await tables(join(dir, 'thread.duckdb'))).toEqual(await tables(join(dir, 'in-thread.duckdb')));
+  }, 60_000);
 });

@@ -1,0 +1,109 @@
+/**
+ * Writes an experiment's results as its cells run: rows arrive as columns (columnar-rows.ts)
+ * while a cell replays, and when it ends its `runs` row and summary are written. What is kept
+ * follows the store level: `full` keeps requests, attempts, samples and events; `requests` the
+ * requests; `summary` only the run and its summary (requests pass through an in-memory table
+ * that computes it). A shard writes into an in-memory store and exports each finished run as
+ * Parquet files (parquet-dir.ts). The same class runs in the thread that replays (tests, tsx) or
+ * in its own thread (results-thread.ts), where DuckDB loads and writes beside the replay.
+ */
+import { execFileSync } from 'node:child_process';
+import { checkResultsOutput } from './output-check.ts';
+import { compareInStore, type StoreCompareOptions } from '../compare/paired-comparison.ts';
+import type { ColumnarRows } from './columnar-rows.ts';
+import { exportExperimentsParquet, exportRunParquet, prepareParquetDir } from './parquet-dir.ts';
+import type { ComparisonRow, ExperimentRow, RunRow, SummaryRow } from './result-rows.ts';
+import { ResultsStore, type SummaryOptions } from './results-store.ts';
+import { tablesOfLevel, type StoreLevel } from './store-level.ts';
+
+/** Options of {@link ResultsWriter.open}. */
+export interface WriterOptions {
+  /** Results DuckDB file (replaced; refused when it is some other file), or the Parquet directory of a shard. */
+  readonly output: string;
+  /** Write Parquet files into `output` (a shard), named `<experiment id>-shard-<i>-of-<N>` for the experiments row. */
+  readonly shardName: string | null;
+  readonly level: StoreLevel;
+  readonly experiment: ExperimentRow;
+}
+
+/** A finished cell: its `runs` row (the writer adds node version and git revision) and what its summary needs. */
+export interface FinishedCell {
+  readonly run: Omit<RunRow, 'nodeVersion' | 'gitRevision'>;
+  readonly label: string;
+  readonly summary: SummaryOptions;
+}
+
+function gitRevision(): string {
+  try {
+    return execFileSync('git', ['rev-parse', 'HEAD'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+  } catch {
+    return 'unknown';
+  }
+}
+
+/** An experiment's results being written; see the module doc. */
+export class ResultsWriter {
+  private constructor(
+    private readonly opts: WriterOptions,
+    private readonly store: ResultsStore,
+    private readonly scratch: ResultsStore | null,
+    private readonly revision: string,
+  ) {}
+
+  /**
+   * Checks the output (a results file may be replaced, nothing else), opens it (a shard: an
+   * in-memory store and the Parquet directory), and writes the experiment's row.
+   * @throws Error naming the output when it is not a results file or cannot be written.
+   */
+  static async open(opts: WriterOptions): Promise<ResultsWriter> {
+    const shard = opts.shardName !== null;
+    if (!shard) await checkResultsOutput(opts.output);
+    const store = shard ? await ResultsStore.open(':memory:') : await ResultsStore.open(opts.output, { overwrite: true });
+    const scratch = opts.level === 'summary' ? await ResultsStore.open(':memory:') : null;
+    await store.addExperiment(opts.experiment);
+    if (shard) {
+      await prepareParquetDir(opts.output);
+      await exportExperimentsParquet((sql) => store.query(sql), opts.output, opts.shardName!);
+    }
+    return new ResultsWriter(opts, store, scratch, gitRevision());
+  }
+
+  /** Appends a running cell's rows (tables its level does not keep are ignored). */
+  async append(batches: readonly ColumnarRows[]): Promise<void> {
+    const keep = tablesOfLevel(this.opts.level) as readonly string[];
+    for (const b of batches) {
+      if (!keep.includes(b.table)) continue;
+      await (this.scratch ?? this.store).appendColumns(b);
+    }
+  }
+
+  /** Writes a finished cell's `runs` row and summary (a shard: exports the run's Parquet files); returns the summary. */
+  async finishCell(cell: FinishedCell): Promise<SummaryRow> {
+    const { store, scratch } = this;
+    await store.addRun({ ...cell.run, nodeVersion: process.version, gitRevision: this.revision });
+    let s: SummaryRow;
+    if (scratch) {
+      s = await scratch.computeSummary(cell.run.runId, cell.label, cell.summary);
+      await scratch.query('DELETE FROM requests; DELETE FROM summary;');
+      await store.addSummary(s);
+    } else {
+      s = await store.computeSummary(cell.run.runId, cell.label, cell.summary);
+    }
+    if (this.opts.shardName !== null) await exportRunParquet((sql) => store.query(sql), this.opts.output, cell.run.runId);
+    return s;
+  }
+
+  /** The paired comparison of the runs written (compare/paired-comparison.ts), stored in `comparisons`. */
+  compare(opts: StoreCompareOptions): Promise<ComparisonRow[]> {
+    return compareInStore(this.store, opts);
+  }
+
+  /** Checkpoints and closes the stores. */
+  async close(): Promise<void> {
+    try {
+      await this.store.close();
+    } finally {
+      await this.scratch?.close();
+    }
+  }
+}
