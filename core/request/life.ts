@@ -346,7 +346,9 @@ export class Life<S extends CandidateSource<Life<S>>> implements RequestLife {
     const packed = this.deadlines.take(deadlineId);
     if (packed === 0) return [];
     const kind = deadlineKind(packed);
-    if (kind === 'overall') {
+    // A wait due with (or after) the overall deadline yields to it: a queue give-up capped by the
+    // overall deadline fires at the same instant, and the request has no time left to act on it.
+    if (kind === 'overall' || nowMs >= this.overallAtMs) {
       const out = this.cancelOthers(nowMs, -1, [], undefined, this.policy.overallOutcome);
       out.push(...this.fail('upstream_timeout', `request exceeded its overall deadline of ${this.parts.settings.overallDeadlineSec} s`, nowMs));
       return out;

@@ -91,13 +91,12 @@ export class TierSource implements CandidateSource<Life<TierSource>> {
   }
 
   /**
-   * The first attempt, then the overall deadline. The overall deadline is set after the first
-   * attempt starts, so that attempt's bounds are its own waits alone.
+   * The overall deadline, then the first attempt, whose queue give-up and total are capped by it
+   * (as every later attempt's are); the overall `wait_until` goes last, after the attempt's actions.
    */
   private first(life: Life<TierSource>, t: ResolvedTarget, nowMs: number): LifecycleAction[] {
-    const out = life.startAttempt(t.route, t, null, life.pinned ? 'pinned' : 'normal', nowMs);
     life.setOverall(nowMs);
-    return life.withOverall(out);
+    return life.withOverall(life.startAttempt(t.route, t, null, life.pinned ? 'pinned' : 'normal', nowMs));
   }
 
   /**

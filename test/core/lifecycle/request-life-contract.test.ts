@@ -259,6 +259,31 @@ describe.each(KINDS)('request life contract: $name', (kind) => {
     expect(core.limiter.totalHeld()).toBe(0);
   });
 
+  it('a first attempt queued for an outbound slot past the overall deadline ends with the overall timeout, at that deadline', () => {
+    const settings = { upstream_concurrency_initial_limit: 1, upstream_concurrency_acquire_timeout_sec: 60, timeout_overall_sec: 10 };
+    const core = kind.build([{ name: 'a', provider: 'p' }], settings);
+    const holder = new Drive(core, mreq()); // takes the provider key's only slot and never answers in time
+    const queued = new Drive(core, mreq());
+    const acquire = queued.all.find((a): a is Extract<LifecycleAction, { kind: 'acquire_slot' }> => a.kind === 'acquire_slot');
+    expect(acquire?.giveUpAtMs).toBe(10_000); // the queue give-up is capped by the overall deadline
+    queued.advance(9_999);
+    expect(queued.life.isDone).toBe(false);
+    queued.advance(1);
+    expect(queued.sentTo).toEqual([]);
+    expect(queued.error).toMatchObject({ status: 504, code: 'upstream_timeout' });
+    expect(queued.error?.message).toContain('overall deadline');
+    expect(queued.done?.metadata.finishedAtMs).toBe(10_000);
+    holder.step({ kind: 'client_gone' });
+    core.invariants();
+    expect(core.limiter.totalHeld()).toBe(0);
+  });
+
+  it("the first attempt's bounds are capped by the overall deadline: a stream's total is that deadline", () => {
+    const settings = { timeout_overall_sec: 10, timeout_request_sec: 600 };
+    expect(new Drive(kind.build([{ name: 'a' }], settings), mreq({ stream: true })).last.deadlines.totalAtMs).toBe(10_000);
+    expect(new Drive(kind.build([{ name: 'a' }], settings), mreq({ stream: false })).last.deadlines.totalAtMs).toBe(10_000);
+  });
+
   it('the client leaving ends the life with one done and no error response', () => {
     const d = new Drive(ab(), mreq());
     d.step({ kind: 'client_gone' });
