@@ -33,7 +33,7 @@ import { attemptsSummary, respondError } from './ending.ts';
 import { reportAttemptOutcome } from './attempt-outcome.ts';
 import { AttemptLedger } from './attempt-ledger.ts';
 import { DeadlineBook, deadlineAttempt, deadlineKind, type DeadlineKind, type WaitUntil } from './deadline-book.ts';
-import { CANCELLED, NO_USAGE, OK, type AttemptRole, type LiveAttempt } from './live-attempt.ts';
+import { CANCELLED, OK, endedRecord, newLiveAttempt, type AttemptRole, type LiveAttempt } from './live-attempt.ts';
 import type { AttemptPolicy, CandidateSource } from './family.ts';
 
 /** The attempt table of a life with none live: shared, never written (see `Life.live`). */
@@ -191,22 +191,7 @@ export class Life<S extends CandidateSource<Life<S>>> implements RequestLife {
    */
   startAttempt(route: ResolvedRoute, target: ResolvedTarget | null, claim: DispatchClaim | null, role: AttemptRole, nowMs: number, out: LifecycleAction[] = []): LifecycleAction[] {
     const attemptId = this.ledger.take();
-    const a: LiveAttempt = {
-      attemptId,
-      route,
-      target,
-      claim,
-      role,
-      startMs: nowMs,
-      phase: 'queued',
-      ticket: null,
-      ticketGate: null,
-      lease: null,
-      gotOutput: false,
-      sampled: false,
-      lastChunkAtMs: nowMs,
-      idleArmed: false,
-    };
+    const a = newLiveAttempt(attemptId, route, target, claim, role, nowMs);
     if (this.live.length === 0) this.live = [a];
     else this.live.push(a);
     const policy = this.policy;
@@ -283,14 +268,7 @@ export class Life<S extends CandidateSource<Life<S>>> implements RequestLife {
     this.policy.attemptEnded(this, a, outcome, healthOutcome, nowMs);
     const sent = a.phase === 'sent';
     if (sent || a.claim !== null) reportAttemptOutcome(this.parts.health, this.model?.planner, a.route.endpointId, a.claim, sent, healthOutcome, nowMs);
-    const t = a.target;
-    this.ledger.record(
-      t !== null
-        ? { attemptId: a.attemptId, endpointId: a.route.endpointId, startMs: a.startMs, endMs: nowMs, outcome, target: t.model, usage: usage ?? NO_USAGE }
-        : usage
-          ? { attemptId: a.attemptId, endpointId: a.route.endpointId, startMs: a.startMs, endMs: nowMs, outcome, usage }
-          : { attemptId: a.attemptId, endpointId: a.route.endpointId, startMs: a.startMs, endMs: nowMs, outcome },
-    );
+    this.ledger.record(endedRecord(a, outcome, nowMs, usage));
   }
 
   /** Cancels every live attempt except `keep` (sent ones get a `cancel`; queued ones just leave), recorded as `outcome`. */

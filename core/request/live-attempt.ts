@@ -1,6 +1,7 @@
 /**
- * One attempt a request life has started and not ended, the same record for every model kind,
- * and the outcome values the life compares by identity. A `router:` model's attempt goes to one
+ * One attempt a request life has started and not ended, the same record for every model kind:
+ * how it is made, the record it leaves in the ledger when it ends, and the outcome values the
+ * life compares by identity. A `router:` model's attempt goes to one
  * of the model's routes (`target` null); a multi-target alias's to a target (`target` set, and
  * `route` is the target's route), so every part of the life — admission, deadlines, endings —
  * reads `route` alone.
@@ -8,7 +9,7 @@
 import type { ResolvedRoute, ResolvedTarget } from '../model/resolved-model.ts';
 import type { DispatchClaim } from '../health/health-registry.ts';
 import type { Outcome } from '../lifecycle/outcome.ts';
-import type { Usage } from '../lifecycle/seam.ts';
+import type { AttemptRecord, Usage } from '../lifecycle/seam.ts';
 import type { PrefillLease } from '../prefill/prefill-load.ts';
 import type { SlotTicket } from '../outbound/slot-pool.ts';
 import type { QueueGate } from '../admission/queue-gate.ts';
@@ -43,6 +44,38 @@ export interface LiveAttempt extends StreamIdleState {
   gotOutput: boolean;
   /** Whether this attempt's latency was sampled into the endpoint statistics (aliases). */
   sampled: boolean;
+}
+
+/** A new attempt at `nowMs`, queued until admission sends it (no ticket, lease or output yet). */
+export function newLiveAttempt(attemptId: number, route: ResolvedRoute, target: ResolvedTarget | null, claim: DispatchClaim | null, role: AttemptRole, nowMs: number): LiveAttempt {
+  return {
+    attemptId,
+    route,
+    target,
+    claim,
+    role,
+    startMs: nowMs,
+    phase: 'queued',
+    ticket: null,
+    ticketGate: null,
+    lease: null,
+    gotOutput: false,
+    sampled: false,
+    lastChunkAtMs: nowMs,
+    idleArmed: false,
+  };
+}
+
+/**
+ * The ledger record of attempt `a` ended at `nowMs` with `outcome`. `usage` is what the upstream
+ * reported for it (the serving attempt): an alias attempt always records usage (zero when
+ * absent: failed attempts are not billed) and its target; a router attempt records it when given.
+ */
+export function endedRecord(a: LiveAttempt, outcome: Outcome, nowMs: number, usage: Usage | undefined): AttemptRecord {
+  const endpointId = a.route.endpointId;
+  const t = a.target;
+  if (t !== null) return { attemptId: a.attemptId, endpointId, startMs: a.startMs, endMs: nowMs, outcome, target: t.model, usage: usage ?? NO_USAGE };
+  return usage ? { attemptId: a.attemptId, endpointId, startMs: a.startMs, endMs: nowMs, outcome, usage } : { attemptId: a.attemptId, endpointId, startMs: a.startMs, endMs: nowMs, outcome };
 }
 
 /**
