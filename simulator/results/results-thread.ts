@@ -10,6 +10,7 @@
  */
 import { parentPort } from 'node:worker_threads';
 import { traceToColumns } from '../../traces/trace-columns.ts';
+import { phase } from '../phase-clock.ts';
 import type { FinishedCell, ResultsWriter, WriterOptions } from './results-writer.ts';
 import type { ColumnarRows } from './columnar-rows.ts';
 import type { StoreCompareOptions } from '../compare/paired-comparison.ts';
@@ -29,6 +30,15 @@ let writer: ResultsWriter | null = null;
 let tail: Promise<unknown> = Promise.resolve();
 
 async function handle(m: ToResultsThread): Promise<unknown> {
+  phase('results', `${m.op}-start`);
+  try {
+    return await handleOp(m);
+  } finally {
+    phase('results', `${m.op}-end`);
+  }
+}
+
+async function handleOp(m: ToResultsThread): Promise<unknown> {
   switch (m.op) {
     case 'readTrace': {
       const { readTrace } = await import('../../traces/arrow-trace.ts');
