@@ -12,7 +12,7 @@ import { randomUUID } from 'node:crypto';
 import cliProgress from 'cli-progress';
 import { UsageError, type CliCommand } from '../bin/command.ts';
 import { parseRunArgs } from './run-args.ts';
-import { cellSummaryOptions, TraceCache } from './sweep/cell-runner.ts';
+import { cellSummaryOptions, TraceCache, type SortedTrace } from './sweep/cell-runner.ts';
 import { describeReplicas } from './engine/replica-config.ts';
 import { experimentOutputPath, loadExperiment, resolveProviders, type Experiment } from './experiment.ts';
 import type { ComparisonRow, SummaryRow } from './results/result-rows.ts';
@@ -117,25 +117,28 @@ export function storedConfig(exp: Experiment, seed: number): Record<string, unkn
 export async function runExperiment(file: string, opts: SimOptions = {}): Promise<SimReport> {
   phase('main', 'start');
   const print = opts.print ?? ((s: string) => process.stdout.write(`${s}\n`));
-  const exp = loadExperiment(file);
-  phase('main', 'config');
-  const seed = opts.seed ?? exp.seed;
-  const shard = opts.shard;
-  const output = opts.output ?? (shard ? `${experimentOutputPath(exp).replace(/\.duckdb$/i, '')}-shards` : experimentOutputPath(exp));
-  print(`seed ${seed}  (reproduce with --seed ${seed})`);
-  print(`experiment ${exp.name}: ${describeEndpoints(exp)}, rate_scale ${exp.rate_scale}`);
-
-  // The results thread reads the trace while this thread checks the experiment, then loads
-  // DuckDB and opens the output while this thread replays; the output check runs there before
-  // anything is written, and the output is opened only once the checks below have passed.
+  // The results thread starts first: it loads the trace reader while this thread parses the
+  // experiment, reads the trace while this thread checks it, then loads DuckDB and opens the
+  // output while this thread replays. The output check runs there before anything is written,
+  // and the output is opened only once the checks below have passed.
   const sink: ResultsSink = opts.resultsThread ?? process.env.SWITCHYARD_BUNDLED_RESULTS_THREAD !== undefined ? threadSink() : inThreadSink();
-  const tracePromise = sink.readTrace(exp.tracePath);
-  tracePromise.catch(() => undefined); // awaited below; a failure is reported there
-
-  // Everything that can be checked without the trace is checked before the output is touched.
+  let exp: Experiment;
+  let seed: number;
+  let output: string;
+  let tracePromise: Promise<SortedTrace>;
   let grid: ReturnType<typeof expandGrid>;
   let cells: typeof grid;
+  const shard = opts.shard;
   try {
+    exp = loadExperiment(file);
+    phase('main', 'config');
+    seed = opts.seed ?? exp.seed;
+    output = opts.output ?? (shard ? `${experimentOutputPath(exp).replace(/\.duckdb$/i, '')}-shards` : experimentOutputPath(exp));
+    tracePromise = sink.readTrace(exp.tracePath);
+    tracePromise.catch(() => undefined); // awaited below; a failure is reported there
+    print(`seed ${seed}  (reproduce with --seed ${seed})`);
+    print(`experiment ${exp.name}: ${describeEndpoints(exp)}, rate_scale ${exp.rate_scale}`);
+    // Everything that can be checked without the trace is checked before the output is touched.
     grid = expandGrid(exp, seed);
     cells = shard ? shardCells(grid, shard) : grid;
     validateCellRouting(exp, cells);

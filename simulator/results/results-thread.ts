@@ -28,6 +28,10 @@ const port = parentPort;
 if (!port) throw new Error('results-thread.ts must run in a worker thread');
 let writer: ResultsWriter | null = null;
 let tail: Promise<unknown> = Promise.resolve();
+// The Arrow reader starts loading as the thread starts, while the main thread still parses and
+// checks the experiment: the trace read is the first request, and the replay waits for it.
+const arrowTrace = import('../../traces/arrow-trace.ts');
+arrowTrace.catch(() => undefined); // a failure is reported by the readTrace that awaits it
 
 async function handle(m: ToResultsThread): Promise<unknown> {
   phase('results', `${m.op}-start`);
@@ -41,7 +45,7 @@ async function handle(m: ToResultsThread): Promise<unknown> {
 async function handleOp(m: ToResultsThread): Promise<unknown> {
   switch (m.op) {
     case 'readTrace': {
-      const { readTrace } = await import('../../traces/arrow-trace.ts');
+      const { readTrace } = await arrowTrace;
       const { meta, rows } = await readTrace(m.arg);
       const sorted = [...rows].sort((a, b) => a.arrivalMs - b.arrivalMs);
       return { meta, columns: traceToColumns(sorted) };
