@@ -31,8 +31,10 @@ if (command === 'gateway' && process.env.SWITCHYARD_BUNDLE !== '0') {
     process.stderr.write(`switchyard: could not build the simulator bundle (${e.message}); running the sources through tsx\n`);
   }
   if (entries) {
-    // Sweep worker threads run the bundled worker (simulator/sweep/worker-pool.ts).
+    // Sweep worker threads run the bundled worker (simulator/sweep/worker-pool.ts), and `sim`
+    // reads the trace and writes DuckDB on the bundled results thread (simulator/results/results-sink.ts).
     process.env.SWITCHYARD_BUNDLED_SIM_WORKER = entries['cell-worker'];
+    process.env.SWITCHYARD_BUNDLED_RESULTS_THREAD = entries['results-thread'];
     await import(pathToFileURL(entries.cli).href);
     started = true;
   }

@@ -12,7 +12,7 @@ import { randomUUID } from 'node:crypto';
 import cliProgress from 'cli-progress';
 import { UsageError, type CliCommand } from '../bin/command.ts';
 import { parseRunArgs } from './run-args.ts';
-import { cellSummaryOptions, TraceCache } from './sweep/cell-runner.ts';
+import { cellSummaryOptions, TraceCache, type SortedTrace } from './sweep/cell-runner.ts';
 import { describeReplicas } from './engine/replica-config.ts';
 import { experimentOutputPath, loadExperiment, resolveProviders, type Experiment } from './experiment.ts';
 import type { ComparisonRow, SummaryRow } from './results/result-rows.ts';
@@ -23,6 +23,7 @@ import { resolveShard, shardCells, shardExperimentId, writeShardManifest, type S
 import { defaultJobs, runCells } from './sweep/worker-pool.ts';
 import { formatComparisons } from './compare/paired-comparison.ts';
 import { checkTraceFiles, traceNotFound, validateCellRouting } from './preflight.ts';
+import { phase } from './phase-clock.ts';
 
 /** Re-exported for benches and tests: trace rows as replayed (sorted by arrival, cut to `limit`). */
 export { selectRows } from './sweep/cell-runner.ts';
@@ -114,25 +115,42 @@ export function storedConfig(exp: Experiment, seed: number): Record<string, unkn
  *   not a results file, or a broken simulator invariant (names the run).
  */
 export async function runExperiment(file: string, opts: SimOptions = {}): Promise<SimReport> {
+  phase('main', 'start');
   const print = opts.print ?? ((s: string) => process.stdout.write(`${s}\n`));
-  const exp = loadExperiment(file);
-  const seed = opts.seed ?? exp.seed;
+  // The results thread starts first: it loads the trace reader while this thread parses the
+  // experiment, reads the trace while this thread checks it, then loads DuckDB and opens the
+  // output while this thread replays. The output check runs there before anything is written,
+  // and the output is opened only once the checks below have passed.
+  const sink: ResultsSink = opts.resultsThread ?? process.env.SWITCHYARD_BUNDLED_RESULTS_THREAD !== undefined ? threadSink() : inThreadSink();
+  let exp: Experiment;
+  let seed: number;
+  let output: string;
+  let tracePromise: Promise<SortedTrace>;
+  let grid: ReturnType<typeof expandGrid>;
+  let cells: typeof grid;
   const shard = opts.shard;
-  const output = opts.output ?? (shard ? `${experimentOutputPath(exp).replace(/\.duckdb$/i, '')}-shards` : experimentOutputPath(exp));
-  print(`seed ${seed}  (reproduce with --seed ${seed})`);
-  print(`experiment ${exp.name}: ${describeEndpoints(exp)}, rate_scale ${exp.rate_scale}`);
-
-  // Everything that can be checked without the trace is checked before the output is touched.
-  const grid = expandGrid(exp, seed);
-  const cells = shard ? shardCells(grid, shard) : grid;
+  try {
+    exp = loadExperiment(file);
+    phase('main', 'config');
+    seed = opts.seed ?? exp.seed;
+    output = opts.output ?? (shard ? `${experimentOutputPath(exp).replace(/\.duckdb$/i, '')}-shards` : experimentOutputPath(exp));
+    tracePromise = sink.readTrace(exp.tracePath);
+    tracePromise.catch(() => undefined); // awaited below; a failure is reported there
+    print(`seed ${seed}  (reproduce with --seed ${seed})`);
+    print(`experiment ${exp.name}: ${describeEndpoints(exp)}, rate_scale ${exp.rate_scale}`);
+    // Everything that can be checked without the trace is checked before the output is touched.
+    grid = expandGrid(exp, seed);
+    cells = shard ? shardCells(grid, shard) : grid;
+    validateCellRouting(exp, cells);
+    checkTraceFiles(exp, cells);
+  } catch (err) {
+    await sink.close();
+    throw err;
+  }
   const jobs = opts.jobs ?? defaultJobs(cells.length, availableParallelism());
-  validateCellRouting(exp, cells);
-  checkTraceFiles(exp, cells);
+  phase('main', 'validated');
   if (shard) print(`shard ${shard.index}/${shard.count}: ${cells.length} of ${grid.length} cells, Parquet files into ${output}/`);
 
-  // The results thread reads the trace, then loads DuckDB and opens the output while this
-  // thread replays; the output check runs there before anything is written.
-  const sink: ResultsSink = opts.resultsThread ?? process.env.SWITCHYARD_BUNDLED_RESULTS_THREAD !== undefined ? threadSink() : inThreadSink();
   const level = opts.store ?? 'full';
   const summaries: SummaryRow[] = [];
   const labelsRepeat = cells.length > exp.runs.length;
@@ -145,7 +163,6 @@ export async function runExperiment(file: string, opts: SimOptions = {}): Promis
   let appendError: Error | null = null;
   const pendingSummaries: Promise<SummaryRow>[] = [];
   try {
-    const tracePromise = sink.readTrace(exp.tracePath);
     // Portable (no absolute paths), so shards on different machines derive the same experiment id.
     const configJson = JSON.stringify(storedConfig(exp, seed));
     experimentId = shard ? shardExperimentId(configJson) : randomUUID();
@@ -166,6 +183,7 @@ export async function runExperiment(file: string, opts: SimOptions = {}): Promis
       throw err.code === 'ENOENT' ? traceNotFound(exp, exp.tracePath) : err;
     });
     traces.put(exp.tracePath, { meta, sorted: allRows });
+    phase('main', 'trace');
     print(`trace ${exp.trace}: ${exp.limit === undefined ? allRows.length : Math.min(exp.limit, allRows.length)} requests (source: ${meta.source.split('\n')[0]})`);
     const rowsOf = (e: Experiment) => (e.limit === undefined ? allRows.length : Math.min(e.limit, allRows.length));
     const workers = Math.max(1, Math.min(jobs, cells.length));
@@ -215,8 +233,10 @@ export async function runExperiment(file: string, opts: SimOptions = {}): Promis
       },
     });
     bar?.stop();
+    phase('main', 'replayed');
     await opened;
     for (const s of pendingSummaries) summaries.push(await s);
+    phase('main', 'summaries');
     // Appends are answered before the finishCell queued after them: any failure is known by now.
     if (appendError) throw appendError;
     if (shard) {
@@ -233,6 +253,7 @@ export async function runExperiment(file: string, opts: SimOptions = {}): Promis
   } finally {
     bar?.stop();
     await sink.close();
+    phase('main', 'closed');
   }
   print('');
   print(formatSummaryTable(summaries, labelsRepeat));
@@ -246,6 +267,7 @@ export async function runExperiment(file: string, opts: SimOptions = {}): Promis
     print(`shard ${shard.index}/${shard.count} written to ${shown}/ (merge all shards: npx switchyard merge ${shown} --into results.duckdb)`);
     return { experimentId, output, seed, summaries, comparisons };
   }
+  phase('main', 'printed');
   print(`results: ${shown}  (browse: npx switchyard dashboard ${shown}; or any DuckDB client: select * from summary)`);
   return { experimentId, output, seed, summaries, comparisons };
 }

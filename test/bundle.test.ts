@@ -57,7 +57,7 @@ describe('gateway bundle', () => {
 });
 
 describe('simulator bundle', () => {
-  it('an unchanged tree reuses one build; `switchyard sim --jobs 2` runs from it (workers too) and writes the rows tsx writes', async () => {
+  it('an unchanged tree reuses one build; `switchyard sim --jobs 2` runs from it (workers and results thread too) and writes the rows tsx writes', async () => {
     const a = (await bundleSimulator()) as { cli: string; 'cell-worker': string };
     expect(await bundleSimulator()).toEqual(a);
     const dir = mkdtempSync(join(tmpdir(), 'switchyard-sim-bundle-'));
@@ -70,6 +70,8 @@ describe('simulator bundle', () => {
       const { stdout, stderr } = await promisify(execFile)(process.execPath, [join(repoRoot, 'bin', 'switchyard.mjs'), 'sim', file, '--jobs', '2', '--no-progress', '--output', join(dir, out)], { env: { ...process.env, ...env } });
       expect(stderr).not.toMatch(/could not/);
       expect(stdout).toMatch(/2 jobs/);
+      // The bundle reads the trace and writes DuckDB on the results thread (phase lines: simulator/phase-clock.ts).
+      if (env.SWITCHYARD_BUNDLE !== '0') expect(stderr).toMatch(/^phase results readTrace-start /m);
       const store = await ResultsStore.open(join(dir, out));
       try {
         return await store.query('select * exclude (run_id) from requests order by run_id, request_id');
@@ -77,7 +79,7 @@ describe('simulator bundle', () => {
         await store.close();
       }
     };
-    const bundled = await run({}, 'bundled.duckdb');
+    const bundled = await run({ SWITCHYARD_PHASES: '1' }, 'bundled.duckdb');
     expect(bundled.length).toBe(400);
     expect(await run({ SWITCHYARD_BUNDLE: '0' }, 'tsx.duckdb')).toEqual(bundled);
   }, 90_000);

@@ -118,7 +118,12 @@ export function traceFromColumns(c: TraceColumns): TraceRow[] {
   };
   const list = (l: TraceColumns['hashIds'], i: number): number[] | null => {
     const start = l.offsets[2 * i]!;
-    return start < 0 ? null : Array.from(l.values.subarray(start, l.offsets[2 * i + 1]!));
+    if (start < 0) return null;
+    // A loop, not Array.from (which goes through the typed array's iterator: ~10x slower here);
+    // push keeps the array packed, as the reader's arrays are.
+    const out: number[] = [];
+    for (let j = start, end = l.offsets[2 * i + 1]!; j < end; j++) out.push(l.values[j]!);
+    return out;
   };
   const rows: TraceRow[] = new Array(c.length);
   for (let i = 0; i < c.length; i++) {

@@ -40,6 +40,7 @@ import {
 import { parquetDirSchemaSql } from './parquet-dir.ts';
 import { checkValue, INT32_MAX, INT32_MIN } from './value-check.ts';
 import type { ColumnarRows } from './columnar-rows.ts';
+import { phase } from '../phase-clock.ts';
 
 /** A value bound to a `$n` / `$name` placeholder of {@link ResultsStore.query}. */
 export type SqlParam = string | number | bigint | boolean | null;
@@ -51,6 +52,11 @@ export type SqlParams = readonly SqlParam[] | Readonly<Record<string, SqlParam>>
 export interface OpenOptions {
   /** Delete an existing database file (and its `.wal`) first, starting empty. Default false. */
   overwrite?: boolean;
+  /**
+   * DuckDB worker threads (its `threads` setting; default: DuckDB's, one per core). The results
+   * thread of `switchyard sim` uses 1, so DuckDB does not compete with the replay for cores.
+   */
+  threads?: number;
 }
 
 /** SLOs and virtual duration that {@link ResultsStore.computeSummary} needs besides the rows. */
@@ -189,7 +195,7 @@ export class ResultsStore {
         await rm(`${path}.wal`, { force: true });
       }
     }
-    const instance = await DuckDBInstance.create(path);
+    const instance = await DuckDBInstance.create(path, opts.threads === undefined ? undefined : { threads: String(opts.threads) });
     let connection: DuckDBConnection | undefined;
     try {
       connection = await instance.connect();
@@ -464,6 +470,7 @@ export class ResultsStore {
       this.closed = true;
       try {
         await this.connection.run('CHECKPOINT');
+        phase('results', 'checkpointed');
       } finally {
         this.connection.closeSync();
         this.instance.closeSync();

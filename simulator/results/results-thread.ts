@@ -10,6 +10,7 @@
  */
 import { parentPort } from 'node:worker_threads';
 import { traceToColumns } from '../../traces/trace-columns.ts';
+import { phase } from '../phase-clock.ts';
 import type { FinishedCell, ResultsWriter, WriterOptions } from './results-writer.ts';
 import type { ColumnarRows } from './columnar-rows.ts';
 import type { StoreCompareOptions } from '../compare/paired-comparison.ts';
@@ -27,11 +28,24 @@ const port = parentPort;
 if (!port) throw new Error('results-thread.ts must run in a worker thread');
 let writer: ResultsWriter | null = null;
 let tail: Promise<unknown> = Promise.resolve();
+// The Arrow reader starts loading as the thread starts, while the main thread still parses and
+// checks the experiment: the trace read is the first request, and the replay waits for it.
+const arrowTrace = import('../../traces/arrow-trace.ts');
+arrowTrace.catch(() => undefined); // a failure is reported by the readTrace that awaits it
 
 async function handle(m: ToResultsThread): Promise<unknown> {
+  phase('results', `${m.op}-start`);
+  try {
+    return await handleOp(m);
+  } finally {
+    phase('results', `${m.op}-end`);
+  }
+}
+
+async function handleOp(m: ToResultsThread): Promise<unknown> {
   switch (m.op) {
     case 'readTrace': {
-      const { readTrace } = await import('../../traces/arrow-trace.ts');
+      const { readTrace } = await arrowTrace;
       const { meta, rows } = await readTrace(m.arg);
       const sorted = [...rows].sort((a, b) => a.arrivalMs - b.arrivalMs);
       return { meta, columns: traceToColumns(sorted) };

@@ -58,8 +58,11 @@ export class ResultsWriter {
   static async open(opts: WriterOptions): Promise<ResultsWriter> {
     const shard = opts.shardName !== null;
     if (!shard) await checkResultsOutput(opts.output);
-    const store = shard ? await ResultsStore.open(':memory:') : await ResultsStore.open(opts.output, { overwrite: true });
-    const scratch = opts.level === 'summary' ? await ResultsStore.open(':memory:') : null;
+    // One DuckDB thread: the writer runs beside the replay (results-thread.ts), and a second
+    // DuckDB thread only takes a core from it (more CPU per row appended, the replay slower).
+    const threads = 1;
+    const store = shard ? await ResultsStore.open(':memory:', { threads }) : await ResultsStore.open(opts.output, { overwrite: true, threads });
+    const scratch = opts.level === 'summary' ? await ResultsStore.open(':memory:', { threads }) : null;
     await store.addExperiment(opts.experiment);
     if (shard) {
       await prepareParquetDir(opts.output);
