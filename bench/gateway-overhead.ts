@@ -32,13 +32,15 @@
  * too coarse for a 0.2 ms target. A fixed-rate step a path cannot sustain (its req/s below 90 %
  * of the step) measures queueing, not overhead; the step's row says so.
  *
- *   npx tsx bench/gateway-overhead.ts [--seconds 5] [--rps 100,500,1000,2000] [--connections 64] [--rounds 3] [--no-pin] [--parallel-gc] [--no-log] [--no-peer] [--no-floor] [--gateway-root DIR] [--json FILE]
+ *   npx tsx bench/gateway-overhead.ts [--seconds 5] [--rps 100,500,1000,2000] [--connections 64] [--rounds 3] [--no-pin] [--parallel-gc] [--no-log] [--no-peer] [--no-floor] [--gateway-root DIR] [--compare-root DIR] [--cpu-prof DIR] [--json FILE]
  *   (defaults: about 5 min — 288 s of load, `expectedLoadSeconds`, printed first)
  *   (--rps '' skips the fixed-rate steps; --no-log runs the gateway without its request log;
  *   --no-peer leaves Portkey out; --no-floor leaves out the bare-proxy floor, `bench/floor-proxy.mjs`;
  *   --gateway-root DIR runs the Switchyard gateway of another checkout against this tree's
  *   emulator and floor, to compare two versions' ratios to the floor; --compare-root DIR adds a
  *   second Switchyard gateway from another checkout as path `compare` in the same rounds;
+ *   --cpu-prof DIR writes a V8 CPU profile of each Switchyard gateway under DIR, for
+ *   bench/cpu-profile-diff.ts;
  *   --json FILE writes the result)
  *
  * The steadiest overhead number is the gateway's CPU per request over the floor proxy's, same
@@ -113,6 +115,13 @@ export interface GatewayOverheadOptions {
    * same background load, their CPU per request compared within each round (`cpuRatioToCompare`).
    */
   compareRoot?: string;
+  /**
+   * Write a V8 CPU profile of each Switchyard gateway (`switchyard`, and `compare` when on) into
+   * `<cpuProfDir>/switchyard` and `<cpuProfDir>/compare` (node `--cpu-prof`, written when the
+   * gateway exits at the end of the run). Profiling slows the gateways: take CPU ratios from a
+   * run without it.
+   */
+  cpuProfDir?: string;
   /** Where the tables go (default: stdout). */
   write?: (text: string) => void;
 }
@@ -248,13 +257,14 @@ export async function runGatewayOverhead(opts: GatewayOverheadOptions): Promise<
       join(dir, 'gateway.yaml'),
       `server:\n  port: 0\n  admin_port: null\n  log_level: warn\n  seed: 1\nauth:\n  keys:\n    - id: bench\n      sha256: ${hashKey(KEY)}\n${opts.requestLog ? `request_log:\n  path: ${join(dir, 'requests.duckdb')}\n` : ''}`,
     );
-    gw = await startCli(['gateway', '--config', dir], pin ? 0 : null, nodeFlags, opts.gatewayRoot ?? root);
+    const profFlags = (name: PathName) => (opts.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${join(opts.cpuProfDir, name)}`] : []);
+    gw = await startCli(['gateway', '--config', dir], pin ? 0 : null, [...nodeFlags, ...profFlags('switchyard')], opts.gatewayRoot ?? root);
     if (opts.compareRoot) {
       const cdir = join(dir, 'compare');
       mkdirSync(cdir);
       writeFileSync(join(cdir, 'models.yaml'), readFileSync(join(dir, 'models.yaml')));
       writeFileSync(join(cdir, 'gateway.yaml'), readFileSync(join(dir, 'gateway.yaml'), 'utf8').replace(join(dir, 'requests.duckdb'), join(cdir, 'requests.duckdb')));
-      cmp = await startCli(['gateway', '--config', cdir], pin ? 0 : null, nodeFlags, opts.compareRoot);
+      cmp = await startCli(['gateway', '--config', cdir], pin ? 0 : null, [...nodeFlags, ...profFlags('compare')], opts.compareRoot);
     }
     if (opts.peer) peer = await startPeerGateway({ cpu: pin ? 0 : null, nodeFlags });
     if (opts.floor ?? true) floor = await startNode([join(root, 'bench/floor-proxy.mjs'), emu.url], pin ? 0 : null, nodeFlags);
@@ -382,6 +392,7 @@ if (process.argv[1] !== undefined && resolve(process.argv[1]) === import.meta.fi
       'no-floor': { type: 'boolean', default: false },
       'gateway-root': { type: 'string' },
       'compare-root': { type: 'string' },
+      'cpu-prof': { type: 'string' },
       json: { type: 'string' },
     },
   });
@@ -402,6 +413,7 @@ if (process.argv[1] !== undefined && resolve(process.argv[1]) === import.meta.fi
     floor: !values['no-floor'],
     ...(values['gateway-root'] && { gatewayRoot: resolve(values['gateway-root']) }),
     ...(values['compare-root'] && { compareRoot: resolve(values['compare-root']) }),
+    ...(values['cpu-prof'] && { cpuProfDir: resolve(values['cpu-prof']) }),
   });
   if (values.json) writeFileSync(values.json, JSON.stringify(result, null, 2));
 }

@@ -36,8 +36,20 @@ export function newAttempt(id: number, target: RouteTarget): Attempt {
  * `totalAtMs`. Both are cleared by `clearAttemptTimers`.
  */
 export function armDeadlines(att: Attempt, nowMs: number, firstTokenAtMs: number | null, totalAtMs: number | null, onFirstToken: () => void, onTotal: () => void): void {
-  if (firstTokenAtMs !== null) att.timers.push(setTimeout(() => !att.gotToken && onFirstToken(), Math.max(0, firstTokenAtMs - nowMs)));
-  if (totalAtMs !== null) att.timers.push(setTimeout(onTotal, Math.max(0, totalAtMs - nowMs)));
+  if (firstTokenAtMs !== null) att.timers.push(setTimeout(() => !att.gotToken && onFirstToken(), timerDelayMs(firstTokenAtMs, nowMs)));
+  if (totalAtMs !== null) att.timers.push(setTimeout(onTotal, timerDelayMs(totalAtMs, nowMs)));
+}
+
+/**
+ * The `setTimeout` delay for a deadline at `atMs` seen at `nowMs` (same clock, ms): whole
+ * milliseconds, rounded up so a timer never fires before its deadline, and never negative.
+ * Whole numbers matter for the garbage collector, not for timing: Node keeps one timer list per
+ * distinct delay value, so fractional delays (differences of `performance.now()` readings) make
+ * a new list and priority-queue entry for every timer, and the young generation then keeps
+ * several times as much per request alive through each scavenge; whole-ms delays share lists.
+ */
+export function timerDelayMs(atMs: number, nowMs: number): number {
+  return Math.max(0, Math.ceil(atMs - nowMs));
 }
 
 /** Clears the attempt's deadline timers. */

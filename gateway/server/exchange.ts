@@ -22,7 +22,7 @@ import { clientMessage, errorFrame, errorJson } from '../errors.ts';
 import type { ClientRequest } from '../request-body.ts';
 import type { RelayEvent } from '../sse-relay.ts';
 import type { AttemptEnd } from '../upstream/adapter.ts';
-import { armDeadlines, clearAttemptTimers, newAttempt, type Attempt } from './attempt.ts';
+import { armDeadlines, clearAttemptTimers, newAttempt, timerDelayMs, type Attempt } from './attempt.ts';
 import type { ClientResponse, HeaderPairs } from './client-response.ts';
 import type { ExchangeContext, ExchangeMeta } from './exchange-context.ts';
 import { logRequestLine } from './request-line.ts';
@@ -206,7 +206,7 @@ export class Exchange {
           const t = setTimeout(() => {
             this.waits.delete(t);
             this.run(() => this.step({ kind: 'deadline', deadlineId: a.deadlineId }));
-          }, Math.max(0, a.atMs - this.ctx.now()));
+          }, timerDelayMs(a.atMs, this.ctx.now()));
           this.waits.add(t);
           break;
         }
