@@ -13,6 +13,7 @@ import { ERROR_STATUS, type ErrorCode } from '../core/index.ts';
 /** Codes the gateway itself answers with, before or around routing. */
 export type GatewayOwnCode =
   | 'invalid_api_key'
+  | 'admin_required'
   | 'invalid_json'
   | 'invalid_request'
   | 'body_too_large'
@@ -30,6 +31,7 @@ export type OpenAiErrorType = 'invalid_request_error' | 'authentication_error' |
 /** HTTP status of the gateway's own codes. */
 const OWN_STATUS: Readonly<Record<GatewayOwnCode, number>> = {
   invalid_api_key: 401,
+  admin_required: 403,
   invalid_json: 400,
   invalid_request: 400,
   body_too_large: 413,

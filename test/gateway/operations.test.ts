@@ -93,7 +93,9 @@ describe('admin surface', () => {
       expect(await asUser.text()).not.toMatch(/127\.0\.0\.1|local-|breaker/);
       expect((await get(`${gw.url}${path}`, KEYS.admin)).status, `${path} admin key`).toBe(200);
       expect((await get(`${gw.adminUrl}${path}`)).status, `${path} admin listener without key`).toBe(401);
-      expect((await get(`${gw.adminUrl}${path}`, KEYS.user)).status, `${path} admin listener, user key`).toBe(403);
+      const denied = await get(`${gw.adminUrl}${path}`, KEYS.user);
+      expect(denied.status, `${path} admin listener, user key`).toBe(403);
+      expect(((await denied.json()) as { error: { type: string; code: string } }).error, `${path} 403 body`).toMatchObject({ type: 'permission_error', code: 'admin_required' });
       expect((await get(`${gw.adminUrl}${path}`, KEYS.admin)).status, `${path} admin listener`).toBe(200);
     }
 
