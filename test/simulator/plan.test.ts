@@ -260,6 +260,27 @@ describe('switchyard plan offload', () => {
     }
   });
 
+  it('refuses a Parquet output under a file before any simulation runs', async () => {
+    const file = join(dir, 'parquet-under-file.yaml');
+    writeFileSync(
+      file,
+      JSON.stringify({
+        name: 'x',
+        trace: azureConv,
+        model: 'm',
+        replicas: { count: 1, profile: 'llama2-70b-h100-tp4' },
+        runs: [{ strategy: 'fixed' }],
+        plan: { slo: { goodput: 0.5 }, max_rate: { start: 1 } },
+        output: join(dir, 'unused.duckdb'),
+      }),
+    );
+    const blocker = join(dir, 'a-file');
+    writeFileSync(blocker, 'not a directory');
+    const lines: string[] = [];
+    await expect(runPlan(file, { output: `${blocker}/`, progress: false, print: (l) => lines.push(l) })).rejects.toThrow(/--output .*a-file\/: .*is a file/);
+    expect(lines.some((l) => l.includes('simulations'))).toBe(false);
+  });
+
   it('needs the experiment\'s offload: block', async () => {
     const file = join(dir, 'no-offload.yaml');
     writeFileSync(
