@@ -33,6 +33,62 @@ export function allowedKeys(root: z.ZodType, path: readonly (string | number)[])
   return d?.type === 'object' && d.shape ? Object.keys(d.shape) : null;
 }
 
+/** Where a dotted path leaves a schema: the segment index, the segment, and the fields allowed there. */
+export interface UnknownSegment {
+  index: number;
+  segment: string;
+  allowed: string[];
+}
+
+/**
+ * Checks a dotted path (as sweep axes and plan `set:` name experiment fields) against a schema:
+ * object fields must exist; list entries (by index or by an entry's name) and record keys pass;
+ * below a union or a scalar nothing more is checked (the cell's own validation covers it).
+ * @returns the first segment no object of the schema has, with the fields it allows, or null.
+ */
+export function unknownPathSegment(root: z.ZodType, path: string): UnknownSegment | null {
+  const segs = path.split('.');
+  const at: (string | number)[] = [];
+  for (let i = 0; i < segs.length; i++) {
+    const d = defAt(root, at) as { type?: string; shape?: Record<string, unknown> } | undefined;
+    const seg = segs[i]!;
+    if (d?.type === 'object' && d.shape) {
+      if (!Object.hasOwn(d.shape, seg)) return { index: i, segment: seg, allowed: Object.keys(d.shape) };
+      at.push(seg);
+    } else if (d?.type === 'array' || d?.type === 'record') {
+      at.push(0); // every entry of a list, every value of a record, has the one schema
+    } else {
+      return null;
+    }
+  }
+  return null;
+}
+
+/** The (unwrapped) schema definition at `path`; list and record segments stand for any entry. */
+function defAt(root: z.ZodType, path: readonly (string | number)[]): { type?: string } | undefined {
+  let s: unknown = root;
+  const unwrap = (x: unknown): unknown => {
+    let cur = x as { def?: { type?: string; innerType?: unknown; in?: unknown } };
+    for (let guard = 0; guard < 10 && cur?.def; guard++) {
+      const t = cur.def.type;
+      if (t === 'default' || t === 'optional' || t === 'nullable' || t === 'prefault' || t === 'readonly' || t === 'catch') cur = cur.def.innerType as typeof cur;
+      else if (t === 'pipe') cur = cur.def.in as typeof cur;
+      else break;
+    }
+    return cur;
+  };
+  for (const seg of path) {
+    s = unwrap(s);
+    const d = (s as { def?: { type?: string; element?: unknown; shape?: Record<string, unknown>; valueType?: unknown } }).def;
+    if (!d) return undefined;
+    if (d.type === 'array') s = d.element;
+    else if (d.type === 'object' && typeof seg === 'string') s = d.shape?.[seg];
+    else if (d.type === 'record') s = d.valueType;
+    else return undefined;
+  }
+  return (unwrap(s) as { def?: { type?: string } }).def;
+}
+
 /** The name in `names` nearest to `name` (Levenshtein distance ≤ 3), or null. */
 export function closestName(name: string, names: readonly string[]): string | null {
   let best: string | null = null;
