@@ -64,9 +64,16 @@ export function typeOf(code: string, status: number = statusOf(code)): OpenAiErr
   return 'server_error';
 }
 
-/** The OpenAI error body (JSON text). */
+/**
+ * The request field a code is always about, for `param` when the caller names none: an unknown
+ * model is `model` whether the gateway (a key not allowed the model) or the core (no such model)
+ * answers, so the two answers cannot be told apart.
+ */
+const PARAM_OF_CODE: Readonly<Record<string, string>> = { model_not_found: 'model' };
+
+/** The OpenAI error body (JSON text); `param` defaults to the field the code is about, else null. */
 export function errorJson(code: string, message: string, param: string | null = null, status: number = statusOf(code)): string {
-  return JSON.stringify({ error: { message, type: typeOf(code, status), param, code } });
+  return JSON.stringify({ error: { message, type: typeOf(code, status), param: param ?? PARAM_OF_CODE[code] ?? null, code } });
 }
 
 /**

@@ -143,7 +143,7 @@ export function buildGeneration(config: GatewayConfig, d: GenerationDeps): Gener
       attempts: md?.attempts.length ?? 0,
       httpStatus: f.httpStatus,
       // A request cut at the drain's grace is the gateway's doing (the client got `draining`).
-      status: f.cut ? 'draining' : (md?.status ?? 'internal_error'),
+      status: f.cut ? 'draining' : (md?.status ?? f.refusedCode ?? 'internal_error'),
       fallback: md?.fallback ?? false,
       cachedTokens: cached,
       costUsd: p ? (inputTokens - cached) * p.input + cached * p.cached + outputTokens * p.output : 0,

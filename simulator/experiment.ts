@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { LineCounter, parseDocument } from 'yaml';
 import { z } from 'zod';
-import { allowedKeys, closestName, StrategyRegistry } from '../core/index.ts';
+import { allowedKeys, closestName, StrategyRegistry, unknownPathSegment } from '../core/index.ts';
 import type { HealthOptions } from '../core/health/health-options.ts';
 import { applyCalibration } from './calibrate/calibration-file.ts';
 import { ClientSchema } from './client-behaviour.ts';
@@ -259,6 +259,42 @@ function runRouterProblems(raw: unknown): Problem[] {
 }
 
 /**
+ * Dotted experiment paths that sweep axes and plan configurations set (`sweep.axes` keys, each
+ * `plan.max_rate.configs[i].set` and `plan.min_replicas.choices[i].set` key), checked against
+ * the experiment's schema as written, so a misspelt field is reported with its line before any
+ * cell runs, with the nearest allowed name.
+ */
+function dottedPathProblems(raw: unknown): Problem[] {
+  const obj = (x: unknown): Record<string, unknown> | null => (x !== null && typeof x === 'object' && !Array.isArray(x) ? (x as Record<string, unknown>) : null);
+  const sites: { at: (string | number)[]; keys: string[] }[] = [];
+  const axes = obj(obj(obj(raw)?.sweep)?.axes);
+  if (axes) sites.push({ at: ['sweep', 'axes'], keys: Object.keys(axes) });
+  const plan = obj(obj(raw)?.plan);
+  for (const [question, list] of [['max_rate', 'configs'], ['min_replicas', 'choices']] as const) {
+    const entries = obj(plan?.[question])?.[list];
+    if (!Array.isArray(entries)) continue;
+    entries.forEach((e, i) => {
+      const set = obj(obj(e)?.set);
+      if (set) sites.push({ at: ['plan', question, list, i, 'set'], keys: Object.keys(set) });
+    });
+  }
+  const out: Problem[] = [];
+  for (const { at, keys } of sites) {
+    for (const key of keys) {
+      const miss = unknownPathSegment(ExperimentSchema, key);
+      if (miss === null) continue;
+      const parent = key.split('.').slice(0, miss.index).join('.');
+      const near = closestName(miss.segment, miss.allowed);
+      out.push({
+        path: [...at, key],
+        message: `'${key}' names no experiment field: ${parent ? `${parent} has` : 'an experiment has'} no '${miss.segment}'${near ? ` (did you mean '${[...key.split('.').slice(0, miss.index), near].join('.')}'?)` : ''}; allowed there: ${miss.allowed.join(', ')}`,
+      });
+    }
+  }
+  return out;
+}
+
+/**
  * Validates a parsed experiment object (YAML already parsed), after filling it from the
  * calibration file it names (`calibration:`), and resolves its providers. Every
  * problem found is reported in one error: the schema's issues, the runs' unknown routers and bad
@@ -286,7 +322,7 @@ export function parseExperiment(raw: unknown, file: string, lineOf: LineOf = () 
       }
     }
   }
-  for (const p of runRouterProblems(raw)) {
+  for (const p of [...runRouterProblems(raw), ...dottedPathProblems(raw)]) {
     // The schema may already report this field; say it once.
     if (!problems.some((q) => q.path.join('.') === p.path.join('.'))) problems.push(p);
   }

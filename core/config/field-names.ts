@@ -8,29 +8,74 @@ import type { z } from 'zod';
 
 /** Keys an object schema accepts at `path` (best effort through arrays, defaults, optionals). */
 export function allowedKeys(root: z.ZodType, path: readonly (string | number)[]): string[] | null {
-  let s: unknown = root;
-  const unwrap = (x: unknown): unknown => {
-    let cur = x as { def?: { type?: string; innerType?: unknown; in?: unknown } };
-    for (let guard = 0; guard < 10 && cur?.def; guard++) {
-      const t = cur.def.type;
-      if (t === 'default' || t === 'optional' || t === 'nullable' || t === 'prefault' || t === 'readonly' || t === 'catch') cur = cur.def.innerType as typeof cur;
-      else if (t === 'pipe') cur = cur.def.in as typeof cur;
-      else break;
-    }
-    return cur;
-  };
-  for (const seg of path) {
-    s = unwrap(s);
-    const d = (s as { def?: { type?: string; element?: unknown; shape?: Record<string, unknown> } }).def;
-    if (!d) return null;
-    if (d.type === 'array' && typeof seg === 'number') s = d.element;
-    else if (d.type === 'object' && typeof seg === 'string') s = d.shape?.[seg];
-    else if (d.type === 'record') s = (d as { valueType?: unknown }).valueType;
-    else return null;
-  }
-  s = unwrap(s);
-  const d = (s as { def?: { type?: string; shape?: Record<string, unknown> } }).def;
+  const d = defAt(root, path);
   return d?.type === 'object' && d.shape ? Object.keys(d.shape) : null;
+}
+
+/** Where a dotted path leaves a schema: the segment index, the segment, and the fields allowed there. */
+export interface UnknownSegment {
+  index: number;
+  segment: string;
+  allowed: string[];
+}
+
+/**
+ * Checks a dotted path (as sweep axes and plan `set:` name experiment fields) against a schema:
+ * object fields must exist; list entries (by index or by an entry's name) and record keys pass;
+ * below a union or a scalar nothing more is checked (the cell's own validation covers it).
+ * @returns the first segment no object of the schema has, with the fields it allows, or null.
+ */
+export function unknownPathSegment(root: z.ZodType, path: string): UnknownSegment | null {
+  const segs = path.split('.');
+  const at: (string | number)[] = [];
+  for (let i = 0; i < segs.length; i++) {
+    const d = defAt(root, at);
+    const seg = segs[i]!;
+    if (d?.type === 'object' && d.shape) {
+      if (!Object.hasOwn(d.shape, seg)) return { index: i, segment: seg, allowed: Object.keys(d.shape) };
+      at.push(seg);
+    } else if (d?.type === 'array' || d?.type === 'record') {
+      at.push(0); // every entry of a list, every value of a record, has the one schema
+    } else {
+      return null;
+    }
+  }
+  return null;
+}
+
+interface SchemaDef {
+  type?: string;
+  innerType?: unknown;
+  in?: unknown;
+  element?: unknown;
+  shape?: Record<string, unknown>;
+  valueType?: unknown;
+}
+
+/** A schema without its default / optional / nullable / pipe wrappers. */
+function unwrap(x: unknown): { def?: SchemaDef } {
+  let cur = x as { def?: SchemaDef };
+  for (let guard = 0; guard < 10 && cur?.def; guard++) {
+    const t = cur.def.type;
+    if (t === 'default' || t === 'optional' || t === 'nullable' || t === 'prefault' || t === 'readonly' || t === 'catch') cur = cur.def.innerType as typeof cur;
+    else if (t === 'pipe') cur = cur.def.in as typeof cur;
+    else break;
+  }
+  return cur;
+}
+
+/** The (unwrapped) schema definition at `path`; a list or record segment stands for any entry. */
+function defAt(root: z.ZodType, path: readonly (string | number)[]): SchemaDef | undefined {
+  let s: unknown = root;
+  for (const seg of path) {
+    const d = unwrap(s).def;
+    if (!d) return undefined;
+    if (d.type === 'array') s = d.element;
+    else if (d.type === 'object' && typeof seg === 'string') s = d.shape?.[seg];
+    else if (d.type === 'record') s = d.valueType;
+    else return undefined;
+  }
+  return unwrap(s).def;
 }
 
 /** The name in `names` nearest to `name` (Levenshtein distance ≤ 3), or null. */

@@ -4,6 +4,7 @@
  * field's dotted path (`weight`, `version`, `limit`).
  */
 import { z } from 'zod';
+import { closestName } from '../../core/index.ts';
 
 /** `PUT /admin/routing/weights/{model_id}/{endpoint_id}`. */
 export const WeightBodySchema = z
@@ -68,11 +69,15 @@ function check<T>(schema: z.ZodType<T>, raw: unknown): { ok: true; value: T } | 
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return { ok: false, problem: { message: 'The body must be a JSON object.', param: null } };
   const r = schema.safeParse(raw);
   if (r.success) return { ok: true, value: r.data };
-  const issue = r.error.issues[0]!;
-  if (issue.code === 'unrecognized_keys') {
-    const key = issue.keys[0]!;
-    return { ok: false, problem: { message: `Unknown field '${key}': remove it (allowed: ${Object.keys((schema as unknown as z.ZodObject).shape).join(', ')}).`, param: key } };
+  // An unknown field is named first: a misspelt one ('wieght') is also why its real one is missing.
+  const unknown = r.error.issues.find((i) => i.code === 'unrecognized_keys');
+  if (unknown) {
+    const key = unknown.keys[0]!;
+    const allowed = Object.keys((schema as unknown as z.ZodObject).shape);
+    const near = closestName(key, allowed);
+    return { ok: false, problem: { message: `Unknown field '${key}'${near ? ` (did you mean '${near}'?)` : ''}: remove it (allowed: ${allowed.join(', ')}).`, param: key } };
   }
+  const issue = r.error.issues[0]!;
   const field = issue.path.map(String).join('.') || null;
   const fix = field ? FIXES[field] : undefined;
   const missing = issue.code === 'invalid_type' && (raw as Record<string, unknown>)[field ?? ''] === undefined;

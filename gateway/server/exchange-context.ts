@@ -47,6 +47,11 @@ export interface FinishedExchange {
   readonly httpStatus: number;
   /** The drain's grace ran out and the gateway cut the response (`Exchange.cutForDrain`). */
   readonly cut: boolean;
+  /**
+   * The gateway's own error code when it refused the parsed request before the core saw it
+   * (a key not allowed the model, an output beyond every route's window); `metadata` is null then.
+   */
+  readonly refusedCode?: string;
 }
 
 /** What the HTTP layer read from the request besides its body. */

@@ -205,13 +205,22 @@ function handleInference(ctx: ServerContext, endpoint: Endpoint, res: HttpRespon
       if (!client.open) return release();
       const parsed = readClientRequest(endpoint, text);
       if (isBodyProblem(parsed)) return refuse(400, parsed.code, parsed.message, parsed.param);
-      if (budgetAlpha.kind === 'invalid') return refuse(400, 'invalid_request', budgetAlpha.message, BUDGET_ALPHA_HEADER);
+      // Refusals of a parsed request are logged as the core's own answers are (recent requests).
+      const refuseParsed = (status: number, code: string, message: string, param: string | null): void => {
+        if (!g.onFinished) return refuse(status, code, message, param);
+        const startedAtMs = g.now();
+        client.send(status, [...base, JSON_TYPE], errorJson(code, message, param, status));
+        release();
+        // Counted in the metrics by onFinished, as an answered request.
+        g.onFinished({ req: parsed, requestId, sessionId, callerId: caller.id, startedAtMs, endedAtMs: startedAtMs, metadata: null, httpStatus: status, cut: false, refusedCode: code });
+      };
+      if (budgetAlpha.kind === 'invalid') return refuseParsed(400, 'invalid_request', budgetAlpha.message, BUDGET_ALPHA_HEADER);
       if (!Callers.mayUse(caller, parsed.model)) {
         // Word for word what an unknown model gets from the core, so a key cannot probe.
-        return refuse(404, 'model_not_found', clientMessage('model_not_found', parsed.model, ''), 'model');
+        return refuseParsed(404, 'model_not_found', clientMessage('model_not_found', parsed.model, ''), 'model');
       }
       const tooLong = outputBeyondContext(g, parsed);
-      if (tooLong) return refuse(400, 'context_length_exceeded', tooLong.message, tooLong.param);
+      if (tooLong) return refuseParsed(400, 'context_length_exceeded', tooLong.message, tooLong.param);
       const routingTags = tagsHeader
         ? tagsHeader
             .split(',')

@@ -110,6 +110,7 @@ export async function runPlan(file: string, opts: PlanOptions = {}): Promise<Pla
   checkTraceFiles(exp, baseCells);
   const toDir = isParquetOutput(output);
   if (!toDir) await checkResultsOutput(output);
+  else await prepareParquetDir(output); // a file in the way is refused before any simulation runs
 
   const cache = new TraceCache();
   const { meta, sorted } = await cache.get(exp.tracePath).catch((err: NodeJS.ErrnoException) => {

@@ -72,9 +72,20 @@ export function parquetDirSchemaSql(dir: string): string {
   }), ...extra].join('\n');
 }
 
-/** Creates `dir` with its per-table folders (keeps files already there). */
+/**
+ * Creates `dir` with its per-table folders (keeps files already there).
+ * @throws Error naming `dir` when it, or a folder above it, is a file (ENOTDIR/EEXIST), or cannot be created.
+ */
 export async function prepareParquetDir(dir: string): Promise<void> {
-  for (const sub of ['experiments', 'shards', ...RUN_TABLES]) await mkdir(join(dir, sub), { recursive: true });
+  try {
+    for (const sub of ['experiments', 'shards', ...RUN_TABLES]) await mkdir(join(dir, sub), { recursive: true });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOTDIR' || code === 'EEXIST') {
+      throw new Error(`--output ${dir}: a Parquet results directory was asked for (the path ends in '/'), but this path or a folder above it is a file; name a directory, or drop the trailing '/' to write one DuckDB file`);
+    }
+    throw new Error(`--output ${dir}: cannot create the Parquet results directory: ${(err as Error).message}`);
+  }
 }
 
 /** Runs one SQL script (the store's `query`). */

@@ -36,6 +36,7 @@ describe('admin validation', () => {
       ['PUT', weightPath('demo', id), { body: { weight: 'heavy' } }, 'weight', /'weight' is invalid/],
       ['PUT', weightPath('demo', id), { body: {} }, 'weight', /'weight' is required/],
       ['PUT', weightPath('demo', id), { body: { weight: 1, colour: 'red' } }, 'colour', /Unknown field 'colour'/],
+      ['PUT', weightPath('demo', id), { body: { wieght: 1 } }, 'wieght', /Unknown field 'wieght' \(did you mean 'weight'\?\)/],
       ['PUT', weightPath('demo', id), { body: { weight: 1, version: -2 } }, 'version', /'version' is invalid/],
       ['PUT', weightPath('demo', id), { raw: '[1, 2' }, null, /not valid JSON/],
       ['PUT', weightPath('demo', id), { body: { weight: 1 }, ifMatch: 'W/"x"' }, 'If-Match', /not a record version/],

@@ -68,6 +68,28 @@ describe('request log reports', () => {
     expect((await adminCall(gw.url, 'GET', '/admin/recent-requests', { key: KEYS.user })).status).toBe(404);
   });
 
+  it('an unknown model is the same 404 (param model) for a key not allowed it and for an admin key, and both are logged', async () => {
+    stack = await startStack([{}], { request_log: { path: join(dir, 'unknown-model.duckdb'), flush_interval_ms: 60_000 } });
+    const { gw } = stack;
+    const answers: Array<{ status: number; body: { error: { code: string; param: string | null; message: string } } }> = [];
+    for (const key of [KEYS.user, KEYS.admin]) {
+      const r = await fetch(`${gw.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'nope', messages: hello }),
+      });
+      answers.push({ status: r.status, body: await r.json() });
+    }
+    for (const a of answers) expect([a.status, a.body.error.code, a.body.error.param]).toEqual([404, 'model_not_found', 'model']);
+    expect(answers[0]!.body.error.message).toBe(answers[1]!.body.error.message);
+    const recent = await adminCall(gw.url, 'GET', '/admin/recent-requests?limit=10');
+    const rows = recent.body.requests as Array<{ caller_id: string; model: string; http_status: number; status: string }>;
+    expect(rows.map((r) => [r.caller_id, r.model, r.http_status, r.status]).sort()).toEqual([
+      ['admin', 'nope', 404, 'model_not_found'],
+      ['user', 'nope', 404, 'model_not_found'],
+    ]);
+  });
+
   it('without a request log the reports say how to turn it on', async () => {
     stack = await startStack([{}]);
     const r = await adminCall(stack.gw.url, 'GET', '/admin/recent-requests');

@@ -260,20 +260,25 @@ describe('switchyard plan offload', () => {
     }
   });
 
+  /** A one-replica plan experiment on the Azure conversation trace, `plan` its questions. */
+  function smallPlan(name: string, plan: Record<string, unknown>): string {
+    const file = join(dir, name);
+    const exp = { name: 'x', trace: azureConv, model: 'm', replicas: { count: 1, profile: 'llama2-70b-h100-tp4' }, runs: [{ strategy: 'fixed' }], plan: { slo: { goodput: 0.5 }, ...plan }, output: join(dir, 'unused.duckdb') };
+    writeFileSync(file, JSON.stringify(exp));
+    return file;
+  }
+
+  it('refuses a Parquet output under a file before any simulation runs', async () => {
+    const file = smallPlan('parquet-under-file.yaml', { max_rate: { start: 1 } });
+    const blocker = join(dir, 'a-file');
+    writeFileSync(blocker, 'not a directory');
+    const lines: string[] = [];
+    await expect(runPlan(file, { output: `${blocker}/`, progress: false, print: (l) => lines.push(l) })).rejects.toThrow(/--output .*a-file\/: .*is a file/);
+    expect(lines.some((l) => l.includes('simulations'))).toBe(false);
+  });
+
   it('needs the experiment\'s offload: block', async () => {
-    const file = join(dir, 'no-offload.yaml');
-    writeFileSync(
-      file,
-      JSON.stringify({
-        name: 'x',
-        trace: azureConv,
-        model: 'm',
-        replicas: { count: 1, profile: 'llama2-70b-h100-tp4' },
-        runs: [{ strategy: 'fixed' }],
-        plan: { slo: { goodput: 0.5 }, offload: { wait_sec: [1] } },
-        output: join(dir, 'unused.duckdb'),
-      }),
-    );
+    const file = smallPlan('no-offload.yaml', { offload: { wait_sec: [1] } });
     await expect(runPlan(file, { output: join(dir, 'x.duckdb'), progress: false, print: () => {} })).rejects.toThrow(/plan.offload needs the experiment's offload: block/);
   });
 });

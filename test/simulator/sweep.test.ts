@@ -182,3 +182,41 @@ output: ${join(dir, 'unused.duckdb')}
     expect(await tables(join(dir, 'thread.duckdb'))).toEqual(await tables(join(dir, 'in-thread.duckdb')));
   }, 60_000);
 });
+
+describe('dotted paths of sweep axes and plan configurations', () => {
+  it('a misspelt field is reported at load, with its line and the nearest name', async () => {
+    const { loadExperiment } = await import('../../simulator/experiment.ts');
+    const file = join(dir, 'typo.yaml');
+    writeFileSync(
+      file,
+      [
+        'name: typo',
+        `trace: ${azureConv}`,
+        'model: m',
+        'replicas: { count: 1, profile: llama2-70b-h100-tp4 }',
+        'runs: [{ strategy: fixed }]',
+        'sweep:',
+        '  axes:',
+        '    client.timeout_msx: [1000, 2000]',
+        '    providers.deepinfra.limits.rpm: [10]',
+        'plan:',
+        '  slo: { goodput: 0.5 }',
+        '  max_rate:',
+        '    configs:',
+        '      - label: a',
+        '        set: { replica.count: 2 }',
+        '',
+      ].join('\n'),
+    );
+    let message = '';
+    try {
+      loadExperiment(file);
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    expect(message).toMatch(/typo\.yaml:8: sweep\.axes\.client\.timeout_msx: 'client\.timeout_msx' names no experiment field: client has no 'timeout_msx' \(did you mean 'client\.timeout_ms'\?\)/);
+    expect(message).toMatch(/typo\.yaml:15: plan\.max_rate\.configs\.0\.set\.replica\.count: .*did you mean 'replicas'/);
+    // A list entry named by its name passes the check (the cell's own validation covers the rest).
+    expect(message).not.toMatch(/providers\.deepinfra/);
+  });
+});
