@@ -138,8 +138,7 @@ function onEvent(s: ReplayState, d: SimEvent): void {
       break;
     case 'att_deadline': {
       const a = s.atts[d.gid]!;
-      if (d.first && a.firstDeliveredAtMs === null) failAttempt(s, d.gid, { kind: 'first_token_timeout' });
-      else if (!d.first) failAttempt(s, d.gid, { kind: 'transport', cause: 'timeout' });
+      if (a.firstDeliveredAtMs === null) failAttempt(s, d.gid, { kind: 'first_token_timeout' });
       break;
     }
     case 'fault_edge':

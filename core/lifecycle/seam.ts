@@ -101,10 +101,14 @@ export type LifecycleEvent =
   /** The client disconnected. */
   | { kind: 'client_gone' };
 
-/** Deadlines attached to one dispatch, absolute ms on the driver's clock; null = none. */
+/**
+ * Deadlines attached to one dispatch, absolute ms on the driver's clock; null = none. The
+ * attempt's total is not among them: the core arms it as its own `wait_until` (a non-stream
+ * attempt's `total`, a stream's overall deadline), so a driver arms no total timer.
+ */
 export interface AttemptDeadlines {
+  /** No first content token by then ⇒ the driver aborts the attempt and reports `first_token_timeout`. */
   firstTokenAtMs: number | null;
-  totalAtMs: number | null;
 }
 
 /** Actions the core asks the driver to perform, in order. */

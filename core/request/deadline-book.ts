@@ -1,6 +1,7 @@
 /**
  * The deadlines one request life has armed. Every wait of a life — overall, queue give-up,
- * headers, non-stream total, stream idle, engine wait, hedge checkpoint, retry backoff — is a
+ * headers, non-stream total (a stream's total is the overall deadline), stream idle, engine wait,
+ * hedge checkpoint, retry backoff — is a
  * `wait_until` action the life emits and a `deadline` event the driver reports back; this book
  * maps the event's id back to what was armed, and forgets what the life no longer waits for (a
  * forgotten deadline's event is ignored).

@@ -26,7 +26,7 @@ import type { AttemptRecord, LifecycleAction, LifecycleEvent, RequestLife, Route
 import type { RoutingSettings } from '../config/routing-settings.ts';
 import type { Admission } from '../admission/admission.ts';
 import type { RequestKindPolicy } from './policy/kind-policy.ts';
-import { dispatchDeadlines } from './policy/attempt-deadlines.ts';
+import { attemptTotalAtMs, dispatchDeadlines } from './policy/attempt-deadlines.ts';
 import { commitsAt, type CommitEvent } from './policy/commit.ts';
 import { idleDeadlineFired, recordStreamChunk } from './policy/stream-idle.ts';
 import { attemptsSummary, respondError } from './ending.ts';
@@ -208,16 +208,22 @@ export class Life<S extends CandidateSource<Life<S>>> implements RequestLife {
     return out;
   }
 
-  /** Sends a (no longer queued) attempt: dispatch with its first-chunk and total bounds, the headers wait, the family's own. */
+  /**
+   * Sends a (no longer queued) attempt: dispatch with its first-chunk bound, the headers wait, a
+   * non-stream attempt's total (a stream's is the overall deadline), the family's own.
+   */
   send(a: LiveAttempt, nowMs: number, out: LifecycleAction[]): void {
     if (a.ticket !== null) this.disarm(a.attemptId, 'queue');
     a.phase = 'sent';
     const k = this.kind!;
+    const stream = this.request.stream;
     this.policy.beforeDispatch(this, a, nowMs);
     out.push(
-      { kind: 'dispatch', attemptId: a.attemptId, endpointId: a.route.endpointId, deadlines: dispatchDeadlines(k.waits, this.request.stream, nowMs, this.overallAtMs) },
+      { kind: 'dispatch', attemptId: a.attemptId, endpointId: a.route.endpointId, deadlines: dispatchDeadlines(k.waits, stream, nowMs, this.overallAtMs) },
       this.arm('headers', a.attemptId, nowMs + k.headersMs),
     );
+    const totalAtMs = attemptTotalAtMs(k.waits, stream, nowMs, this.overallAtMs);
+    if (totalAtMs !== null) out.push(this.arm('total', a.attemptId, totalAtMs));
     this.policy.afterDispatch(this, a, nowMs, out);
   }
 

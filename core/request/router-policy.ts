@@ -11,7 +11,7 @@
  *   refuses or whose breaker gives no claim, then the offload route as last resort, then the
  *   interrupted route once more; if all fail the client gets the primary's error. A committed
  *   stream never falls back (a stall is an in-band error);
- * - deadlines beyond the shared ones: the non-stream total, the engine wait of an offload model
+ * - deadlines beyond the shared ones (headers, total, idle, overall): the engine wait of an offload model
  *   (`offloading.ts`) and the hedge checkpoint (`hedging.ts`).
  */
 import type { Outcome } from '../lifecycle/outcome.ts';
@@ -94,9 +94,8 @@ export const ROUTER_POLICY: AttemptPolicy<Life<RouteSource>> = {
   },
 
   afterDispatch(life, a, nowMs, out) {
-    if (!life.request.stream) out.push(life.arm('total', a.attemptId, nowMs + life.kind!.waits.totalMs));
     // Engine wait: a stream on a non-offload route of an offload model gets `wait` to show output.
-    else if (life.source.offload.policy !== null && interruptible(life, a)) out.push(life.arm('engine_wait', a.attemptId, nowMs + life.source.offload.waitMs));
+    if (life.request.stream && life.source.offload.policy !== null && interruptible(life, a)) out.push(life.arm('engine_wait', a.attemptId, nowMs + life.source.offload.waitMs));
     armHedge(life, a, nowMs, out);
   },
 

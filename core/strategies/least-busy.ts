@@ -24,11 +24,11 @@ export const leastBusyStrategy: StrategyDefinition<Record<string, never>> = {
   paramsSchema: LeastBusyParamsSchema as z.ZodType<Record<string, never>>,
   create(_params, _routes, context) {
     const stats = context?.endpoints;
-    const score = (c: readonly Candidate[]) => (i: number) => busyScore(stats?.inFlight(c[i]!.endpointId) ?? 0, c[i]!.weight);
+    const score = (c: Candidate) => busyScore(stats?.inFlight(c.endpointId) ?? 0, c.weight);
     return {
       readsEndpointStats: true,
-      pick: (candidates, _request, _nowMs, rng) => ({ candidate: argMin(candidates.length, score(candidates), rng), reason: 'least_busy' }),
-      order: (candidates, _request, _nowMs, rng) => ({ order: rankBy(candidates.length, score(candidates), rng), reason: 'least_busy' }),
+      pick: (candidates, _request, _nowMs, rng) => ({ candidate: argMin(candidates, score, rng), reason: 'least_busy' }),
+      order: (candidates, _request, _nowMs, rng) => ({ order: rankBy(candidates, score, rng), reason: 'least_busy' }),
     };
   },
 };

@@ -23,10 +23,10 @@ export const leastCostStrategy: StrategyDefinition<Record<string, never>> = {
   paramsSchema: LeastCostParamsSchema as z.ZodType<Record<string, never>>,
   create(_params, routes) {
     const price = new Map(routes.map((r) => [r.endpointId, costScore(r.costUsdPer1kTokens)]));
-    const score = (c: readonly Candidate[]) => (i: number) => price.get(c[i]!.endpointId) ?? Number.POSITIVE_INFINITY;
+    const score = (c: Candidate) => price.get(c.endpointId) ?? Number.POSITIVE_INFINITY;
     return {
-      pick: (candidates) => ({ candidate: argMin(candidates.length, score(candidates)), reason: 'least_cost' }),
-      order: (candidates) => ({ order: rankBy(candidates.length, score(candidates)), reason: 'least_cost' }),
+      pick: (candidates) => ({ candidate: argMin(candidates, score), reason: 'least_cost' }),
+      order: (candidates) => ({ order: rankBy(candidates, score), reason: 'least_cost' }),
     };
   },
 };

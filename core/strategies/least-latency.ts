@@ -33,16 +33,16 @@ export const leastLatencyStrategy: StrategyDefinition<Record<string, never>> = {
   paramsSchema: LeastLatencyParamsSchema as z.ZodType<Record<string, never>>,
   create(_params, _routes, context) {
     const stats = context?.endpoints;
-    const score = (c: readonly Candidate[]) => (i: number) => latencyScore(stats, c[i]!.endpointId);
+    const score = (c: Candidate) => latencyScore(stats, c.endpointId);
     const reason = (c: Candidate) => (stats?.latencyMs(c.endpointId) ?? null) === null ? 'unmeasured' : 'least_latency';
     return {
       readsEndpointStats: true,
       pick(candidates, _request, _nowMs, rng) {
-        const i = argMin(candidates.length, score(candidates), rng);
+        const i = argMin(candidates, score, rng);
         return { candidate: i, reason: reason(candidates[i]!) };
       },
       order(candidates, _request, _nowMs, rng) {
-        const order = rankBy(candidates.length, score(candidates), rng);
+        const order = rankBy(candidates, score, rng);
         return { order, reason: reason(candidates[order[0]!]!) };
       },
     };

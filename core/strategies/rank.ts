@@ -5,19 +5,22 @@
  * draw, so that at low load traffic does not all go to the first of several idle targets. Draws
  * happen only when scores tie, and `rankBy`'s first draw is the one `argMin` makes, so
  * `order()[0]` equals `pick()` for the same stream. Scores are pure functions of the candidate
- * and the planner's signals (STYLE 4: pure scoring, thin orchestration).
+ * and the planner's signals (STYLE 4: pure scoring, thin orchestration); each is computed once
+ * per call.
  */
 import type { Rng } from '../rng.ts';
 
 /**
- * Indices 0..n-1 sorted by `score` ascending. Equal scores keep index order (stable) without
- * `rng`; with it, each group of equal scores is shuffled (one `rng.int(k)` per place but the last).
+ * Indices 0..items.length-1 sorted by `score` ascending. Equal scores keep index order (stable)
+ * without `rng`; with it, each group of equal scores is shuffled (one `rng.int(k)` per place but
+ * the last, k the number of that group's members not yet placed).
  */
-export function rankBy(n: number, score: (i: number) => number, rng?: Rng): number[] {
+export function rankBy<T>(items: readonly T[], score: (item: T) => number, rng?: Rng): number[] {
+  const n = items.length;
   const scores = new Array<number>(n);
   const order = new Array<number>(n);
   for (let i = 0; i < n; i++) {
-    scores[i] = score(i);
+    scores[i] = score(items[i]!);
     order[i] = i;
   }
   order.sort((a, b) => scores[a]! - scores[b]! || a - b);
@@ -37,31 +40,32 @@ export function rankBy(n: number, score: (i: number) => number, rng?: Rng): numb
   return order;
 }
 
-/** `argMin`'s scratch scores (grown on demand; a decision allocates nothing). */
-let scores = new Float64Array(16);
+/**
+ * `argMin`'s indices of the candidates tying for the lowest score so far, in index order (grown
+ * on demand; the core is single-threaded and a score never calls `argMin`, so one buffer serves
+ * every call and a decision allocates nothing).
+ */
+let tied = new Int32Array(16);
 
 /**
- * Index of the lowest `score` over 0..n-1 (n ≥ 1): the first one on ties without `rng`; with
- * it, the j-th of the k tied indices for j = `rng.int(k)` (no draw when there is no tie).
+ * Index of the lowest `score` over `items` (non-empty): the first one on ties without `rng`;
+ * with it, the j-th of the k tied indices for j = `rng.int(k)`. One pass; no draw when the
+ * minimum is unique.
  */
-export function argMin(n: number, score: (i: number) => number, rng?: Rng): number {
-  if (scores.length < n) scores = new Float64Array(2 * n);
-  const sc = scores; // each score computed once: the tie pass reads them back
-  let best = 0;
-  let bestScore = (sc[0] = score(0));
-  let ties = 1;
+export function argMin<T>(items: readonly T[], score: (item: T) => number, rng?: Rng): number {
+  const n = items.length;
+  if (tied.length < n) tied = new Int32Array(2 * n);
+  const ties = tied;
+  let bestScore = score(items[0]!);
+  let k = 1;
+  ties[0] = 0;
   for (let i = 1; i < n; i++) {
-    const s = (sc[i] = score(i));
+    const s = score(items[i]!);
     if (s < bestScore) {
-      best = i;
       bestScore = s;
-      ties = 1;
-    } else if (s === bestScore) ties++;
+      ties[0] = i;
+      k = 1;
+    } else if (s === bestScore) ties[k++] = i;
   }
-  if (rng === undefined || ties === 1) return best;
-  let j = rng.int(ties);
-  for (let i = best; i < n; i++) {
-    if (sc[i] === bestScore && j-- === 0) return i;
-  }
-  return best;
+  return k === 1 || rng === undefined ? ties[0]! : ties[rng.int(k)]!;
 }

@@ -1,7 +1,7 @@
 /**
  * One upstream attempt as the exchange (`exchange.ts`) tracks it: its target and running
  * request, the frames held back until commit, the non-stream body or the upstream's error body,
- * and the deadline timers the core asked for (first token, whole attempt), armed at dispatch and
+ * and the deadline timer the core asked for (first token), armed at dispatch and
  * cleared when the attempt closes.
  */
 import type { AttemptHandle } from '../upstream/adapter.ts';
@@ -31,13 +31,13 @@ export function newAttempt(id: number, target: RouteTarget): Attempt {
 }
 
 /**
- * Arms the attempt's deadlines (absolute times on the exchange's clock, ms; null = none):
- * `onFirstToken` runs at `firstTokenAtMs` unless a token arrived by then, `onTotal` at
- * `totalAtMs`. Both are cleared by `clearAttemptTimers`.
+ * Arms the one deadline the core hands a dispatch to enforce here (absolute time on the
+ * exchange's clock, ms; null = none): `onFirstToken` runs at `firstTokenAtMs` unless a token
+ * arrived by then. Every other wait (headers, total, stream idle, overall) is a core `wait_until`
+ * the exchange arms as such. Cleared by `clearAttemptTimers`.
  */
-export function armDeadlines(att: Attempt, nowMs: number, firstTokenAtMs: number | null, totalAtMs: number | null, onFirstToken: () => void, onTotal: () => void): void {
+export function armDeadlines(att: Attempt, nowMs: number, firstTokenAtMs: number | null, onFirstToken: () => void): void {
   if (firstTokenAtMs !== null) att.timers.push(setTimeout(() => !att.gotToken && onFirstToken(), timerDelayMs(firstTokenAtMs, nowMs)));
-  if (totalAtMs !== null) att.timers.push(setTimeout(onTotal, timerDelayMs(totalAtMs, nowMs)));
 }
 
 /**

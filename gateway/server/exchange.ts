@@ -191,7 +191,7 @@ export class Exchange {
     for (const a of actions) {
       switch (a.kind) {
         case 'dispatch':
-          this.dispatch(a.attemptId, a.endpointId, a.deadlines.firstTokenAtMs, a.deadlines.totalAtMs);
+          this.dispatch(a.attemptId, a.endpointId, a.deadlines.firstTokenAtMs);
           break;
         case 'cancel':
           this.closeAttempt(a.attemptId, true);
@@ -217,7 +217,7 @@ export class Exchange {
     }
   }
 
-  private dispatch(id: number, endpointId: string, firstTokenAtMs: number | null, totalAtMs: number | null): void {
+  private dispatch(id: number, endpointId: string, firstTokenAtMs: number | null): void {
     const target = this.ctx.routes.get(endpointId);
     if (!target || !target.endpoints.has(this.req.endpoint)) {
       // A config/core mismatch (or a route whose kind cannot serve this endpoint) is a bug of
@@ -228,14 +228,7 @@ export class Exchange {
     }
     const att = newAttempt(id, target);
     this.attempts.set(id, att);
-    armDeadlines(
-      att,
-      this.ctx.now(),
-      firstTokenAtMs,
-      totalAtMs,
-      () => this.run(() => this.timeOut(att, { kind: 'first_token_timeout' })),
-      () => this.run(() => this.timeOut(att, { kind: 'transport', cause: 'timeout' })),
-    );
+    armDeadlines(att, this.ctx.now(), firstTokenAtMs, () => this.run(() => this.timeOut(att, { kind: 'first_token_timeout' })));
     att.handle = target.adapter.startAttempt(
       target,
       this.req,

@@ -5,7 +5,7 @@
  */
 import type { AttemptDeadlines } from '../../core/lifecycle/seam.ts';
 import { billProviderAttempt } from './billing.ts';
-import { LANE_FIRST_TOKEN_DEADLINE, LANE_TOTAL_DEADLINE, type Attempt, type ReplayState, type ReqState } from './state.ts';
+import { LANE_FIRST_TOKEN_DEADLINE, type Attempt, type ReplayState, type ReqState } from './state.ts';
 
 /**
  * Ends attempt `gid` on the endpoint side: frees it, bills it. `completed` = all tokens produced;
@@ -37,10 +37,9 @@ export function dispatch(s: ReplayState, reqIdx: number, lr: ReqState, attemptId
   s.atts[gid] = a;
   lr.gids.set(attemptId, gid);
   s.liveByEp[epIdx]!.add(gid);
-  // The core's deadlines, enforced as the gateway does: no first token by firstTokenAtMs ⇒
-  // first_token_timeout; not finished by totalAtMs ⇒ transport timeout.
-  if (deadlines.firstTokenAtMs !== null) q.pushLane(LANE_FIRST_TOKEN_DEADLINE, Math.max(now, deadlines.firstTokenAtMs), { k: 'att_deadline', gid, first: true });
-  if (deadlines.totalAtMs !== null) q.pushLane(LANE_TOTAL_DEADLINE, Math.max(now, deadlines.totalAtMs), { k: 'att_deadline', gid, first: false });
+  // The dispatch's first-token bound, enforced as the gateway does: no first token by then ⇒
+  // first_token_timeout. The attempt's total is a core `wait_until` (`actions.ts`).
+  if (deadlines.firstTokenAtMs !== null) q.pushLane(LANE_FIRST_TOKEN_DEADLINE, Math.max(now, deadlines.firstTokenAtMs), { k: 'att_deadline', gid });
   const fx = faults ? faults.onDispatch(epIdx, reqIdx, lr.tryNo) : null;
   if (fx?.reply) {
     q.push(now + fx.reply.delayMs, { k: 'att_fail', gid, outcome: fx.reply.outcome });

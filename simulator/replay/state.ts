@@ -37,14 +37,12 @@ export interface RunResult {
 
 /** FIFO lanes of the event queue: events scheduled at a fixed offset from now arrive in order. */
 export const LANE_FIRST_TOKEN_DEADLINE = 0;
-/** Lane of the core's whole-response deadlines of attempts. */
-export const LANE_TOTAL_DEADLINE = 1;
-/** Lane of the lives' own deadlines (`wait_until`). */
-export const LANE_LIFE_DEADLINE = 2;
+/** Lane of the lives' own deadlines (`wait_until`: headers, total, idle, overall, …). */
+export const LANE_LIFE_DEADLINE = 1;
 /** Lane of client timeouts. */
-export const LANE_CLIENT_TIMEOUT = 3;
+export const LANE_CLIENT_TIMEOUT = 2;
 /** Number of lanes. */
-export const LANES = 4;
+export const LANES = 3;
 
 /** Heap and lane events; arrivals and engine step ends have their own sources in the queue. */
 export type SimEvent =
@@ -52,8 +50,8 @@ export type SimEvent =
   | { k: 'att_fail'; gid: number; outcome: Outcome }
   | { k: 'att_first'; gid: number }
   | { k: 'att_finish'; gid: number }
-  /** A dispatch deadline of the core: first token (`first`) or whole response (`total`). */
-  | { k: 'att_deadline'; gid: number; first: boolean }
+  /** A dispatch's first-token bound (the only deadline the core hands the driver to enforce). */
+  | { k: 'att_deadline'; gid: number }
   | { k: 'fault_edge'; fault: number; start: boolean }
   | { k: 'deadline'; req: number; tryNo: number; deadlineId: number }
   | { k: 'client_timeout'; req: number; tryNo: number }

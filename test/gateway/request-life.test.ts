@@ -26,12 +26,12 @@ async function upstream(respond: (sock: Socket, n: number) => void): Promise<Raw
 }
 
 /** A gateway (auth none, affinity and prefill-aware choice off unless asked) over `models`. */
-async function gateway(models: unknown[], settings: Record<string, unknown> = {}, gw: Record<string, unknown> = {}): Promise<RunningGateway> {
+async function gateway(models: unknown[], settings: Record<string, unknown> = {}, gw: Record<string, unknown> = {}, logger = pino({ level: 'silent' })): Promise<RunningGateway> {
   const config = buildGatewayConfig({
     models: { models },
     gateway: { routing_settings: { affinity_enabled: false, prefill_aware_enabled: false, ...settings }, health: { failure_threshold: 1000 }, auth: { mode: 'none' }, ...gw },
   });
-  const g = await startGateway({ config, host: '127.0.0.1', port: 0, seed: 7, logger: pino({ level: 'silent' }) });
+  const g = await startGateway({ config, host: '127.0.0.1', port: 0, seed: 7, logger });
   open.push(g);
   return g;
 }
@@ -107,6 +107,57 @@ describe('streams', () => {
     const frames = sseData(await r.text());
     const last = JSON.parse(frames[frames.length - 1]!) as { error: { code: string } };
     expect(last.error.code).toBe('upstream_timeout');
+  });
+});
+
+/** The gateway's per-request log lines (`info`), parsed. */
+function requestLines(): { logger: pino.Logger; lines: () => Array<Record<string, unknown>> } {
+  const all: Array<Record<string, unknown>> = [];
+  const logger = pino({ level: 'info' }, { write: (line: string) => void all.push(JSON.parse(line) as Record<string, unknown>) });
+  return { logger, lines: () => all.filter((l) => l.msg === 'request') };
+}
+
+/** An upstream that streams a token every 100 ms and never ends the stream. */
+async function endlessStream(): Promise<RawUpstream & { hits: () => number }> {
+  return upstream((sock) => {
+    sock.on('error', () => {});
+    sock.write(RAW_SSE_HEAD + rawChunk(chatFrame({ role: 'assistant', content: 'Hel' })));
+    const tick = setInterval(() => sock.writable && sock.write(rawChunk(chatFrame({ content: 'lo' }))), 100);
+    sock.on('close', () => clearInterval(tick));
+  });
+}
+
+describe("a stream's total is the core's overall deadline", () => {
+  // The overall deadline (1 s here) is a core wait_until; the gateway arms no timer of its own
+  // for an attempt's total. A stream that keeps sending tokens is never idle, so that deadline
+  // is what ends it: in-band, since the response was committed at its first token.
+  const cases = [
+    { kind: 'router: model', models: (url: string) => [{ id: 'm', route: [{ base_url: url }] }], model: 'm', attemptOutcome: 'cancelled' },
+    {
+      kind: 'multi-target alias',
+      models: (url: string) => [{ id: 'a', route: [{ base_url: url }] }, { id: 'm', routing: { strategy: 'failover', targets: [{ model: 'a' }] } }],
+      model: 'm',
+      attemptOutcome: 'transport',
+    },
+  ];
+  it.each(cases)('$kind: an endless stream ends with an in-band upstream_timeout at the overall deadline', async ({ models, model, attemptOutcome }) => {
+    const engine = await endlessStream();
+    const log = requestLines();
+    const g = await gateway(models(engine.baseUrl), { timeout_overall_sec: 1, timeout_stream_idle_sec: 60 }, {}, log.logger);
+    const r = await post(g, { model, stream: true });
+    expect(r.status).toBe(200);
+    const frames = sseData(await r.text());
+    expect(frames.length).toBeGreaterThan(2); // tokens were relayed before the deadline
+    expect(frames).not.toContain('[DONE]');
+    const last = JSON.parse(frames[frames.length - 1]!) as { error: { code: string } };
+    expect(last.error.code).toBe('upstream_timeout');
+    for (let i = 0; i < 50 && log.lines().length === 0; i++) await new Promise((res) => setTimeout(res, 10));
+    const line = log.lines()[0]!;
+    // The core's overall deadline ended it (not a driver timer's transport timeout), and not before it was due.
+    expect(line).toMatchObject({ status: 'upstream_timeout', attempts: [{ outcome: attemptOutcome }] });
+    expect(String(line.detail)).toContain('overall deadline');
+    expect(line.durationMs as number).toBeGreaterThanOrEqual(1_000);
+    expect(engine.hits()).toBe(1);
   });
 });
 

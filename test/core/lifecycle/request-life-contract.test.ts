@@ -50,7 +50,7 @@ type Dispatch = Extract<LifecycleAction, { kind: 'dispatch' }>;
 /** Every drive by its life, so a slot granted to one life is delivered to its own drive. */
 const drives = new Map<RequestLife, Drive>();
 
-/** Drives one life on a virtual clock: performs `wait_until`s and the dispatch deadlines as a driver would. */
+/** Drives one life on a virtual clock: performs `wait_until`s and the dispatch's first-token bound as a driver would. */
 class Drive {
   now = 0;
   readonly life: RequestLife;
@@ -94,7 +94,7 @@ class Drive {
     return this.absorb(this.life.step(e, this.now));
   }
 
-  /** Advances the clock by `ms`, firing due waits and the driver-enforced dispatch deadlines in time order. */
+  /** Advances the clock by `ms`, firing due waits and the driver-enforced first-token bounds in time order. */
   advance(ms: number): void {
     const end = this.now + ms;
     for (;;) {
@@ -105,8 +105,6 @@ class Drive {
       for (const a of this.live.values()) {
         const ft = a.deadlines.firstTokenAtMs;
         if (ft !== null && !a.token && ft < at) [at, fire] = [ft, () => this.step({ kind: 'failed', attemptId: a.attemptId, outcome: { kind: 'first_token_timeout' } })];
-        const tt = a.deadlines.totalAtMs;
-        if (tt !== null && tt < at) [at, fire] = [tt, () => this.step({ kind: 'failed', attemptId: a.attemptId, outcome: { kind: 'transport', cause: 'timeout' } })];
       }
       if (at > end || fire === null) break;
       this.now = Math.max(this.now, at);
@@ -278,10 +276,47 @@ describe.each(KINDS)('request life contract: $name', (kind) => {
     expect(core.limiter.totalHeld()).toBe(0);
   });
 
-  it("the first attempt's bounds are capped by the overall deadline: a stream's total is that deadline", () => {
-    const settings = { timeout_overall_sec: 10, timeout_request_sec: 600 };
-    expect(new Drive(kind.build([{ name: 'a' }], settings), mreq({ stream: true })).last.deadlines.totalAtMs).toBe(10_000);
-    expect(new Drive(kind.build([{ name: 'a' }], settings), mreq({ stream: false })).last.deadlines.totalAtMs).toBe(10_000);
+  it("the first attempt's bounds are capped by the overall deadline: a stream's total is that deadline, a non-stream total past it is not armed", () => {
+    const settings = { timeout_overall_sec: 10, timeout_request_sec: 600, timeout_headers_sec: 5, timeout_first_token_sec: 600 };
+    for (const stream of [true, false]) {
+      const d = new Drive(kind.build([{ name: 'a' }], settings), mreq({ stream }));
+      expect(Object.keys(d.last.deadlines)).toEqual(['firstTokenAtMs']); // no total for the driver to arm
+      if (kind.name === 'router' && stream) expect(d.last.deadlines.firstTokenAtMs).toBe(10_000);
+      // The core's own waits: headers (+5 s) and the overall deadline (+10 s); no separate total.
+      expect(d.all.filter((a) => a.kind === 'wait_until').map((w) => w.atMs).sort((x, y) => x - y)).toEqual([5_000, 10_000]);
+    }
+  });
+
+  it("a non-stream attempt's total is one core wait_until: when it fires the attempt is cancelled and the request fails over", () => {
+    const d = new Drive(kind.build([{ name: 'a' }, { name: 'b' }], { timeout_request_sec: 5, timeout_headers_sec: 100 }), mreq({ stream: false }));
+    const first = d.last.attemptId;
+    expect(d.all.filter((a) => a.kind === 'wait_until' && a.atMs === 5_000)).toHaveLength(1); // armed once, by the core
+    d.step({ kind: 'first_output', attemptId: first }); // headers came; the body never completes
+    d.advance(4_999);
+    expect(d.sentTo).toEqual([kind.ep('a')]);
+    d.advance(1);
+    expect(d.all.some((a) => a.kind === 'cancel' && a.attemptId === first)).toBe(true);
+    expect(d.sentTo).toEqual([kind.ep('a'), kind.ep('b')]);
+    d.succeed();
+    expect(d.done?.metadata.attempts[0]).toMatchObject({ endpointId: kind.ep('a'), endMs: 5_000, outcome: { kind: 'transport', cause: 'timeout' } });
+    expect(d.done?.metadata.status).toBe('ok');
+  });
+
+  it("a stream's per-attempt total is the core's overall deadline: a committed stream that never ends gets an in-band 504 at it", () => {
+    const d = new Drive(kind.build([{ name: 'a' }], { timeout_overall_sec: 3, timeout_stream_idle_sec: 100 }), mreq({ stream: true }));
+    const id = d.last.attemptId;
+    d.step({ kind: 'first_output', attemptId: id });
+    d.step({ kind: 'first_token', attemptId: id });
+    expect(d.all.some((a) => a.kind === 'commit' && a.attemptId === id)).toBe(true);
+    for (let t = 100; t < 3_000; t += 100) {
+      d.advance(100);
+      d.step({ kind: 'chunk', attemptId: id }); // a chunk every 100 ms, forever
+    }
+    expect(d.life.isDone).toBe(false);
+    d.advance(100);
+    expect(d.all.some((a) => a.kind === 'cancel' && a.attemptId === id)).toBe(true);
+    expect(d.error).toMatchObject({ status: 504, code: 'upstream_timeout' });
+    expect(d.done?.metadata.finishedAtMs).toBe(3_000);
   });
 
   it('the client leaving ends the life with one done and no error response', () => {
