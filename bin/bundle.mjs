@@ -14,7 +14,9 @@
  *   costs about 1 s of transpiling per process and again per worker thread.
  *
  * - Only the named entries' code is built: an error in another command's sources does not matter.
- * - Packages stay external: they resolve from node_modules as usual.
+ * - Packages stay external (they resolve from node_modules as usual), except, in the simulator's
+ *   bundle, the plain-JavaScript packages `sim` loads at every start (SIMULATOR_INLINE_PACKAGES).
+ * - Each build folder holds a `package.json` declaring its files ES modules.
  * - `import.meta.url`, `import.meta.dirname` and `import.meta.filename` are replaced in each
  *   source file by that file's own values, so paths next to the sources (worker entries, data
  *   files) resolve exactly as under tsx.

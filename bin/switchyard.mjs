@@ -3,7 +3,8 @@
 // simulator's commands (`sim`, `plan`, `compare`, `merge`) from a bundle of the CLI (bin/bundle.mjs),
 // so neither carries a TypeScript loader (and a sweep's worker threads start without one); set
 // SWITCHYARD_BUNDLE=0 to run them through tsx like everything else. Every other command registers
-// tsx and runs the TypeScript sources as they are (no build step).
+// tsx and runs the TypeScript sources as they are (no build step). `sim` starts its results thread
+// before the CLI bundle loads, and exits as soon as its output is flushed.
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 
