@@ -14,7 +14,9 @@
  *   costs about 1 s of transpiling per process and again per worker thread.
  *
  * - Only the named entries' code is built: an error in another command's sources does not matter.
- * - Packages stay external: they resolve from node_modules as usual.
+ * - Packages stay external (they resolve from node_modules as usual), except, in the simulator's
+ *   bundle, the plain-JavaScript packages `sim` loads at every start (SIMULATOR_INLINE_PACKAGES).
+ * - Each build folder holds a `package.json` declaring its files ES modules.
  * - `import.meta.url`, `import.meta.dirname` and `import.meta.filename` are replaced in each
  *   source file by that file's own values, so paths next to the sources (worker entries, data
  *   files) resolve exactly as under tsx.
@@ -59,6 +61,32 @@ const importMetaOfSource = {
   },
 };
 
+/**
+ * Packages built into the simulator's bundle: plain JavaScript of many small ES modules, which
+ * Node would otherwise resolve, read and compile file by file at every start (zod, yaml and
+ * cli-progress in the CLI; apache-arrow in the results thread). Every other package stays
+ * external (native code, worker files, or not loaded by `sim`).
+ */
+const SIMULATOR_INLINE_PACKAGES = new Set(['zod', 'yaml', 'apache-arrow', 'cli-progress', 'pure-rand']);
+
+/**
+ * Marks bare imports external, except those of the packages named (and whatever they import).
+ * @param {Set<string>} inline
+ * @returns {import('esbuild').Plugin}
+ */
+function externalPackagesBut(inline) {
+  return {
+    name: 'external-packages-but',
+    setup(b) {
+      b.onResolve({ filter: /^[^./]/ }, (args) => {
+        if (args.path.startsWith('node:') || args.importer.includes('/node_modules/')) return undefined;
+        const pkg = args.path.startsWith('@') ? args.path.split('/').slice(0, 2).join('/') : args.path.split('/')[0];
+        return inline.has(pkg) ? undefined : { path: args.path, external: true };
+      });
+    },
+  };
+}
+
 /** Where builds are kept: node_modules/.cache when writable, else the OS temp folder. */
 function cacheRoot() {
   const cache = join(REPO_ROOT, 'node_modules', '.cache');
@@ -87,7 +115,7 @@ export async function bundleGateway() {
  * @throws Error naming the first build error's file, line and text when the sources do not build.
  */
 export async function bundleSimulator() {
-  const out = await bundle('simulator', SIMULATOR_ENTRIES);
+  const out = await bundle('simulator', SIMULATOR_ENTRIES, SIMULATOR_INLINE_PACKAGES);
   return { cli: out.cli, 'cell-worker': out['cell-worker'], 'results-thread': out['results-thread'] };
 }
 
@@ -97,12 +125,13 @@ export async function bundleSimulator() {
  * @param {string} root
  * @param {string} name
  * @param {Record<string, string>} entries
+ * @param {Set<string>} inline
  * @returns {Record<string, string> | null}
  */
-function reusable(root, name, entries) {
+function reusable(root, name, entries, inline) {
   try {
     const last = JSON.parse(readFileSync(join(root, `last-${name}.json`), 'utf8'));
-    if (JSON.stringify(last.entries) !== JSON.stringify(entries)) return null;
+    if (JSON.stringify(last.entries) !== JSON.stringify(entries) || JSON.stringify(last.inline ?? []) !== JSON.stringify([...inline])) return null;
     for (const [path, size, mtimeMs] of last.inputs) {
       const st = statSync(path);
       if (st.size !== size || st.mtimeMs !== mtimeMs) return null;
@@ -120,11 +149,12 @@ function reusable(root, name, entries) {
  * Builds `entries` (output name → source path) into one build folder, or reuses the last one.
  * @param {string} name
  * @param {Record<string, string>} entries
+ * @param {Set<string>} [inline] packages built in (default none: every package stays external)
  * @returns {Promise<Record<string, string>>} output name → absolute path of its entry file
  */
-async function bundle(name, entries) {
+async function bundle(name, entries, inline = new Set()) {
   const root = cacheRoot();
-  const reused = reusable(root, name, entries);
+  const reused = reusable(root, name, entries, inline);
   if (reused) return reused;
   const { build, stop } = await import('esbuild');
   const startedMs = Date.now();
@@ -139,11 +169,12 @@ async function bundle(name, entries) {
       format: 'esm',
       platform: 'node',
       target: 'node20',
-      packages: 'external',
+      // A CommonJS package built in (cli-progress) requires Node's modules: each file gets a `require`.
+      ...(inline.size === 0 ? { packages: 'external' } : { banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" } }),
       outdir: join(root, 'out'),
       write: false,
       logLevel: 'silent',
-      plugins: [importMetaOfSource],
+      plugins: inline.size === 0 ? [importMetaOfSource] : [externalPackagesBut(inline), importMetaOfSource],
     });
   } catch (e) {
     const first = /** @type {{ errors?: Array<{ text: string, location: { file: string, line: number } | null }> }} */ (e).errors?.[0];
@@ -154,6 +185,10 @@ async function bundle(name, entries) {
   }
   const files = result.outputFiles
     .map((f) => ({ name: f.path.slice(join(root, 'out').length + 1), contents: f.contents }))
+    // The build folder's own package.json declares its files ES modules: without one (the
+    // folder lies under node_modules, outside the repository's package scope) Node reads every
+    // file twice at load, first to detect whether it is CommonJS.
+    .concat([{ name: 'package.json', contents: new TextEncoder().encode('{ "type": "module" }\n') }])
     .sort((a, b) => (a.name < b.name ? -1 : 1));
   const hash = createHash('sha256');
   for (const f of files) hash.update(f.name).update('\0').update(f.contents);
@@ -173,8 +208,8 @@ async function bundle(name, entries) {
   prune(root, dir);
   // The inputs' stats, for reuse by later starts; none is recorded when a source changed while
   // esbuild read it (its stat may not match what was built), so the next start builds again.
-  const inputs = Object.keys(result.metafile.inputs)
-    .map((p) => join(REPO_ROOT, p))
+  // This file is an input too: a change to how the bundle is built builds it again.
+  const inputs = [...Object.keys(result.metafile.inputs).map((p) => join(REPO_ROOT, p)), fileURLToPath(import.meta.url)]
     .filter((p) => existsSync(p))
     .map((p) => {
       const st = statSync(p);
@@ -183,7 +218,7 @@ async function bundle(name, entries) {
   if (inputs.some(([, , mtimeMs]) => mtimeMs >= startedMs - 1000)) return Object.fromEntries(Object.keys(entries).map((k) => [k, join(dir, `${k}.js`)]));
   const record = join(root, `last-${name}.json`);
   const aside = `${record}.${process.pid}.tmp`;
-  writeFileSync(aside, JSON.stringify({ entries, dir, files: files.map((f) => f.name), inputs }));
+  writeFileSync(aside, JSON.stringify({ entries, inline: [...inline], dir, files: files.map((f) => f.name), inputs }));
   renameSync(aside, record);
   return Object.fromEntries(Object.keys(entries).map((k) => [k, join(dir, `${k}.js`)]));
 }

@@ -3,8 +3,10 @@
 // simulator's commands (`sim`, `plan`, `compare`, `merge`) from a bundle of the CLI (bin/bundle.mjs),
 // so neither carries a TypeScript loader (and a sweep's worker threads start without one); set
 // SWITCHYARD_BUNDLE=0 to run them through tsx like everything else. Every other command registers
-// tsx and runs the TypeScript sources as they are (no build step).
+// tsx and runs the TypeScript sources as they are (no build step). `sim` starts its results thread
+// before the CLI bundle loads, and exits as soon as its output is flushed.
 import { pathToFileURL } from 'node:url';
+import { Worker } from 'node:worker_threads';
 
 const SIMULATOR_COMMANDS = new Set(['sim', 'plan', 'compare', 'merge']);
 const command = process.argv[2];
@@ -35,12 +37,44 @@ if (command === 'gateway' && process.env.SWITCHYARD_BUNDLE !== '0') {
     // reads the trace and writes DuckDB on the bundled results thread (simulator/results/results-sink.ts).
     process.env.SWITCHYARD_BUNDLED_SIM_WORKER = entries['cell-worker'];
     process.env.SWITCHYARD_BUNDLED_RESULTS_THREAD = entries['results-thread'];
+    if (command === 'sim') prestartResultsThread(entries['results-thread']);
     await import(pathToFileURL(entries.cli).href);
     started = true;
+    // `sim` has written and closed its results once the CLI module has run: exit as soon as
+    // what it printed is flushed, rather than wait for the results thread's teardown.
+    if (command === 'sim') {
+      const flushed = (s) => (s.writableLength === 0 ? null : new Promise((resolve) => s.once('drain', resolve)));
+      await Promise.all([flushed(process.stdout), flushed(process.stderr)]);
+      process.exit();
+    }
   }
 }
 if (!started) {
   const { register } = await import('tsx/esm/api');
   register();
   await import('./cli.ts');
+}
+
+/**
+ * Starts `sim`'s results thread before the CLI bundle loads, so the thread's own start and the
+ * loading of its trace reader overlap this thread's module loading and experiment checks; the
+ * first `threadSink()` adopts it (simulator/results/results-sink.ts). Unreferenced until
+ * adopted, so a run that never opens a sink (`--help`, a usage error) still exits; an error or
+ * exit before adoption is recorded, and the sink then starts a thread of its own.
+ */
+function prestartResultsThread(entry) {
+  if (process.argv.includes('--help') || process.argv.includes('-h')) return;
+  const worker = new Worker(pathToFileURL(entry));
+  const early = { worker, failed: false };
+  const failed = () => {
+    early.failed = true;
+  };
+  worker.once('error', failed);
+  worker.once('exit', failed);
+  early.release = () => {
+    worker.off('error', failed);
+    worker.off('exit', failed);
+  };
+  worker.unref();
+  globalThis[Symbol.for('switchyard.prestartedResultsThread')] = early;
 }

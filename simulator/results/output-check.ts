@@ -4,7 +4,7 @@
  */
 import { existsSync, statSync } from 'node:fs';
 import { open } from 'node:fs/promises';
-import { DuckDBInstance } from '@duckdb/node-api';
+import { DuckDBInstance } from './duckdb-api.ts';
 
 /** Bytes 8..11 of every DuckDB database file. */
 const DUCKDB_MAGIC = 'DUCK';

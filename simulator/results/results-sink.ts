@@ -69,13 +69,43 @@ export function inThreadSink(): ResultsSink {
   };
 }
 
+/** What bin/switchyard.mjs leaves on `globalThis` when it started the results thread early. */
+interface PrestartedThread {
+  readonly worker: Worker;
+  /** True once the thread raised an error or exited before adoption. */
+  readonly failed: boolean;
+  /** Removes the listeners that set `failed`. */
+  release(): void;
+}
+
+const PRESTARTED = Symbol.for('switchyard.prestartedResultsThread');
+
 /**
- * Starts the results thread: the bundled entry named by `SWITCHYARD_BUNDLED_RESULTS_THREAD`
+ * The results thread bin/switchyard.mjs started before the CLI loaded, taken once (referenced
+ * again, so it keeps the process alive like a thread started here); null when there is none or it
+ * failed before adoption (it is then stopped).
+ */
+function takePrestarted(): Worker | null {
+  const slot = globalThis as { [PRESTARTED]?: PrestartedThread };
+  const early = slot[PRESTARTED];
+  if (!early) return null;
+  delete slot[PRESTARTED];
+  early.release();
+  if (early.failed) {
+    void early.worker.terminate();
+    return null;
+  }
+  early.worker.ref();
+  return early.worker;
+}
+
+/**
+ * Starts the results thread (or adopts the one bin/switchyard.mjs started early): the bundled entry named by `SWITCHYARD_BUNDLED_RESULTS_THREAD`
  * (bin/switchyard.mjs sets it), else the TypeScript sources through tsx.
  */
 export function threadSink(): ResultsSink {
   const bundled = process.env.SWITCHYARD_BUNDLED_RESULTS_THREAD;
-  const worker = new Worker(bundled ? new URL(pathToFileURL(bundled).href) : new URL('./results-thread-boot.mjs', import.meta.url));
+  const worker = takePrestarted() ?? new Worker(bundled ? new URL(pathToFileURL(bundled).href) : new URL('./results-thread-boot.mjs', import.meta.url));
   const waiting = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
   let nextId = 0;
   let dead: Error | null = null;

@@ -18,7 +18,7 @@ import {
   type DuckDBConnection,
   type DuckDBType,
   type DuckDBValue,
-} from '@duckdb/node-api';
+} from './duckdb-api.ts';
 import type {
   AttemptRow,
   ComparisonRow,
@@ -458,6 +458,15 @@ export class ResultsStore {
    */
   async query<T = Record<string, unknown>>(sql: string, params?: SqlParams): Promise<T[]> {
     return this.read<T>(sql, params);
+  }
+
+  /**
+   * Checkpoints: folds the WAL into the database file (the rows written so far), so that
+   * {@link close} has only what comes after to fold.
+   * @throws DuckDB's Error for a failed write.
+   */
+  async checkpoint(): Promise<void> {
+    await this.exclusive(() => this.connection.run('CHECKPOINT'));
   }
 
   /**

@@ -50,6 +50,9 @@ export class ResultsWriter {
     private readonly revision: string,
   ) {}
 
+  /** The checkpoint queued after the last finished cell; awaited (its error thrown) by close. */
+  private checkpointed: Promise<void> = Promise.resolve();
+
   /**
    * Checks the output (a results file may be replaced, nothing else), opens it (a shard: an
    * in-memory store and the Parquet directory), and writes the experiment's row.
@@ -93,6 +96,12 @@ export class ResultsWriter {
       s = await store.computeSummary(cell.run.runId, cell.label, cell.summary);
     }
     if (this.opts.shardName !== null) await exportRunParquet((sql) => store.query(sql), this.opts.output, cell.run.runId);
+    else {
+      // Queued, not awaited: the finished cell's rows are folded into the file while the next
+      // cell replays, so the close at the end folds only the last cell's.
+      this.checkpointed = this.checkpointed.then(() => store.checkpoint());
+      this.checkpointed.catch(() => undefined);
+    }
     return s;
   }
 
@@ -104,6 +113,7 @@ export class ResultsWriter {
   /** Checkpoints and closes the stores. */
   async close(): Promise<void> {
     try {
+      await this.checkpointed;
       await this.store.close();
     } finally {
       await this.scratch?.close();
