@@ -6,7 +6,8 @@
  * this listener and on the admin listener, `createAdminApp`; see `admin-routes.ts`). What happens before routing
  * lives here — request id, caller authentication, the in-flight bound, the body limit, JSON and
  * field checks, model access — and each admitted request is handed to an `Exchange` that drives
- * the core with the configuration generation current when it arrived.
+ * the core with the configuration generation current when it arrived. An inference family's
+ * refusals are written in its client wire (`EndpointFamily.wire`), like its later errors.
  *
  * Order of checks, cheapest first: draining (503 + Retry-After, connection closed) → auth (401)
  * → in-flight bound (503 + Retry-After) → declared body size (413) → body read with the limit
@@ -19,7 +20,8 @@ import { randomUUID } from 'node:crypto';
 import uWS from '@trufflesuite/uws-js-unofficial';
 import type { HttpRequest, HttpResponse, TemplatedApp } from '@trufflesuite/uws-js-unofficial';
 import { Callers, type Caller } from '../callers.ts';
-import { endpointFamilies } from '../endpoints/families.ts';
+import type { ClientWire } from '../endpoints/client-wire.ts';
+import { endpointFamilies, wireOf } from '../endpoints/families.ts';
 import { listModels, retrieveModel } from '../endpoints/models.ts';
 import { clientMessage, errorJson } from '../errors.ts';
 import { isBodyProblem, readClientRequest, type ClientRequest, type Endpoint } from '../request-body.ts';
@@ -86,7 +88,10 @@ const JSON_TYPE = ['content-type', 'application/json'] as const;
  */
 export function createApp(ctx: ServerContext): TemplatedApp {
   const app = uWS.App();
-  for (const family of endpointFamilies()) app.post(family.path, (res, req) => handleInference(ctx, family.endpoint, res, req));
+  for (const family of endpointFamilies()) {
+    const wire = wireOf(family);
+    app.post(family.path, (res, req) => handleInference(ctx, family.endpoint, wire, res, req));
+  }
   app.get('/v1/models', (res, req) => {
     const requestId = takeRequestId(req);
     const caller = ctx.gen.callers.authenticate(req.getHeader('authorization'));
@@ -140,7 +145,7 @@ function takeRequestId(req: HttpRequest): string {
   return given && REQUEST_ID.test(given) ? given : randomUUID();
 }
 
-function handleInference(ctx: ServerContext, endpoint: Endpoint, res: HttpResponse, req: HttpRequest): void {
+function handleInference(ctx: ServerContext, endpoint: Endpoint, wire: ClientWire, res: HttpResponse, req: HttpRequest): void {
   // HttpRequest is only valid during this call: read everything now.
   const g = ctx.gen;
   const requestId = takeRequestId(req);
@@ -172,34 +177,35 @@ function handleInference(ctx: ServerContext, endpoint: Endpoint, res: HttpRespon
     if (exchange) exchange.clientGone();
     else release();
   });
-  const refuse = (status: number, code: string, message: string, param: string | null = null, extra: HeaderPairs = []): void => {
-    client.send(status, [...base, JSON_TYPE, ...extra], errorJson(code, message, param, status));
+  const refuse = (status: number, code: string, message: string, param: string | null = null, retryAfterSec: number | null = null): void => {
+    const headers: HeaderPairs = retryAfterSec === null ? [...base, JSON_TYPE] : [...base, JSON_TYPE, ['retry-after', String(retryAfterSec)]];
+    client.send(status, headers, wire.errorBody(code, message, param, status, retryAfterSec));
     ctx.countRefused(status);
     release();
   };
 
   if (ctx.draining) {
-    client.sendAndClose(503, [...base, JSON_TYPE, ['retry-after', '1']], errorJson('draining', 'The gateway is shutting down; retry on another instance.', null, 503));
+    client.sendAndClose(503, [...base, JSON_TYPE, ['retry-after', '1']], wire.errorBody('draining', 'The gateway is shutting down; retry on another instance.', null, 503, 1));
     ctx.countRefused(503);
     return;
   }
   const caller = g.callers.authenticate(authorization);
   if (!caller) return refuse(401, 'invalid_api_key', 'Incorrect or missing API key. Send it as "Authorization: Bearer <key>".');
   if (ctx.inFlight >= g.maxInFlight) {
-    return refuse(503, 'overloaded', 'The gateway is at its in-flight request limit; retry shortly.', null, [['retry-after', String(g.overloadRetryAfterSec)]]);
+    return refuse(503, 'overloaded', 'The gateway is at its in-flight request limit; retry shortly.', null, g.overloadRetryAfterSec);
   }
   ctx.inFlight++;
   admitted = true;
   const limit = g.bodyLimitBytes;
   if (declaredLength && Number(declaredLength) > limit) {
     ctx.countRefused(413);
-    return tooLarge(client, base, limit, release);
+    return tooLarge(client, wire, base, limit, release);
   }
 
   readBody(res, limit, {
     tooLarge: () => {
       ctx.countRefused(413);
-      tooLarge(client, base, limit, release);
+      tooLarge(client, wire, base, limit, release);
     },
     done: (text) => {
       if (!client.open) return release();
@@ -289,8 +295,8 @@ function pinFor(caller: Caller, header: string): string | null {
 }
 
 /** 413, and the connection is closed: the rest of the body will not be read. */
-function tooLarge(client: ClientResponse, base: HeaderPairs, limit: number, release: () => void): void {
-  client.sendAndClose(413, [...base, JSON_TYPE], errorJson('body_too_large', `The request body exceeds the gateway's limit of ${limit} bytes.`, null, 413));
+function tooLarge(client: ClientResponse, wire: ClientWire, base: HeaderPairs, limit: number, release: () => void): void {
+  client.sendAndClose(413, [...base, JSON_TYPE], wire.errorBody('body_too_large', `The request body exceeds the gateway's limit of ${limit} bytes.`, null, 413, null));
   release();
 }
 
