@@ -43,4 +43,16 @@ export interface EndpointFamily {
    * Absent: OpenAI's (`openai-wire.ts`).
    */
   readonly wire?: ClientWire;
+  /**
+   * A request header that carries the caller's key as-is (lower case; Anthropic's clients send
+   * `x-api-key`), read when `Authorization` is absent and then treated as `Bearer <key>` (auth,
+   * session affinity). Absent: `Authorization: Bearer` only.
+   */
+  readonly apiKeyHeader?: string;
+  /**
+   * Client request headers (lower-case names) this family hands to the adapter of every attempt
+   * (`AttemptContext.clientHeaders`; Anthropic's `anthropic-version`, `anthropic-beta`): the
+   * adapter decides what reaches its upstream. No other client header is ever forwarded.
+   */
+  readonly forwardHeaders?: readonly string[];
 }

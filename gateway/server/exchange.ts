@@ -232,7 +232,7 @@ export class Exchange {
     att.handle = target.adapter.startAttempt(
       target,
       this.req,
-      { requestId: this.requestId, maxErrorBodyBytes: this.ctx.maxErrorBodyBytes },
+      { requestId: this.requestId, maxErrorBodyBytes: this.ctx.maxErrorBodyBytes, clientHeaders: this.meta.forwardedHeaders },
       {
         headers: () => this.run(() => !att.closed && this.step({ kind: 'first_output', attemptId: id })),
         events: (events) => {
@@ -334,7 +334,9 @@ export class Exchange {
     const att = this.attempts.get(id);
     if (!att) return;
     this.committed = att;
-    const headers: HeaderPairs = [...this.baseHeaders, ['x-switchyard-served-by', att.target.endpointId]];
+    const headers: Array<readonly [string, string]> = [...this.baseHeaders, ['x-switchyard-served-by', att.target.endpointId]];
+    const fromAdapter = att.handle?.commitHeaders; // e.g. the fields a translating adapter dropped
+    if (fromAdapter) headers.push(...fromAdapter);
     if (this.req.stream) {
       this.streamOk = this.client.startStream(
         [...headers, ['content-type', 'text/event-stream'], ['cache-control', 'no-cache'], ['x-accel-buffering', 'no']],

@@ -7,7 +7,9 @@
  * lives here — request id, caller authentication, the in-flight bound, the body limit, JSON and
  * field checks, model access — and each admitted request is handed to an `Exchange` that drives
  * the core with the configuration generation current when it arrived. An inference family's
- * refusals are written in its client wire (`EndpointFamily.wire`), like its later errors.
+ * refusals are written in its client wire (`EndpointFamily.wire`), like its later errors; its
+ * `apiKeyHeader` is read when `Authorization` is absent, and its `forwardHeaders` are kept for
+ * the adapters.
  *
  * Order of checks, cheapest first: draining (503 + Retry-After, connection closed) → auth (401)
  * → in-flight bound (503 + Retry-After) → declared body size (413) → body read with the limit
@@ -21,6 +23,7 @@ import uWS from '@trufflesuite/uws-js-unofficial';
 import type { HttpRequest, HttpResponse, TemplatedApp } from '@trufflesuite/uws-js-unofficial';
 import { Callers, type Caller } from '../callers.ts';
 import type { ClientWire } from '../endpoints/client-wire.ts';
+import type { EndpointFamily } from '../endpoints/endpoint-family.ts';
 import { endpointFamilies, wireOf } from '../endpoints/families.ts';
 import { listModels, retrieveModel } from '../endpoints/models.ts';
 import { clientMessage, errorJson } from '../errors.ts';
@@ -90,7 +93,7 @@ export function createApp(ctx: ServerContext): TemplatedApp {
   const app = uWS.App();
   for (const family of endpointFamilies()) {
     const wire = wireOf(family);
-    app.post(family.path, (res, req) => handleInference(ctx, family.endpoint, wire, res, req));
+    app.post(family.path, (res, req) => handleInference(ctx, family, wire, res, req));
   }
   app.get('/v1/models', (res, req) => {
     const requestId = takeRequestId(req);
@@ -145,11 +148,17 @@ function takeRequestId(req: HttpRequest): string {
   return given && REQUEST_ID.test(given) ? given : randomUUID();
 }
 
-function handleInference(ctx: ServerContext, endpoint: Endpoint, wire: ClientWire, res: HttpResponse, req: HttpRequest): void {
+function handleInference(ctx: ServerContext, family: EndpointFamily, wire: ClientWire, res: HttpResponse, req: HttpRequest): void {
   // HttpRequest is only valid during this call: read everything now.
   const g = ctx.gen;
+  const endpoint = family.endpoint;
   const requestId = takeRequestId(req);
-  const authorization = req.getHeader('authorization');
+  let authorization = req.getHeader('authorization');
+  if (authorization.length === 0 && family.apiKeyHeader !== undefined) {
+    const key = req.getHeader(family.apiKeyHeader);
+    if (key.length > 0) authorization = `Bearer ${key}`;
+  }
+  const forwardedHeaders = family.forwardHeaders === undefined ? null : readHeaders(req, family.forwardHeaders);
   const pinHeader = req.getHeader('x-route-pin');
   const sessionId = req.getHeader('x-session-id') || null;
   const tagsHeader = req.getHeader('x-switchyard-routing-tags');
@@ -243,6 +252,7 @@ function handleInference(ctx: ServerContext, endpoint: Endpoint, wire: ClientWir
         clientIp,
         headers,
         cookies,
+        forwardedHeaders,
         released: () => {
           ctx.live.delete(ex);
           release();
@@ -326,6 +336,16 @@ function readBody(res: HttpResponse, limit: number, on: { done(text: string): vo
     parts.push(Buffer.from(chunk));
     on.done(Buffer.concat(parts).toString('utf8'));
   });
+}
+
+/** The headers of `names` the request carries (non-empty values), or null when none. */
+function readHeaders(req: HttpRequest, names: readonly string[]): Record<string, string> | null {
+  let out: Record<string, string> | null = null;
+  for (const name of names) {
+    const v = req.getHeader(name);
+    if (v) (out ??= {})[name] = v;
+  }
+  return out;
 }
 
 function parseCookies(header: string): Record<string, string> | null {

@@ -63,6 +63,12 @@ export type AttemptEnd =
 /** A running attempt. */
 export interface AttemptHandle {
   /**
+   * Headers the client's response carries if this attempt is committed (lower-case names; an
+   * adapter that translates names the fields it dropped, e.g. `x-switchyard-dropped-params`), or
+   * absent. Read once, at commit.
+   */
+  readonly commitHeaders?: ReadonlyArray<readonly [string, string]>;
+  /**
    * Drops the upstream request (its connection is closed, so the upstream sees it) and ends the
    * attempt as `aborted` now, unless it already ended. Idempotent.
    */
@@ -87,6 +93,11 @@ export interface AttemptContext {
   readonly requestId: string;
   /** Error bodies read from the upstream are cut at this many bytes. */
   readonly maxErrorBodyBytes: number;
+  /**
+   * The client headers the request's family forwards (`EndpointFamily.forwardHeaders`, lower-case
+   * names), or null: the adapter decides which reach its upstream, translated or dropped.
+   */
+  readonly clientHeaders: Readonly<Record<string, string>> | null;
 }
 
 /** One upstream protocol (a route `kind`). */

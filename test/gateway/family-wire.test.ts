@@ -6,7 +6,9 @@
 // events into the core's events and frames them with the family's wire). A real gateway on
 // loopback, in front of a loopback upstream, then answers a validation error, an upstream 429, a
 // successful stream, an upstream failure after commit and a drain cut, all in the toy family's
-// shape, while the OpenAI families of the same gateway keep OpenAI's. No source file outside this
+// shape, while the OpenAI families of the same gateway keep OpenAI's; the family's `x-api-key`
+// authenticates, its forwarded `anthropic-version` reaches the upstream, and the adapter names a
+// field it dropped in a response header. No source file outside this
 // test knows of the family or the adapter; vitest isolates modules per file, so the
 // registrations stay here.
 import { createServer, type Server, type ServerResponse } from 'node:http';
@@ -69,6 +71,8 @@ const toyMessages: EndpointFamily = {
   },
   prompt: (body) => ({ inputTokens: Math.ceil(JSON.stringify(body.messages).length / 4), modalities: [] }),
   wire: toyWire,
+  apiKeyHeader: 'x-api-key',
+  forwardHeaders: ['anthropic-version', 'anthropic-beta'],
 };
 
 // ---- the toy adapter: an Anthropic-style upstream, its events into the core's ----
@@ -101,12 +105,15 @@ const toyAnthropic: UpstreamAdapter = {
       ended = true;
       end(e);
     };
+    // This upstream has no `metadata`: dropped, and named to the client at commit.
+    const { metadata, ...rest } = req.body;
+    const dropped = metadata === undefined ? undefined : ([['x-switchyard-dropped-params', 'metadata']] as const);
     const run = async (): Promise<void> => {
       const res = await target.pool.request({
         method: 'POST',
         path: `${target.basePath}/messages`,
-        headers: { 'content-type': 'application/json', 'x-api-key': target.apiKey ?? '', 'x-request-id': ctx.requestId },
-        body: JSON.stringify({ ...req.body, model: target.upstreamModel }),
+        headers: { ...ctx.clientHeaders, 'content-type': 'application/json', 'x-api-key': target.apiKey ?? '', 'x-request-id': ctx.requestId },
+        body: JSON.stringify({ ...rest, model: target.upstreamModel }),
         signal: abort.signal,
       });
       if (res.statusCode >= 400) {
@@ -162,6 +169,7 @@ const toyAnthropic: UpstreamAdapter = {
     };
     run().catch(() => finish({ kind: 'failed', outcome: { kind: 'transport', cause: 'reset' }, errorBody: null }));
     return {
+      commitHeaders: dropped,
       abort() {
         finish({ kind: 'aborted' });
         abort.abort();
@@ -219,6 +227,8 @@ function upstreamAnswer(res: ServerResponse, body: { model: string; stream?: boo
 }
 
 let upstream: Server;
+/** What the upstream last received. */
+let seen: { headers: Record<string, unknown>; body: Record<string, unknown> } | null = null;
 let gw: RunningGateway;
 const gateways: RunningGateway[] = [];
 
@@ -246,7 +256,10 @@ beforeAll(async () => {
   upstream = createServer((req, res) => {
     let text = '';
     req.on('data', (c: Buffer) => (text += c.toString('utf8')));
-    req.on('end', () => upstreamAnswer(res, JSON.parse(text) as { model: string; stream?: boolean }));
+    req.on('end', () => {
+      seen = { headers: req.headers, body: JSON.parse(text) as Record<string, unknown> };
+      upstreamAnswer(res, seen.body as { model: string; stream?: boolean });
+    });
   });
   await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
   gw = await gateway();
@@ -258,8 +271,12 @@ afterAll(async () => {
 });
 
 const hi = [{ role: 'user', content: 'hi' }];
-const post = (g: RunningGateway, path: string, body: unknown, key: string | null = KEY) =>
-  fetch(`${g.url}${path}`, { method: 'POST', headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), 'content-type': 'application/json' }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+const post = (g: RunningGateway, path: string, body: unknown, key: string | null = KEY, headers: Record<string, string> = {}) =>
+  fetch(`${g.url}${path}`, {
+    method: 'POST',
+    headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
 
 /** A client-side read of an SSE body: each event's name and parsed data, in order. */
 function events(text: string): Array<{ event: string | undefined; data: Record<string, any> }> {
@@ -328,6 +345,24 @@ describe("a family's own client wire, over an adapter registered from the test",
     expect(got.at(-1)!.data).toEqual({ type: 'error', error: { type: 'overloaded_error', message: 'upstream fell over' } });
     expect(text).not.toContain('message_stop');
     expect(text).not.toContain('"error":{"message"'); // nothing of OpenAI's shape
+  });
+
+  it("the family's key header authenticates; its forwarded headers reach the adapter; the adapter names what it dropped", async () => {
+    const r = await post(gw, '/v1/toy/messages', { model: 'toy-ok', messages: hi, max_tokens: 8, metadata: { user_id: 'u1' } }, null, {
+      'x-api-key': KEY,
+      'anthropic-version': '2023-06-01',
+      'x-other': 'kept back',
+    });
+    expect(r.status).toBe(200);
+    expect(r.headers.get('x-switchyard-dropped-params')).toBe('metadata');
+    expect(seen!.headers).toMatchObject({ 'anthropic-version': '2023-06-01', 'x-api-key': 'up-key' });
+    expect(seen!.headers).not.toHaveProperty('x-other');
+    expect(seen!.headers).not.toHaveProperty('anthropic-beta');
+    expect(seen!.body).not.toHaveProperty('metadata');
+    const wrong = await post(gw, '/v1/toy/messages', { model: 'toy-ok', messages: hi, max_tokens: 8 }, null, { 'x-api-key': 'sk-wrong' });
+    expect(wrong.status).toBe(401);
+    // The OpenAI families take `Authorization: Bearer` only.
+    expect((await post(gw, '/v1/chat/completions', { model: 'toy-ok', messages: hi }, null, { 'x-api-key': KEY })).status).toBe(401);
   });
 
   it("a stream cut at the drain's grace ends with the family's in-band error", async () => {
