@@ -224,7 +224,7 @@ function handleInference(ctx: ServerContext, family: EndpointFamily, wire: Clien
       const refuseParsed = (status: number, code: string, message: string, param: string | null): void => {
         if (!g.onFinished) return refuse(status, code, message, param);
         const startedAtMs = g.now();
-        client.send(status, [...base, JSON_TYPE], errorJson(code, message, param, status));
+        client.send(status, [...base, JSON_TYPE], wire.errorBody(code, message, param, status, null));
         release();
         // Counted in the metrics by onFinished, as an answered request.
         g.onFinished({ req: parsed, requestId, sessionId, callerId: caller.id, startedAtMs, endedAtMs: startedAtMs, metadata: null, httpStatus: status, cut: false, refusedCode: code });

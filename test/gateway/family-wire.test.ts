@@ -28,6 +28,8 @@ import type { AttemptEnd, UpstreamAdapter } from '../../gateway/upstream/adapter
 import { registerAdapter } from '../../gateway/upstream/adapters.ts';
 
 const KEY = 'sk-toy-wire';
+/** A key allowed `toy-ok` only. */
+const NARROW_KEY = 'sk-toy-narrow';
 
 // ---- the toy family: Anthropic's error envelope and SSE grammar ----
 
@@ -245,7 +247,15 @@ async function gateway(): Promise<RunningGateway> {
         { id: 'toy-stall', route: route('up-stall') },
       ],
     },
-    gateway: { auth: { mode: 'keys', keys: [{ id: 'toy', sha256: hashKey(KEY) }] } },
+    gateway: {
+      auth: {
+        mode: 'keys',
+        keys: [
+          { id: 'toy', sha256: hashKey(KEY) },
+          { id: 'narrow', sha256: hashKey(NARROW_KEY), allowed_models: ['toy-ok'] },
+        ],
+      },
+    },
   });
   const g = await startGateway({ config, host: '127.0.0.1', port: 0, seed: 1, logger: pino({ level: 'silent' }) });
   gateways.push(g);
@@ -300,6 +310,10 @@ describe("a family's own client wire, over an adapter registered from the test",
     const unknown = await post(gw, '/v1/toy/messages', { model: 'nope', messages: hi, max_tokens: 8 });
     expect(unknown.status).toBe(404);
     expect(await unknown.json()).toEqual({ type: 'error', error: { type: 'not_found_error', message: "The model 'nope' does not exist or you do not have access to it." } });
+    // A key not allowed the model gets the same answer, word for word.
+    const denied = await post(gw, '/v1/toy/messages', { model: 'nope', messages: hi, max_tokens: 8 }, NARROW_KEY);
+    expect(denied.status).toBe(404);
+    expect(await denied.json()).toEqual({ type: 'error', error: { type: 'not_found_error', message: "The model 'nope' does not exist or you do not have access to it." } });
   });
 
   it("the OpenAI families of the same gateway keep OpenAI's shape", async () => {
