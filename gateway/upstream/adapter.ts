@@ -11,7 +11,10 @@
  * `req.wire`, `endpoints/client-wire.ts`). An adapter whose upstream speaks the family's format
  * relays; one that does not translates, in both directions:
  * - request: it builds the upstream body from `req.body` (the family's format, checked by the
- *   family) — e.g. an Anthropic Messages body into an OpenAI chat body;
+ *   family) and its headers from the route's key and the family's forwarded client headers
+ *   (`AttemptContext.clientHeaders`) — e.g. an Anthropic Messages body into an OpenAI chat body;
+ *   a field it cannot carry is refused by the family's check or dropped and named in
+ *   `AttemptHandle.commitHeaders`;
  * - stream: it parses the upstream's SSE into the core's events and writes each relayed event in
  *   the family's format, framed with `req.wire.streamEvent(name, data)`; the upstream's own end
  *   marker (`[DONE]`, `message_stop`) becomes `done`, and the exchange writes the family's
