@@ -4,9 +4,12 @@
  * undici's `UND_ERR_*`). The core's codes (`ErrorCode`, statuses in core's `ERROR_STATUS`) are
  * part of it; the gateway adds its own for what happens before routing (auth, body, limits).
  *
- * Bodies follow OpenAI's shape `{"error":{"message","type","param","code"}}` so the official
- * clients raise their usual exceptions. Messages name the model the client asked for, never an
- * upstream host, key or endpoint (those go to the log).
+ * The bodies written here follow OpenAI's shape `{"error":{"message","type","param","code"}}` so
+ * the official clients raise their usual exceptions: OpenAI's client wire (`endpoints/openai-wire.ts`)
+ * and the routes outside any endpoint family (`/v1/models`, admin, unknown URLs) use them; an
+ * endpoint family with another wire renders the same code, status and message its own way
+ * (`endpoints/client-wire.ts`). Messages name the model the client asked for, never an upstream
+ * host, key or endpoint (those go to the log).
  */
 import { ERROR_STATUS, type ErrorCode } from '../core/index.ts';
 

@@ -6,7 +6,8 @@
  * validation of the whole body; the upstream judges the rest and its 4xx passes through.
  */
 import type { EndpointFamilyName, Modality } from '../core/index.ts';
-import { endpointFamily } from './endpoints/families.ts';
+import type { ClientWire } from './endpoints/client-wire.ts';
+import { endpointFamily, wireOf } from './endpoints/families.ts';
 
 /**
  * The id of an endpoint family the gateway serves (`endpoints/families.ts`: `chat`,
@@ -37,6 +38,11 @@ export interface ClientRequest {
   readonly outputTokensHint: number | null;
   /** Input modalities beyond text. */
   readonly modalities: Modality[];
+  /**
+   * The family's client wire (`EndpointFamily.wire`, else OpenAI's), resolved once here: every
+   * error body, in-band error, relayed event and stream terminator of this request is written with it.
+   */
+  readonly wire: ClientWire;
 }
 
 /** A request the gateway refuses before routing. */
@@ -98,6 +104,7 @@ export function readClientRequest(endpoint: Endpoint, text: string): ClientReque
     inputTokens,
     outputTokensHint: positiveInt(body.max_completion_tokens) ?? positiveInt(body.max_tokens),
     modalities,
+    wire: wireOf(family),
   };
 }
 

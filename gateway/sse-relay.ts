@@ -12,12 +12,15 @@
  *   core commits the attempt, so a failure before the first token can fail over invisibly.
  * The relay always sees usage (the gateway asks upstream for it) and records it; when the
  * client did not ask, the usage-only chunk is dropped and `usage` keys are removed from the
- * others. The `model` field is rewritten to the name the client asked for. Unchanged events
- * are relayed byte for byte; SSE comments and ids are dropped (nothing is sent before commit,
- * and a keep-alive comment after it carries nothing for the client).
+ * others. The `model` field is rewritten to the name the client asked for. Each event is
+ * framed for the client by the request's client wire (`RelayOptions.wire`; OpenAI's by default,
+ * which relays unchanged events byte for byte); SSE comments and ids are dropped (nothing is
+ * sent before commit, and a keep-alive comment after it carries nothing for the client).
  */
 import { createParser, type EventSourceMessage, type EventSourceParser } from 'eventsource-parser';
 import type { Usage } from '../core/index.ts';
+import type { ClientWire } from './endpoints/client-wire.ts';
+import { openAiWire } from './endpoints/openai-wire.ts';
 
 /** What the relay produces, in order. */
 export type RelayEvent =
@@ -42,6 +45,8 @@ export interface RelayOptions {
   model: string | null;
   /** Bound on one buffered event, characters (default 16 Mi). */
   maxEventChars?: number;
+  /** Frames each relayed event for the client (`ClientWire.streamEvent`); default OpenAI's. */
+  wire?: ClientWire;
 }
 
 /** One upstream stream's relay. Feed bytes with `push`, then call `end`. */
@@ -52,11 +57,13 @@ export class SseRelay {
   finishSeen = false;
   private readonly decoder = new TextDecoder('utf-8');
   private readonly parser: EventSourceParser;
+  private readonly wire: ClientWire;
   private out: RelayEvent[] = [];
   /** After done / error / malformed, later bytes are ignored. */
   private over = false;
 
   constructor(private readonly opts: RelayOptions) {
+    this.wire = opts.wire ?? openAiWire;
     this.parser = createParser({
       onEvent: (e) => this.onEvent(e),
       onError: (err) => {
@@ -123,9 +130,7 @@ export class SseRelay {
       if (c.finish_reason !== null && c.finish_reason !== undefined) this.finishSeen = true;
       if (!token) token = this.opts.endpoint === 'chat' ? isOutputDelta(c.delta) : nonEmpty(c.text);
     }
-    const text = changed ? JSON.stringify(obj) : data;
-    const head = e.event ? `event: ${e.event}\n` : '';
-    this.out.push({ kind: 'frame', text: `${head}${dataLines(text)}\n`, token });
+    this.out.push({ kind: 'frame', text: this.wire.streamEvent(e.event ?? null, changed ? JSON.stringify(obj) : data), token });
   }
 }
 
@@ -160,14 +165,6 @@ function inBandError(err: unknown): RelayEvent {
     message: typeof e.message === 'string' ? e.message : 'upstream error',
     retryAfterMs: ms !== null && Number.isFinite(ms) && ms >= 0 ? Math.ceil(ms) : null,
   };
-}
-
-function dataLines(text: string): string {
-  if (!text.includes('\n')) return `data: ${text}\n`;
-  return text
-    .split(/\r\n|\r|\n/)
-    .map((l) => `data: ${l}\n`)
-    .join('');
 }
 
 function nonEmpty(v: unknown): boolean {

@@ -1,11 +1,18 @@
 /**
  * One API family the gateway serves (chat completions, text completions, embeddings, …): its
- * path, whether it streams, its own request checks and its prompt-size estimate. The shared
- * parse (`request-body.ts`: JSON, `model`, `stream`, `max_tokens`) runs first, then the family's.
+ * path, whether it streams, its own request checks, its prompt-size estimate, and its client
+ * wire — how the gateway's errors and a streamed response look to its clients
+ * (`client-wire.ts`; OpenAI's unless the family names another). The shared parse
+ * (`request-body.ts`: JSON, `model`, `stream`, `max_tokens`) runs first, then the family's.
  * The families are registered in `endpoints/families.ts`.
+ *
+ * A success body and the events of a stream are the adapter's to write in the family's format
+ * (`upstream/adapter.ts`): it translates when its upstream speaks another, and frames each event
+ * with the family's `wire.streamEvent`.
  */
 import type { Modality } from '../../core/index.ts';
 import type { BodyProblem, Endpoint } from '../request-body.ts';
+import type { ClientWire } from './client-wire.ts';
 
 /** What the routing core is told of a prompt. */
 export interface PromptSize {
@@ -30,4 +37,22 @@ export interface EndpointFamily {
   check(body: Record<string, unknown>): BodyProblem | null;
   /** The prompt's size; called only on a body `check` accepted. */
   prompt(body: Record<string, unknown>): PromptSize;
+  /**
+   * Error bodies and stream framing of this family's responses, every one of them: the refusals
+   * before routing (401, 400, 404, 413, 503), the core's errors, and in-band stream errors.
+   * Absent: OpenAI's (`openai-wire.ts`).
+   */
+  readonly wire?: ClientWire;
+  /**
+   * A request header that carries the caller's key as-is (lower case; Anthropic's clients send
+   * `x-api-key`), read when `Authorization` is absent and then treated as `Bearer <key>` (auth,
+   * session affinity). Absent: `Authorization: Bearer` only.
+   */
+  readonly apiKeyHeader?: string;
+  /**
+   * Client request headers (lower-case names) this family hands to the adapter of every attempt
+   * (`AttemptContext.clientHeaders`; Anthropic's `anthropic-version`, `anthropic-beta`): the
+   * adapter decides what reaches its upstream. No other client header is ever forwarded.
+   */
+  readonly forwardHeaders?: readonly string[];
 }

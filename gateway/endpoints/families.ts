@@ -15,9 +15,11 @@
  * thread (`server.workers: 1`).
  */
 import { chatCompletions } from './chat-completions.ts';
+import type { ClientWire } from './client-wire.ts';
 import { completions } from './completions.ts';
 import type { EndpointFamily } from './endpoint-family.ts';
 import { embeddings } from './embeddings.ts';
+import { openAiWire } from './openai-wire.ts';
 
 const FAMILIES = new Map<string, EndpointFamily>();
 
@@ -41,6 +43,11 @@ export function registerEndpointFamily(family: EndpointFamily): void {
 /** The family registered under `id`, or undefined. */
 export function endpointFamily(id: string): EndpointFamily | undefined {
   return FAMILIES.get(id);
+}
+
+/** The client wire of `family`: its own, else OpenAI's (`openai-wire.ts`). */
+export function wireOf(family: EndpointFamily): ClientWire {
+  return family.wire ?? openAiWire;
 }
 
 /** Every registered family, in registration order. */

@@ -67,6 +67,8 @@ export interface ExchangeMeta {
   /** Routing-relevant request headers (`hash_on`), lower-case names. */
   readonly headers: Readonly<Record<string, string>> | null;
   readonly cookies: Readonly<Record<string, string>> | null;
+  /** The client headers the endpoint family forwards to adapters (`EndpointFamily.forwardHeaders`), or null. */
+  readonly forwardedHeaders: Readonly<Record<string, string>> | null;
   /**
    * The caller's session-affinity key, `deriveAffinityKey(...)` of the presented API key and
    * the client address (`key:…`, `ip:…`, or `anonymous` when neither is known).

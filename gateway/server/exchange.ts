@@ -8,9 +8,10 @@
  * tool-call delta). Until then the attempt's role-only / empty chunks are held here, and no
  * status or header has gone to the client, so a failure before the first token — even after a
  * preamble — fails over invisibly. After commit, a failure can only be told in-band: an error
- * event and the end of the stream, never a `[DONE]`. A non-stream response commits when its
- * whole body has arrived. Routing metadata goes to the log, never to the client; the served
- * endpoint is named in `x-switchyard-served-by`.
+ * event and the end of the stream, never the stream's terminator. A non-stream response commits
+ * when its whole body has arrived. Error bodies, in-band errors and the terminator are written
+ * in the request's client wire (`ClientRequest.wire`, its endpoint family's). Routing metadata
+ * goes to the log, never to the client; the served endpoint is named in `x-switchyard-served-by`.
  *
  * Events are queued, never applied re-entrantly: an action that causes an event (a deadline, an
  * abort) is stepped after the current batch of actions is done.
@@ -18,7 +19,7 @@
 import { wakeupsFor } from './wakeups.ts';
 import type { LifecycleAction, LifecycleEvent, RequestLife, RoutingMetadata } from '../../core/index.ts';
 import type { Caller } from '../callers.ts';
-import { clientMessage, errorFrame, errorJson } from '../errors.ts';
+import { clientMessage, statusOf } from '../errors.ts';
 import type { ClientRequest } from '../request-body.ts';
 import type { RelayEvent } from '../sse-relay.ts';
 import type { AttemptEnd } from '../upstream/adapter.ts';
@@ -27,9 +28,8 @@ import type { ClientResponse, HeaderPairs } from './client-response.ts';
 import type { ExchangeContext, ExchangeMeta } from './exchange-context.ts';
 import { logRequestLine } from './request-line.ts';
 import { routeRequestOf } from './route-request.ts';
-import { passThroughBody, PASS_THROUGH_CODES, upstreamMessage } from './upstream-error-body.ts';
+import { PASS_THROUGH_CODES, upstreamMessage } from './upstream-error-body.ts';
 
-const SSE_DONE = 'data: [DONE]\n\n';
 const ZERO_USAGE = { inputTokens: 0, outputTokens: 0, cachedTokens: 0 } as const;
 
 /** One request's life in the gateway. */
@@ -91,8 +91,8 @@ export class Exchange {
   /**
    * The drain's grace ran out with this request still running: the gateway ends it itself, so
    * the client learns why instead of seeing its connection drop. A committed stream gets an
-   * in-band `draining` error event and a properly terminated chunked body (never `[DONE]`); a
-   * request not yet answered gets 503 `draining` with Retry-After. Upstream attempts are
+   * in-band `draining` error event and a properly terminated chunked body (never the stream's
+   * terminator); a request not yet answered gets 503 `draining` with Retry-After. Upstream attempts are
    * cancelled (the core is told the client is gone, which releases its claims), and the request
    * is reported as cut (`FinishedExchange.cut`), not as the client's disconnect.
    */
@@ -102,8 +102,8 @@ export class Exchange {
       this.cut = true;
       const message = 'The gateway is shutting down and could not finish this response; retry the request.';
       if (this.client.open) {
-        if (this.client.headersSent) this.client.end(this.takeOut() + errorFrame('draining', message, 503));
-        else this.client.send(503, [...this.baseHeaders, ['content-type', 'application/json'], ['retry-after', '1']], errorJson('draining', message, null, 503));
+        if (this.client.headersSent) this.client.end(this.takeOut() + this.req.wire.streamError('draining', message, 503, null));
+        else this.client.send(503, [...this.baseHeaders, ['content-type', 'application/json'], ['retry-after', '1']], this.req.wire.errorBody('draining', message, null, 503, 1));
       }
       if (this.life && !this.life.isDone) this.step({ kind: 'client_gone' });
     });
@@ -127,8 +127,8 @@ export class Exchange {
     for (const att of this.attempts.values()) if (!att.closed) this.closeAttempt(att.id, true);
     if (this.client.open) {
       const message = 'The gateway failed while handling this request.';
-      if (this.client.headersSent) this.client.end(this.takeOut() + errorFrame('internal_error', message));
-      else this.client.send(500, [...this.baseHeaders, ['content-type', 'application/json']], errorJson('internal_error', message));
+      if (this.client.headersSent) this.client.end(this.takeOut() + this.req.wire.streamError('internal_error', message, 500, null));
+      else this.client.send(500, [...this.baseHeaders, ['content-type', 'application/json']], this.req.wire.errorBody('internal_error', message, null, 500, null));
     }
     if (this.life && !this.life.isDone) {
       try {
@@ -232,7 +232,7 @@ export class Exchange {
     att.handle = target.adapter.startAttempt(
       target,
       this.req,
-      { requestId: this.requestId, maxErrorBodyBytes: this.ctx.maxErrorBodyBytes },
+      { requestId: this.requestId, maxErrorBodyBytes: this.ctx.maxErrorBodyBytes, clientHeaders: this.meta.forwardedHeaders },
       {
         headers: () => this.run(() => !att.closed && this.step({ kind: 'first_output', attemptId: id })),
         events: (events) => {
@@ -249,7 +249,7 @@ export class Exchange {
   /**
    * Stream frames from an attempt: held before commit, relayed after. The frames of one batch
    * (one upstream read) are joined into one write; the last batch's go out with the final
-   * `[DONE]` or error in one `end`. (Wrapping a batch in an outer `cork` instead made this uWS
+   * terminator or error in one `end`. (Wrapping a batch in an outer `cork` instead made this uWS
    * build drop connections under backpressure.) Returns a promise when the client is congested.
    */
   private onEvents(att: Attempt, events: RelayEvent[]): void | Promise<void> {
@@ -274,7 +274,7 @@ export class Exchange {
       } else if (ev.kind === 'done') {
         att.closed = true;
         clearAttemptTimers(att);
-        // `finish` ends the response with what is still in `out`, then [DONE].
+        // `finish` ends the response with what is still in `out`, then the wire's terminator.
         this.step({ kind: 'finished', attemptId: att.id, usage: ev.usage ?? ZERO_USAGE });
       }
     }
@@ -334,7 +334,9 @@ export class Exchange {
     const att = this.attempts.get(id);
     if (!att) return;
     this.committed = att;
-    const headers: HeaderPairs = [...this.baseHeaders, ['x-switchyard-served-by', att.target.endpointId]];
+    const headers: Array<readonly [string, string]> = [...this.baseHeaders, ['x-switchyard-served-by', att.target.endpointId]];
+    const fromAdapter = att.handle?.commitHeaders; // e.g. the fields a translating adapter dropped
+    if (fromAdapter) headers.push(...fromAdapter);
     if (this.req.stream) {
       this.streamOk = this.client.startStream(
         [...headers, ['content-type', 'text/event-stream'], ['cache-control', 'no-cache'], ['x-accel-buffering', 'no']],
@@ -358,14 +360,15 @@ export class Exchange {
     const upstreamBody = attemptId === undefined ? null : (this.attempts.get(attemptId)?.errorBody ?? null);
     const message = clientMessage(code, this.req.model, coreMessage);
     if (this.client.headersSent) {
-      // Committed stream: an in-band error, then the end — never [DONE].
-      this.client.end(this.takeOut() + errorFrame(code, upstreamMessage(upstreamBody) ?? message, status, retryAfterSec));
+      // Committed stream: an in-band error, then the end — never the terminator.
+      this.client.end(this.takeOut() + this.req.wire.streamError(code, upstreamMessage(upstreamBody) ?? message, status, retryAfterSec));
       return;
     }
     const headers: Array<readonly [string, string]> = [...this.baseHeaders, ['content-type', 'application/json']];
     if (retryAfterSec !== null) headers.push(['retry-after', String(retryAfterSec)]);
-    const passed = status >= 400 && status < 500 && PASS_THROUGH_CODES.has(code) ? passThroughBody(upstreamBody) : null;
-    this.client.send(status, headers, passed ?? errorJson(code, message));
+    const passed = status >= 400 && status < 500 && PASS_THROUGH_CODES.has(code) ? this.req.wire.passThroughBody(upstreamBody) : null;
+    // Typed by the code's catalogue status; the status line carries `status`.
+    this.client.send(status, headers, passed ?? this.req.wire.errorBody(code, message, null, statusOf(code), retryAfterSec));
   }
 
   private finish(md: RoutingMetadata): void {
@@ -377,8 +380,8 @@ export class Exchange {
     // [DONE] (closed already), which keeps its connection reusable.
     for (const att of this.attempts.values()) if (!att.closed) this.closeAttempt(att.id, true);
     if (this.client.open) {
-      if (md.status === 'ok' && this.req.stream && this.committed) this.client.end(this.takeOut() + SSE_DONE);
-      else if (!this.client.headersSent) this.client.send(500, [...this.baseHeaders, ['content-type', 'application/json']], errorJson('internal_error', 'The request ended without a response.'));
+      if (md.status === 'ok' && this.req.stream && this.committed) this.client.end(this.takeOut() + this.req.wire.streamEnd);
+      else if (!this.client.headersSent) this.client.send(500, [...this.baseHeaders, ['content-type', 'application/json']], this.req.wire.errorBody('internal_error', 'The request ended without a response.', null, 500, null));
     }
     // The per-request line is built only when it will be written (the default level is warn).
     if (this.ctx.log.isLevelEnabled('info')) logRequestLine(this.ctx.log, md, { callerId: this.caller.id, startedAtMs: this.startedAtMs, nowMs: this.ctx.now(), cut: this.cut, errorDetail: this.errorDetail });

@@ -6,7 +6,10 @@
  * this listener and on the admin listener, `createAdminApp`; see `admin-routes.ts`). What happens before routing
  * lives here — request id, caller authentication, the in-flight bound, the body limit, JSON and
  * field checks, model access — and each admitted request is handed to an `Exchange` that drives
- * the core with the configuration generation current when it arrived.
+ * the core with the configuration generation current when it arrived. An inference family's
+ * refusals are written in its client wire (`EndpointFamily.wire`), like its later errors; its
+ * `apiKeyHeader` is read when `Authorization` is absent, and its `forwardHeaders` are kept for
+ * the adapters.
  *
  * Order of checks, cheapest first: draining (503 + Retry-After, connection closed) → auth (401)
  * → in-flight bound (503 + Retry-After) → declared body size (413) → body read with the limit
@@ -19,7 +22,9 @@ import { randomUUID } from 'node:crypto';
 import uWS from '@trufflesuite/uws-js-unofficial';
 import type { HttpRequest, HttpResponse, TemplatedApp } from '@trufflesuite/uws-js-unofficial';
 import { Callers, type Caller } from '../callers.ts';
-import { endpointFamilies } from '../endpoints/families.ts';
+import type { ClientWire } from '../endpoints/client-wire.ts';
+import type { EndpointFamily } from '../endpoints/endpoint-family.ts';
+import { endpointFamilies, wireOf } from '../endpoints/families.ts';
 import { listModels, retrieveModel } from '../endpoints/models.ts';
 import { clientMessage, errorJson } from '../errors.ts';
 import { isBodyProblem, readClientRequest, type ClientRequest, type Endpoint } from '../request-body.ts';
@@ -86,7 +91,10 @@ const JSON_TYPE = ['content-type', 'application/json'] as const;
  */
 export function createApp(ctx: ServerContext): TemplatedApp {
   const app = uWS.App();
-  for (const family of endpointFamilies()) app.post(family.path, (res, req) => handleInference(ctx, family.endpoint, res, req));
+  for (const family of endpointFamilies()) {
+    const wire = wireOf(family);
+    app.post(family.path, (res, req) => handleInference(ctx, family, wire, res, req));
+  }
   app.get('/v1/models', (res, req) => {
     const requestId = takeRequestId(req);
     const caller = ctx.gen.callers.authenticate(req.getHeader('authorization'));
@@ -140,11 +148,17 @@ function takeRequestId(req: HttpRequest): string {
   return given && REQUEST_ID.test(given) ? given : randomUUID();
 }
 
-function handleInference(ctx: ServerContext, endpoint: Endpoint, res: HttpResponse, req: HttpRequest): void {
+function handleInference(ctx: ServerContext, family: EndpointFamily, wire: ClientWire, res: HttpResponse, req: HttpRequest): void {
   // HttpRequest is only valid during this call: read everything now.
   const g = ctx.gen;
+  const endpoint = family.endpoint;
   const requestId = takeRequestId(req);
-  const authorization = req.getHeader('authorization');
+  let authorization = req.getHeader('authorization');
+  if (authorization.length === 0 && family.apiKeyHeader !== undefined) {
+    const key = req.getHeader(family.apiKeyHeader);
+    if (key.length > 0) authorization = `Bearer ${key}`;
+  }
+  const forwardedHeaders = family.forwardHeaders === undefined ? null : readHeaders(req, family.forwardHeaders);
   const pinHeader = req.getHeader('x-route-pin');
   const sessionId = req.getHeader('x-session-id') || null;
   const tagsHeader = req.getHeader('x-switchyard-routing-tags');
@@ -172,34 +186,35 @@ function handleInference(ctx: ServerContext, endpoint: Endpoint, res: HttpRespon
     if (exchange) exchange.clientGone();
     else release();
   });
-  const refuse = (status: number, code: string, message: string, param: string | null = null, extra: HeaderPairs = []): void => {
-    client.send(status, [...base, JSON_TYPE, ...extra], errorJson(code, message, param, status));
+  const refuse = (status: number, code: string, message: string, param: string | null = null, retryAfterSec: number | null = null): void => {
+    const headers: HeaderPairs = retryAfterSec === null ? [...base, JSON_TYPE] : [...base, JSON_TYPE, ['retry-after', String(retryAfterSec)]];
+    client.send(status, headers, wire.errorBody(code, message, param, status, retryAfterSec));
     ctx.countRefused(status);
     release();
   };
 
   if (ctx.draining) {
-    client.sendAndClose(503, [...base, JSON_TYPE, ['retry-after', '1']], errorJson('draining', 'The gateway is shutting down; retry on another instance.', null, 503));
+    client.sendAndClose(503, [...base, JSON_TYPE, ['retry-after', '1']], wire.errorBody('draining', 'The gateway is shutting down; retry on another instance.', null, 503, 1));
     ctx.countRefused(503);
     return;
   }
   const caller = g.callers.authenticate(authorization);
   if (!caller) return refuse(401, 'invalid_api_key', 'Incorrect or missing API key. Send it as "Authorization: Bearer <key>".');
   if (ctx.inFlight >= g.maxInFlight) {
-    return refuse(503, 'overloaded', 'The gateway is at its in-flight request limit; retry shortly.', null, [['retry-after', String(g.overloadRetryAfterSec)]]);
+    return refuse(503, 'overloaded', 'The gateway is at its in-flight request limit; retry shortly.', null, g.overloadRetryAfterSec);
   }
   ctx.inFlight++;
   admitted = true;
   const limit = g.bodyLimitBytes;
   if (declaredLength && Number(declaredLength) > limit) {
     ctx.countRefused(413);
-    return tooLarge(client, base, limit, release);
+    return tooLarge(client, wire, base, limit, release);
   }
 
   readBody(res, limit, {
     tooLarge: () => {
       ctx.countRefused(413);
-      tooLarge(client, base, limit, release);
+      tooLarge(client, wire, base, limit, release);
     },
     done: (text) => {
       if (!client.open) return release();
@@ -209,7 +224,7 @@ function handleInference(ctx: ServerContext, endpoint: Endpoint, res: HttpRespon
       const refuseParsed = (status: number, code: string, message: string, param: string | null): void => {
         if (!g.onFinished) return refuse(status, code, message, param);
         const startedAtMs = g.now();
-        client.send(status, [...base, JSON_TYPE], errorJson(code, message, param, status));
+        client.send(status, [...base, JSON_TYPE], wire.errorBody(code, message, param, status, null));
         release();
         // Counted in the metrics by onFinished, as an answered request.
         g.onFinished({ req: parsed, requestId, sessionId, callerId: caller.id, startedAtMs, endedAtMs: startedAtMs, metadata: null, httpStatus: status, cut: false, refusedCode: code });
@@ -237,6 +252,7 @@ function handleInference(ctx: ServerContext, endpoint: Endpoint, res: HttpRespon
         clientIp,
         headers,
         cookies,
+        forwardedHeaders,
         released: () => {
           ctx.live.delete(ex);
           release();
@@ -289,8 +305,8 @@ function pinFor(caller: Caller, header: string): string | null {
 }
 
 /** 413, and the connection is closed: the rest of the body will not be read. */
-function tooLarge(client: ClientResponse, base: HeaderPairs, limit: number, release: () => void): void {
-  client.sendAndClose(413, [...base, JSON_TYPE], errorJson('body_too_large', `The request body exceeds the gateway's limit of ${limit} bytes.`, null, 413));
+function tooLarge(client: ClientResponse, wire: ClientWire, base: HeaderPairs, limit: number, release: () => void): void {
+  client.sendAndClose(413, [...base, JSON_TYPE], wire.errorBody('body_too_large', `The request body exceeds the gateway's limit of ${limit} bytes.`, null, 413, null));
   release();
 }
 
@@ -320,6 +336,16 @@ function readBody(res: HttpResponse, limit: number, on: { done(text: string): vo
     parts.push(Buffer.from(chunk));
     on.done(Buffer.concat(parts).toString('utf8'));
   });
+}
+
+/** The headers of `names` the request carries (non-empty values), or null when none. */
+function readHeaders(req: HttpRequest, names: readonly string[]): Record<string, string> | null {
+  let out: Record<string, string> | null = null;
+  for (const name of names) {
+    const v = req.getHeader(name);
+    if (v) (out ??= {})[name] = v;
+  }
+  return out;
 }
 
 function parseCookies(header: string): Record<string, string> | null {

@@ -15,6 +15,7 @@
  */
 import type { Dispatcher, Pool } from 'undici';
 import { classifyUpstreamError, parseRetryAfterMs, type Outcome, type Usage } from '../../core/index.ts';
+import type { ClientWire } from '../endpoints/client-wire.ts';
 import { upstreamBody, type Endpoint } from '../request-body.ts';
 import { SseRelay, toUsage, type RelayEvent } from '../sse-relay.ts';
 import type { AttemptEnd, AttemptHandle, AttemptHooks, UpstreamAdapter } from './adapter.ts';
@@ -38,6 +39,8 @@ export interface AttemptSpec {
   readonly publicModel: string;
   /** Error bodies are cut at this many bytes. */
   readonly maxErrorBodyBytes: number;
+  /** Frames relayed stream events for the client (the request's family wire); default OpenAI's. */
+  readonly wire?: ClientWire;
 }
 
 /** Upstream path (after the route's base_url, which ends in `/v1`) of each endpoint family served. */
@@ -73,6 +76,7 @@ export const openaiCompatAdapter: UpstreamAdapter = {
         includeUsage: req.includeUsage,
         publicModel: req.model,
         maxErrorBodyBytes: ctx.maxErrorBodyBytes,
+        wire: req.wire,
       },
       hooks,
       end,
@@ -211,7 +215,7 @@ class AttemptHandler implements Dispatcher.DispatchHandler, AttemptHandle {
     if (!String(headers['content-type'] ?? '').includes('text/event-stream')) return this.fail(controller, RESET);
     this.mode = Mode.Stream;
     const spec = this.spec;
-    this.relay = new SseRelay({ endpoint: spec.endpoint === 'completion' ? 'completion' : 'chat', includeUsage: spec.includeUsage, model: spec.publicModel });
+    this.relay = new SseRelay({ endpoint: spec.endpoint === 'completion' ? 'completion' : 'chat', includeUsage: spec.includeUsage, model: spec.publicModel, wire: spec.wire });
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
