@@ -1,7 +1,8 @@
 /**
  * Feeds `EndpointStats` from a request life it does not own: wraps a per-model (`router:`) life,
  * watches the dispatches and cancels it emits and the events it is fed, and passes everything
- * through unchanged. This is how `router: least_latency` / `router: least_busy` over a model's own
+ * through unchanged. A timeout is a latency sample of the time waited: a driver-reported one
+ * (`failed`), or the life's own first-token wait (a `cancel` with reason `first_token_timeout`). This is how `router: least_latency` / `router: least_busy` over a model's own
  * `route:` list learn without the per-model lifecycle knowing about endpoint statistics. The
  * multi-target lifecycle feeds the stats itself and is never wrapped.
  */
@@ -43,7 +44,11 @@ export class StatsTap implements RequestLife {
       if (a.kind === 'dispatch') {
         this.live.set(a.attemptId, { endpointId: a.endpointId, startMs: nowMs, sampled: false });
         this.stats.begin(a.endpointId);
-      } else if (a.kind === 'cancel') this.close(a.attemptId);
+      } else if (a.kind === 'cancel') {
+        // The life's first-token wait ran out: a timeout, sampled as its wait like a reported one.
+        if (a.reason === 'first_token_timeout') this.sampleWait(a.attemptId, nowMs);
+        this.close(a.attemptId);
+      }
       else if (a.kind === 'done') for (const id of [...this.live.keys()]) this.close(id);
     }
     return actions;
@@ -72,6 +77,11 @@ export class StatsTap implements RequestLife {
   invariants(): void {
     this.inner.invariants();
     if (this.inner.isDone && this.live.size > 0) throw new Error(`${this.requestId}: stats tap still counts ${this.live.size} attempt(s) after done`);
+  }
+
+  private sampleWait(attemptId: number, nowMs: number): void {
+    const w = this.live.get(attemptId);
+    if (w) this.stats.sample(w.endpointId, nowMs - w.startMs);
   }
 
   private close(attemptId: number): void {
