@@ -45,7 +45,7 @@ export type {
   LifecycleAction,
   RoutingMetadata,
   AttemptRecord,
-  AttemptDeadlines,
+  CancelReason,
   Modality,
   EndpointFamilyName,
   Usage,
@@ -56,7 +56,7 @@ export type { OffloadReason } from './request/policy/offload.ts';
 export { startRequestLife, routerLife, type LifeDeps } from './request/request-life.ts';
 export { routerPolicy, aliasPolicy, type RequestKindPolicy } from './request/policy/kind-policy.ts';
 export { commitsAt, type CommitPoint, type CommitEvent } from './request/policy/commit.ts';
-export { attemptTotalAtMs, dispatchDeadlines, type AttemptWaits } from './request/policy/attempt-deadlines.ts';
+export { attemptTotalAtMs, firstTokenAtMs, type AttemptWaits } from './request/policy/attempt-deadlines.ts';
 export { backoffMs, type BackoffPolicy } from './request/policy/backoff.ts';
 export { classifyFailure, type FailureClass, type RetryCause, type RetryRules } from './request/policy/retry-policy.ts';
 export { DeadlineBook, type DeadlineKind } from './request/deadline-book.ts';

@@ -136,11 +136,6 @@ function onEvent(s: ReplayState, d: SimEvent): void {
     case 'att_fail':
       failAttempt(s, d.gid, d.outcome);
       break;
-    case 'att_deadline': {
-      const a = s.atts[d.gid]!;
-      if (a.firstDeliveredAtMs === null) failAttempt(s, d.gid, { kind: 'first_token_timeout' });
-      break;
-    }
     case 'fault_edge':
       onFaultEdge(s, d.fault, d.start);
       break;

@@ -35,7 +35,8 @@
  * (no `ROUTING_` prefix). The timeouts are Switchyard's own (the spec names none); their
  * defaults are generous so that a slow but live engine is never cut off: connect covers TCP+TLS
  * (enforced by the driver, which sees sockets), headers runs from dispatch to the first upstream
- * output, request bounds a non-streaming attempt, stream idle bounds the gap between chunks of a
+ * output, first token from dispatch to a stream's first content token, request bounds a
+ * non-streaming attempt, stream idle bounds the gap between chunks of a
  * stream (armed only once the driver reports `chunk` events), overall bounds the whole life.
  *
  * `prefill_affinity_exclude_own` is Switchyard's extension, off by default: with it, the tokens
@@ -94,9 +95,9 @@ export interface RoutingSettings {
   /** Dispatch → first upstream output (headers, preamble or token), seconds > 0. Default 300. */
   readonly headersTimeoutSec: number;
   /**
-   * Dispatch → first token of a streaming attempt, seconds > 0. Default 300. Carried to the
-   * driver as the dispatch's `firstTokenAtMs`: a stream whose headers came but whose tokens never
-   * do (a silent upstream) fails over instead of waiting for the overall deadline.
+   * Dispatch → first token of a streaming attempt, seconds > 0. Default 300. The core's own
+   * `first_token` wait: a stream whose headers came but whose tokens never do (a silent
+   * upstream) is cancelled and fails over instead of waiting for the overall deadline.
    */
   readonly firstTokenTimeoutSec: number;
   /** Dispatch → end of a non-streaming attempt, seconds > 0. Default 600. */

@@ -101,20 +101,17 @@ export type LifecycleEvent =
   /** The client disconnected. */
   | { kind: 'client_gone' };
 
-/**
- * Deadlines attached to one dispatch, absolute ms on the driver's clock; null = none. The
- * attempt's total is not among them: the core arms it as its own `wait_until` (a non-stream
- * attempt's `total`, a stream's overall deadline), so a driver arms no total timer.
- */
-export interface AttemptDeadlines {
-  /** No first content token by then ⇒ the driver aborts the attempt and reports `first_token_timeout`. */
-  firstTokenAtMs: number | null;
-}
+/** Why the core cancels an attempt, when a driver or tap may care (see the `cancel` action). */
+export type CancelReason = 'hedge_lost' | 'first_token_timeout';
 
 /** Actions the core asks the driver to perform, in order. */
 export type LifecycleAction =
-  /** Send the request to `endpointId` as attempt `attemptId`. */
-  | { kind: 'dispatch'; attemptId: number; endpointId: string; deadlines: AttemptDeadlines }
+  /**
+   * Send the request to `endpointId` as attempt `attemptId`. Every bound on the attempt (first
+   * token, headers, total, stream idle, overall) is a `wait_until` of its own: a driver arms no
+   * timer besides those.
+   */
+  | { kind: 'dispatch'; attemptId: number; endpointId: string }
   /** Report `{kind:'deadline', deadlineId}` at `atMs` unless the life is done first. */
   | { kind: 'wait_until'; deadlineId: number; atMs: number }
   /**
@@ -126,9 +123,10 @@ export type LifecycleAction =
   /**
    * Abort attempt `attemptId` upstream; the driver reports nothing more for it. `reason`
    * `hedge_lost`: the other attempt of a hedge race answered first (this one is still billed,
-   * seed 000 hedging); absent otherwise.
+   * seed 000 hedging); `first_token_timeout`: the stream's first-token wait ran out (the life
+   * records the attempt as a `first_token_timeout` failure); absent otherwise.
    */
-  | { kind: 'cancel'; attemptId: number; reason?: 'hedge_lost' }
+  | { kind: 'cancel'; attemptId: number; reason?: CancelReason }
   /** From now on this attempt's output goes to the client; no fallback after this point. */
   | { kind: 'commit'; attemptId: number }
   /** End the request with an error response. */

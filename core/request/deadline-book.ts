@@ -1,7 +1,7 @@
 /**
  * The deadlines one request life has armed. Every wait of a life — overall, queue give-up,
- * headers, non-stream total (a stream's total is the overall deadline), stream idle, engine wait,
- * hedge checkpoint, retry backoff — is a
+ * headers, a stream's first token, non-stream total (a stream's total is the overall deadline),
+ * stream idle, engine wait, hedge checkpoint, retry backoff — is a
  * `wait_until` action the life emits and a `deadline` event the driver reports back; this book
  * maps the event's id back to what was armed, and forgets what the life no longer waits for (a
  * forgotten deadline's event is ignored).
@@ -13,10 +13,10 @@
 import type { LifecycleAction } from '../lifecycle/seam.ts';
 
 /** What a deadline bounds. */
-export type DeadlineKind = 'overall' | 'queue' | 'headers' | 'total' | 'idle' | 'engine_wait' | 'hedge' | 'backoff';
+export type DeadlineKind = 'overall' | 'queue' | 'headers' | 'total' | 'idle' | 'engine_wait' | 'hedge' | 'backoff' | 'first_token';
 
-const KIND_CODE: Readonly<Record<DeadlineKind, number>> = { overall: 1, queue: 2, headers: 3, total: 4, idle: 5, engine_wait: 6, hedge: 7, backoff: 8 };
-const KIND_OF: readonly DeadlineKind[] = ['overall', 'overall', 'queue', 'headers', 'total', 'idle', 'engine_wait', 'hedge', 'backoff'];
+const KIND_CODE: Readonly<Record<DeadlineKind, number>> = { overall: 1, queue: 2, headers: 3, total: 4, idle: 5, engine_wait: 6, hedge: 7, backoff: 8, first_token: 9 };
+const KIND_OF: readonly DeadlineKind[] = ['overall', 'overall', 'queue', 'headers', 'total', 'idle', 'engine_wait', 'hedge', 'backoff', 'first_token'];
 
 /** The `wait_until` action `arm` returns. */
 export type WaitUntil = Extract<LifecycleAction, { kind: 'wait_until' }>;

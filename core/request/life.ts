@@ -12,8 +12,8 @@
  *   of each attempt.
  *
  * The life itself owns what every kind shares: the attempt table (`live-attempt.ts`), the
- * deadline book (`deadline-book.ts`: overall, queue give-up, headers, non-stream total, stream
- * idle, engine wait, hedge, backoff), the attempt ledger, the commit (`policy/commit.ts`), and
+ * deadline book (`deadline-book.ts`: overall, queue give-up, headers, first token, non-stream
+ * total, stream idle, engine wait, hedge, backoff), the attempt ledger, the commit (`policy/commit.ts`), and
  * the ending (`ending.ts`, `metadata.ts`). Every slot, hold place and deadline an attempt takes
  * is ended exactly once on every path.
  */
@@ -26,14 +26,14 @@ import type { AttemptRecord, LifecycleAction, LifecycleEvent, RequestLife, Route
 import type { RoutingSettings } from '../config/routing-settings.ts';
 import type { Admission } from '../admission/admission.ts';
 import type { RequestKindPolicy } from './policy/kind-policy.ts';
-import { attemptTotalAtMs, dispatchDeadlines } from './policy/attempt-deadlines.ts';
+import { attemptTotalAtMs, firstTokenAtMs } from './policy/attempt-deadlines.ts';
 import { commitsAt, type CommitEvent } from './policy/commit.ts';
 import { idleDeadlineFired, recordStreamChunk } from './policy/stream-idle.ts';
 import { attemptsSummary, respondError } from './ending.ts';
 import { reportAttemptOutcome } from './attempt-outcome.ts';
 import { AttemptLedger } from './attempt-ledger.ts';
 import { DeadlineBook, deadlineAttempt, deadlineKind, type DeadlineKind, type WaitUntil } from './deadline-book.ts';
-import { CANCELLED, OK, endedRecord, newLiveAttempt, type AttemptRole, type LiveAttempt } from './live-attempt.ts';
+import { CANCELLED, FIRST_TOKEN_TIMEOUT, OK, endedRecord, newLiveAttempt, type AttemptRole, type LiveAttempt } from './live-attempt.ts';
 import type { AttemptPolicy, CandidateSource } from './family.ts';
 
 /** The attempt table of a life with none live: shared, never written (see `Life.live`). */
@@ -139,6 +139,7 @@ export class Life<S extends CandidateSource<Life<S>>> implements RequestLife {
         const a = this.liveAttempt(event.attemptId);
         if (!a || a.phase !== 'sent') return [];
         this.gotOutput(a);
+        this.disarm(a.attemptId, 'first_token');
         this.policy.firstToken(this, a, nowMs);
         if (this.firstTokenAtMs === null) this.firstTokenAtMs = nowMs;
         return this.commitIf(a, 'first_token', nowMs);
@@ -209,8 +210,9 @@ export class Life<S extends CandidateSource<Life<S>>> implements RequestLife {
   }
 
   /**
-   * Sends a (no longer queued) attempt: dispatch with its first-chunk bound, the headers wait, a
-   * non-stream attempt's total (a stream's is the overall deadline), the family's own.
+   * Sends a (no longer queued) attempt: the dispatch, then its waits in this order (equal-time
+   * timers fire in arming order): a stream's first token, the headers, a non-stream attempt's
+   * total (a stream's is the overall deadline), the family's own.
    */
   send(a: LiveAttempt, nowMs: number, out: LifecycleAction[]): void {
     if (a.ticket !== null) this.disarm(a.attemptId, 'queue');
@@ -218,10 +220,10 @@ export class Life<S extends CandidateSource<Life<S>>> implements RequestLife {
     const k = this.kind!;
     const stream = this.request.stream;
     this.policy.beforeDispatch(this, a, nowMs);
-    out.push(
-      { kind: 'dispatch', attemptId: a.attemptId, endpointId: a.route.endpointId, deadlines: dispatchDeadlines(k.waits, stream, nowMs, this.overallAtMs) },
-      this.arm('headers', a.attemptId, nowMs + k.headersMs),
-    );
+    out.push({ kind: 'dispatch', attemptId: a.attemptId, endpointId: a.route.endpointId });
+    const firstAtMs = firstTokenAtMs(k.waits, stream, nowMs, this.overallAtMs);
+    if (firstAtMs !== null) out.push(this.arm('first_token', a.attemptId, firstAtMs));
+    out.push(this.arm('headers', a.attemptId, nowMs + k.headersMs));
     const totalAtMs = attemptTotalAtMs(k.waits, stream, nowMs, this.overallAtMs);
     if (totalAtMs !== null) out.push(this.arm('total', a.attemptId, totalAtMs));
     this.policy.afterDispatch(this, a, nowMs, out);
@@ -332,7 +334,9 @@ export class Life<S extends CandidateSource<Life<S>>> implements RequestLife {
     const kind = deadlineKind(packed);
     // A wait due with (or after) the overall deadline yields to it: a queue give-up capped by the
     // overall deadline fires at the same instant, and the request has no time left to act on it.
-    if (kind === 'overall' || nowMs >= this.overallAtMs) {
+    // A first-token wait does not: it fails its attempt like any upstream failure, and the overall
+    // deadline, when due, ends what follows.
+    if (kind === 'overall' || (nowMs >= this.overallAtMs && kind !== 'first_token')) {
       const out = this.cancelOthers(nowMs, -1, [], undefined, this.policy.overallOutcome);
       out.push(...this.fail('upstream_timeout', `request exceeded its overall deadline of ${this.parts.settings.overallDeadlineSec} s`, nowMs));
       return out;
@@ -349,6 +353,9 @@ export class Life<S extends CandidateSource<Life<S>>> implements RequestLife {
         return this.policy.engineWaitExpired(this, a, nowMs);
       case 'hedge':
         return this.policy.hedgeCheckpoint(this, a, nowMs);
+      case 'first_token': // none came (the wait is forgotten at the first token): a failure like a driver-reported one
+        if (a.phase !== 'sent') return [];
+        return [{ kind: 'cancel', attemptId: a.attemptId, reason: 'first_token_timeout' }, ...this.policy.failed(this, a, FIRST_TOKEN_TIMEOUT, nowMs)];
       case 'headers':
       case 'total':
         return a.phase === 'sent' ? this.policy.stalled(this, a, nowMs) : [];

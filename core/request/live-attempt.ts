@@ -89,6 +89,8 @@ export const CANCELLED: Outcome = { kind: 'cancelled' };
 export const OK: Outcome = { kind: 'ok' };
 /** A silent upstream: a headers, total or stream-idle wait (or an alias's overall deadline) ran out. */
 export const TIMEOUT: Outcome = { kind: 'transport', cause: 'timeout' };
+/** A stream attempt whose first content token did not come within the first-token wait. */
+export const FIRST_TOKEN_TIMEOUT: Outcome = { kind: 'first_token_timeout' };
 /** A queued attempt that gave up waiting for its slot (not the endpoint's fault). */
 export const QUEUE_WAIT_TIMEOUT: Outcome = { kind: 'queue_wait_timeout' };
 /** The usage of an attempt that served nothing (failed attempts are not billed). */

@@ -1,8 +1,8 @@
 /**
  * One upstream attempt as the exchange (`exchange.ts`) tracks it: its target and running
- * request, the frames held back until commit, the non-stream body or the upstream's error body,
- * and the deadline timer the core asked for (first token), armed at dispatch and
- * cleared when the attempt closes.
+ * request, the frames held back until commit, the non-stream body or the upstream's error body.
+ * It carries no timer: every deadline of an attempt (first token, headers, total, stream idle,
+ * overall) is a core `wait_until` the exchange arms as such.
  */
 import type { AttemptHandle } from '../upstream/adapter.ts';
 import type { RouteTarget } from './exchange-context.ts';
@@ -15,29 +15,17 @@ export interface Attempt {
   handle: AttemptHandle | null;
   /** Frames held back until commit. */
   pending: string[];
-  gotToken: boolean;
   /** No more reports for this attempt (ended, cancelled, or timed out by us). */
   closed: boolean;
   /** Non-stream body waiting for commit. */
   body: string | null;
   /** The upstream's error body when the attempt failed with one (status or in-band), else null. */
   errorBody: string | null;
-  timers: NodeJS.Timeout[];
 }
 
 /** A fresh attempt `id` on `target`, not yet started. */
 export function newAttempt(id: number, target: RouteTarget): Attempt {
-  return { id, target, handle: null, pending: [], gotToken: false, closed: false, body: null, errorBody: null, timers: [] };
-}
-
-/**
- * Arms the one deadline the core hands a dispatch to enforce here (absolute time on the
- * exchange's clock, ms; null = none): `onFirstToken` runs at `firstTokenAtMs` unless a token
- * arrived by then. Every other wait (headers, total, stream idle, overall) is a core `wait_until`
- * the exchange arms as such. Cleared by `clearAttemptTimers`.
- */
-export function armDeadlines(att: Attempt, nowMs: number, firstTokenAtMs: number | null, onFirstToken: () => void): void {
-  if (firstTokenAtMs !== null) att.timers.push(setTimeout(() => !att.gotToken && onFirstToken(), timerDelayMs(firstTokenAtMs, nowMs)));
+  return { id, target, handle: null, pending: [], closed: false, body: null, errorBody: null };
 }
 
 /**
@@ -52,8 +40,3 @@ export function timerDelayMs(atMs: number, nowMs: number): number {
   return Math.max(0, Math.ceil(atMs - nowMs));
 }
 
-/** Clears the attempt's deadline timers. */
-export function clearAttemptTimers(att: Attempt): void {
-  for (const t of att.timers) clearTimeout(t);
-  att.timers.length = 0;
-}

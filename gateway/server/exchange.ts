@@ -23,7 +23,7 @@ import { clientMessage, statusOf } from '../errors.ts';
 import type { ClientRequest } from '../request-body.ts';
 import type { RelayEvent } from '../sse-relay.ts';
 import type { AttemptEnd } from '../upstream/adapter.ts';
-import { armDeadlines, clearAttemptTimers, newAttempt, timerDelayMs, type Attempt } from './attempt.ts';
+import { newAttempt, timerDelayMs, type Attempt } from './attempt.ts';
 import type { ClientResponse, HeaderPairs } from './client-response.ts';
 import type { ExchangeContext, ExchangeMeta } from './exchange-context.ts';
 import { logRequestLine } from './request-line.ts';
@@ -191,7 +191,7 @@ export class Exchange {
     for (const a of actions) {
       switch (a.kind) {
         case 'dispatch':
-          this.dispatch(a.attemptId, a.endpointId, a.deadlines.firstTokenAtMs);
+          this.dispatch(a.attemptId, a.endpointId);
           break;
         case 'cancel':
           this.closeAttempt(a.attemptId, true);
@@ -217,7 +217,7 @@ export class Exchange {
     }
   }
 
-  private dispatch(id: number, endpointId: string, firstTokenAtMs: number | null): void {
+  private dispatch(id: number, endpointId: string): void {
     const target = this.ctx.routes.get(endpointId);
     if (!target || !target.endpoints.has(this.req.endpoint)) {
       // A config/core mismatch (or a route whose kind cannot serve this endpoint) is a bug of
@@ -228,7 +228,6 @@ export class Exchange {
     }
     const att = newAttempt(id, target);
     this.attempts.set(id, att);
-    armDeadlines(att, this.ctx.now(), firstTokenAtMs, () => this.run(() => this.timeOut(att, { kind: 'first_token_timeout' })));
     att.handle = target.adapter.startAttempt(
       target,
       this.req,
@@ -264,7 +263,6 @@ export class Exchange {
         } else if (!ev.token) {
           att.pending.push(ev.text);
         } else {
-          att.gotToken = true;
           att.pending.push(ev.text);
           this.step({ kind: 'first_token', attemptId: att.id });
           // If the core committed this attempt, commit() flushed everything held, token included.
@@ -273,7 +271,6 @@ export class Exchange {
         }
       } else if (ev.kind === 'done') {
         att.closed = true;
-        clearAttemptTimers(att);
         // `finish` ends the response with what is still in `out`, then the wire's terminator.
         this.step({ kind: 'finished', attemptId: att.id, usage: ev.usage ?? ZERO_USAGE });
       }
@@ -298,7 +295,6 @@ export class Exchange {
   private onAttemptEnd(att: Attempt, end: AttemptEnd): void {
     if (att.closed) return;
     att.closed = true;
-    clearAttemptTimers(att);
     switch (end.kind) {
       case 'aborted':
       case 'streamed':
@@ -315,18 +311,11 @@ export class Exchange {
     }
   }
 
-  /** A deadline of ours ended the attempt: abort it upstream and report the outcome. */
-  private timeOut(att: Attempt, outcome: Extract<LifecycleEvent, { kind: 'failed' }>['outcome']): void {
-    if (att.closed) return;
-    this.closeAttempt(att.id, true);
-    this.step({ kind: 'failed', attemptId: att.id, outcome });
-  }
-
+  /** Closes attempt `id` (nothing more is reported for it), aborting it upstream when `abort`. */
   private closeAttempt(id: number, abort: boolean): void {
     const att = this.attempts.get(id);
     if (!att) return;
     att.closed = true;
-    clearAttemptTimers(att);
     if (abort) att.handle?.abort();
   }
 

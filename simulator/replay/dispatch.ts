@@ -1,11 +1,10 @@
 /**
- * Attempts on the endpoint side: sending one to a replica or a provider (with the core's
- * deadlines and the fault plan's effect on it), when its tokens reach the client under faults,
+ * Attempts on the endpoint side: sending one to a replica or a provider (with the fault plan's
+ * effect on it), when its tokens reach the client under faults,
  * and ending it (freeing the replica slot or the provider's capacity, billing).
  */
-import type { AttemptDeadlines } from '../../core/lifecycle/seam.ts';
 import { billProviderAttempt } from './billing.ts';
-import { LANE_FIRST_TOKEN_DEADLINE, type Attempt, type ReplayState, type ReqState } from './state.ts';
+import { type Attempt, type ReplayState, type ReqState } from './state.ts';
 
 /**
  * Ends attempt `gid` on the endpoint side: frees it, bills it. `completed` = all tokens produced;
@@ -29,7 +28,7 @@ export function endAttempt(s: ReplayState, gid: number, completed: boolean, hedg
 }
 
 /** Sends attempt `attemptId` of request `reqIdx`'s current try to `endpointId`, as the core decided. */
-export function dispatch(s: ReplayState, reqIdx: number, lr: ReqState, attemptId: number, endpointId: string, deadlines: AttemptDeadlines): void {
+export function dispatch(s: ReplayState, reqIdx: number, lr: ReqState, attemptId: number, endpointId: string): void {
   const { q, now, faults } = s;
   const epIdx = s.epOf.get(endpointId)!;
   const gid = s.nextGid++;
@@ -37,9 +36,7 @@ export function dispatch(s: ReplayState, reqIdx: number, lr: ReqState, attemptId
   s.atts[gid] = a;
   lr.gids.set(attemptId, gid);
   s.liveByEp[epIdx]!.add(gid);
-  // The dispatch's first-token bound, enforced as the gateway does: no first token by then ⇒
-  // first_token_timeout. The attempt's total is a core `wait_until` (`actions.ts`).
-  if (deadlines.firstTokenAtMs !== null) q.pushLane(LANE_FIRST_TOKEN_DEADLINE, Math.max(now, deadlines.firstTokenAtMs), { k: 'att_deadline', gid });
+  // Every bound on the attempt (first token, headers, total, …) is a core `wait_until` (`actions.ts`).
   const fx = faults ? faults.onDispatch(epIdx, reqIdx, lr.tryNo) : null;
   if (fx?.reply) {
     q.push(now + fx.reply.delayMs, { k: 'att_fail', gid, outcome: fx.reply.outcome });

@@ -35,14 +35,15 @@ export interface RunResult {
   costs: RunCosts;
 }
 
-/** FIFO lanes of the event queue: events scheduled at a fixed offset from now arrive in order. */
-export const LANE_FIRST_TOKEN_DEADLINE = 0;
-/** Lane of the lives' own deadlines (`wait_until`: headers, total, idle, overall, …). */
-export const LANE_LIFE_DEADLINE = 1;
+/**
+ * FIFO lanes of the event queue: events scheduled at a fixed offset from now arrive in order.
+ * The lives' own deadlines (`wait_until`: first token, headers, total, idle, overall, …).
+ */
+export const LANE_LIFE_DEADLINE = 0;
 /** Lane of client timeouts. */
-export const LANE_CLIENT_TIMEOUT = 2;
+export const LANE_CLIENT_TIMEOUT = 1;
 /** Number of lanes. */
-export const LANES = 3;
+export const LANES = 2;
 
 /** Heap and lane events; arrivals and engine step ends have their own sources in the queue. */
 export type SimEvent =
@@ -50,8 +51,6 @@ export type SimEvent =
   | { k: 'att_fail'; gid: number; outcome: Outcome }
   | { k: 'att_first'; gid: number }
   | { k: 'att_finish'; gid: number }
-  /** A dispatch's first-token bound (the only deadline the core hands the driver to enforce). */
-  | { k: 'att_deadline'; gid: number }
   | { k: 'fault_edge'; fault: number; start: boolean }
   | { k: 'deadline'; req: number; tryNo: number; deadlineId: number }
   | { k: 'client_timeout'; req: number; tryNo: number }

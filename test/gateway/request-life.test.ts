@@ -127,6 +127,31 @@ async function endlessStream(): Promise<RawUpstream & { hits: () => number }> {
   });
 }
 
+describe("an alias's first-chunk wait is the core's first_token deadline", () => {
+  it('a target that sends its headers and a role-only delta but no token is cancelled at stream_timeout_ms and the next target answers', async () => {
+    const silent = await upstream((sock) => {
+      sock.on('error', () => {});
+      sock.write(RAW_SSE_HEAD + rawChunk(chatFrame({ role: 'assistant' }))); // output, but no token: then nothing
+    });
+    const backup = await startEmulator({ mode: 'echo' });
+    open.push(backup);
+    const log = requestLines();
+    const models = [
+      { id: 'a', route: [{ base_url: silent.baseUrl }] },
+      { id: 'b', route: [{ base_url: backup.baseUrl }] },
+      { id: 'm', routing: { strategy: 'failover', stream_timeout_ms: 300, targets: [{ model: 'a' }, { model: 'b' }] } },
+    ];
+    const g = await gateway(models, {}, {}, log.logger);
+    const r = await post(g, { model: 'm', stream: true });
+    expect(r.status).toBe(200);
+    expect(r.headers.get('x-switchyard-served-by')).toMatch(/^b:/);
+    expect(sseData(await r.text()).at(-1)).toBe('[DONE]');
+    for (let i = 0; i < 50 && log.lines().length === 0; i++) await new Promise((res) => setTimeout(res, 10));
+    expect(log.lines()[0]).toMatchObject({ status: 'ok', attempts: [{ outcome: 'first_token_timeout' }, { outcome: 'ok' }] });
+    expect(silent.hits()).toBe(1);
+  });
+});
+
 describe("a stream's total is the core's overall deadline", () => {
   // The overall deadline (1 s here) is a core wait_until; the gateway arms no timer of its own
   // for an attempt's total. A stream that keeps sending tokens is never idle, so that deadline

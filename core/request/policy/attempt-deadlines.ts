@@ -1,16 +1,16 @@
 /**
- * The per-attempt bounds a dispatch gets, from the waits a model kind sets:
- * - the first-chunk wait of a stream (`router:`: the deployment's first-token timeout; alias:
- *   `stream_timeout`, else its own `timeout`, else none), carried on the dispatch for the driver
- *   (`dispatchDeadlines`);
+ * The per-attempt bounds of a dispatch, from the waits a model kind sets. Both are the core's own
+ * `wait_until`s, armed once at dispatch; drivers arm no timer of their own:
+ * - the first-token wait of a stream (`router:`: the deployment's first-token timeout; alias:
+ *   `stream_timeout`, else its own `timeout`, else none), a `first_token` deadline
+ *   (`firstTokenAtMs`), forgotten at the attempt's first content or tool-call token; when it
+ *   fires the life cancels the attempt and handles it as a `first_token_timeout` failure;
  * - the attempt's total: a non-stream attempt's is the model's `timeout`, else the deployment's
  *   request timeout; a stream's is the request's overall deadline (its idle wait bounds it between
- *   chunks). Both are the core's own `wait_until`s (`attemptTotalAtMs`): a non-stream total is
- *   armed once, at dispatch, as a `total` deadline; a stream's is the life's `overall` deadline,
- *   armed once per request. Drivers arm no total of their own.
+ *   chunks). A non-stream total is a `total` deadline (`attemptTotalAtMs`); a stream's is the
+ *   life's `overall` deadline, armed once per request.
  * Every bound is capped by the request's overall deadline.
  */
-import type { AttemptDeadlines } from '../../lifecycle/seam.ts';
 
 /** The waits of one model kind, ms. */
 export interface AttemptWaits {
@@ -21,11 +21,12 @@ export interface AttemptWaits {
 }
 
 /**
- * The deadlines a dispatch at `nowMs` carries for the driver (driver clock, ms) for a request
- * whose overall deadline is `overallAtMs` (may be Infinity): the first-token bound of a stream.
+ * When the core's `first_token` deadline of an attempt dispatched at `nowMs` is due (driver
+ * clock, ms), capped by the overall deadline `overallAtMs` (may be Infinity); null when none is
+ * armed: a non-stream attempt, or a kind without a first-chunk wait.
  */
-export function dispatchDeadlines(waits: AttemptWaits, stream: boolean, nowMs: number, overallAtMs: number): AttemptDeadlines {
-  return { firstTokenAtMs: stream && waits.firstChunkMs !== null ? Math.min(overallAtMs, nowMs + waits.firstChunkMs) : null };
+export function firstTokenAtMs(waits: AttemptWaits, stream: boolean, nowMs: number, overallAtMs: number): number | null {
+  return stream && waits.firstChunkMs !== null ? Math.min(overallAtMs, nowMs + waits.firstChunkMs) : null;
 }
 
 /**

@@ -41,6 +41,11 @@ export interface AttemptObserver {
   onAttemptEnd(detail: AttemptDetail, reservation: Reservation | null): void;
 }
 
+/** What a cancelled attempt ended with, as the planner hears it. */
+const CANCELLED: Outcome = { kind: 'cancelled' };
+/** A cancel for the life's own first-token wait: the attempt failed as a first-token timeout. */
+const FIRST_TOKEN_TIMEOUT: Outcome = { kind: 'first_token_timeout' };
+
 interface Watched {
   readonly endpointId: string;
   readonly startMs: number;
@@ -81,7 +86,7 @@ export class RouteWiseLifeTap implements RequestLife {
         if (queuedAt !== undefined) this.queuedAtMs.delete(a.attemptId);
         this.live.set(a.attemptId, { endpointId: a.endpointId, startMs: queuedAt ?? nowMs, firstTokenAtMs: null, reservation });
       } else if (a.kind === 'acquire_slot') this.queuedAtMs.set(a.attemptId, nowMs);
-      else if (a.kind === 'cancel') this.end(a.attemptId, { kind: 'cancelled' }, null, nowMs);
+      else if (a.kind === 'cancel') this.end(a.attemptId, a.reason === 'first_token_timeout' ? FIRST_TOKEN_TIMEOUT : CANCELLED, null, nowMs);
       else if (a.kind === 'done') for (const id of [...this.live.keys()]) this.end(id, { kind: 'cancelled' }, null, nowMs);
     }
     this.observer.settlePending(nowMs);

@@ -50,14 +50,13 @@ type Dispatch = Extract<LifecycleAction, { kind: 'dispatch' }>;
 /** Every drive by its life, so a slot granted to one life is delivered to its own drive. */
 const drives = new Map<RequestLife, Drive>();
 
-/** Drives one life on a virtual clock: performs `wait_until`s and the dispatch's first-token bound as a driver would. */
+/** Drives one life on a virtual clock: performs `wait_until`s (the only timers a driver arms) as a driver would. */
 class Drive {
   now = 0;
   readonly life: RequestLife;
   readonly all: LifecycleAction[] = [];
   readonly dispatches: Dispatch[] = [];
   private readonly waits = new Map<number, number>();
-  private readonly live = new Map<number, Dispatch & { token: boolean }>();
 
   constructor(
     readonly core: RoutingCore,
@@ -74,11 +73,7 @@ class Drive {
     for (const a of actions) {
       this.all.push(a);
       if (a.kind === 'wait_until') this.waits.set(a.deadlineId, a.atMs);
-      if (a.kind === 'dispatch') {
-        this.dispatches.push(a);
-        this.live.set(a.attemptId, { ...a, token: false });
-      }
-      if (a.kind === 'cancel') this.live.delete(a.attemptId);
+      if (a.kind === 'dispatch') this.dispatches.push(a);
     }
     for (const w of this.core.drainWakeups()) drives.get(w.life)?.step(w.event);
     this.life.invariants();
@@ -86,15 +81,10 @@ class Drive {
   }
 
   step(e: LifecycleEvent): LifecycleAction[] {
-    if (e.kind === 'failed' || e.kind === 'finished') this.live.delete(e.attemptId);
-    if (e.kind === 'first_token') {
-      const a = this.live.get(e.attemptId);
-      if (a) a.token = true;
-    }
     return this.absorb(this.life.step(e, this.now));
   }
 
-  /** Advances the clock by `ms`, firing due waits and the driver-enforced first-token bounds in time order. */
+  /** Advances the clock by `ms`, firing due waits in time order (equal times: in arming order). */
   advance(ms: number): void {
     const end = this.now + ms;
     for (;;) {
@@ -102,10 +92,6 @@ class Drive {
       let at = Number.POSITIVE_INFINITY;
       let fire: (() => void) | null = null;
       for (const [id, t] of this.waits) if (t < at) [at, fire] = [t, () => (this.waits.delete(id), this.step({ kind: 'deadline', deadlineId: id }))];
-      for (const a of this.live.values()) {
-        const ft = a.deadlines.firstTokenAtMs;
-        if (ft !== null && !a.token && ft < at) [at, fire] = [ft, () => this.step({ kind: 'failed', attemptId: a.attemptId, outcome: { kind: 'first_token_timeout' } })];
-      }
       if (at > end || fire === null) break;
       this.now = Math.max(this.now, at);
       fire();
@@ -227,6 +213,28 @@ describe.each(KINDS)('request life contract: $name', (kind) => {
     expect(d.all.some((a) => a.kind === 'cancel' && a.attemptId === d.dispatches[0]!.attemptId)).toBe(true);
   });
 
+  it("a stream's first-token wait is the core's own wait_until: no token by then ⇒ cancelled as first_token_timeout, then the next route", () => {
+    // `router:` models take the deployment's timeout_first_token_sec, aliases their stream_timeout_ms.
+    const d = new Drive(kind.build([{ name: 'a' }, { name: 'b' }], { timeout_first_token_sec: 3, timeout_headers_sec: 100 }, { stream_timeout_ms: 3_000 }), mreq({ stream: true }));
+    const first = d.last.attemptId;
+    expect(Object.keys(d.last).sort()).toEqual(['attemptId', 'endpointId', 'kind']); // nothing for the driver to enforce
+    expect(d.all.filter((a) => a.kind === 'wait_until').map((w) => w.atMs)).toContain(3_000);
+    d.step({ kind: 'first_output', attemptId: first }); // headers (or a role-only delta) are not a token
+    d.advance(3_000);
+    expect(d.all).toContainEqual({ kind: 'cancel', attemptId: first, reason: 'first_token_timeout' });
+    expect(d.sentTo).toEqual([kind.ep('a'), kind.ep('b')]);
+    // The next attempt's first token forgets its wait: nothing fires when it is due.
+    const second = d.last.attemptId;
+    d.advance(1_000);
+    d.step({ kind: 'first_output', attemptId: second });
+    d.step({ kind: 'first_token', attemptId: second });
+    const before = d.all.length;
+    d.advance(3_000);
+    expect(d.all.slice(before).filter((a) => a.kind !== 'wait_until')).toEqual([]);
+    d.step({ kind: 'finished', attemptId: second, usage: { inputTokens: 1, outputTokens: 1, cachedTokens: 0 } });
+    expect(d.done?.metadata.attempts.map((a) => a.outcome.kind)).toEqual(['first_token_timeout', 'ok']);
+  });
+
   it('the stream-idle wait is armed by chunk events and ends a stalled committed stream in-band', () => {
     const d = new Drive(kind.build([{ name: 'a' }], { timeout_stream_idle_sec: 2 }), mreq({ stream: true }));
     const id = d.last.attemptId;
@@ -280,10 +288,11 @@ describe.each(KINDS)('request life contract: $name', (kind) => {
     const settings = { timeout_overall_sec: 10, timeout_request_sec: 600, timeout_headers_sec: 5, timeout_first_token_sec: 600 };
     for (const stream of [true, false]) {
       const d = new Drive(kind.build([{ name: 'a' }], settings), mreq({ stream }));
-      expect(Object.keys(d.last.deadlines)).toEqual(['firstTokenAtMs']); // no total for the driver to arm
-      if (kind.name === 'router' && stream) expect(d.last.deadlines.firstTokenAtMs).toBe(10_000);
+      expect(Object.keys(d.last).sort()).toEqual(['attemptId', 'endpointId', 'kind']); // no bound for the driver to arm
       // The core's own waits: headers (+5 s) and the overall deadline (+10 s); no separate total.
-      expect(d.all.filter((a) => a.kind === 'wait_until').map((w) => w.atMs).sort((x, y) => x - y)).toEqual([5_000, 10_000]);
+      // A router stream's first-token wait (600 s) is capped at the overall deadline.
+      const waits = d.all.filter((a) => a.kind === 'wait_until').map((w) => w.atMs).sort((x, y) => x - y);
+      expect(waits).toEqual(kind.name === 'router' && stream ? [5_000, 10_000, 10_000] : [5_000, 10_000]);
     }
   });
 
@@ -383,7 +392,7 @@ describe.each(KINDS)('request life contract: $name', (kind) => {
     // the deployment's timeout_first_token_sec.
     const core = kind.build([{ name: 'a' }, { name: 'b' }], {}, { timeout_ms: 3_000 });
     const d = new Drive(core, mreq({ stream: true }));
-    expect(d.last.deadlines.firstTokenAtMs).toBe(3_000);
+    expect(d.all.some((a) => a.kind === 'wait_until' && a.atMs === 3_000)).toBe(true); // the first-token wait
     d.step({ kind: 'first_output', attemptId: d.last.attemptId });
     expect(d.all.some((a) => a.kind === 'commit')).toBe(false); // waits for the first chunk, not the response start
     d.advance(3_001);

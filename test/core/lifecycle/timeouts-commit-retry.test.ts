@@ -7,21 +7,21 @@ const S = 1000;
 const noOffload = { offload: null } as const;
 
 describe('deadlines', () => {
-  it("a stream gets headers at +300 s and the overall deadline at +1 800 s (also the attempt's total); the dispatch carries the first-token deadline (+300 s)", () => {
+  it("a stream gets headers at +300 s, the first-token wait at +300 s and the overall deadline at +1 800 s (also the attempt's total), all core wait_untils", () => {
     const d = new MiniDriver(lcCore(noOffload));
     d.now = 5_000;
     const { actions } = d.start(rq({ stream: true }));
     const disp = one(actions, 'dispatch')!;
     expect(disp.endpointId).toBe(ENGINE);
-    expect(disp.deadlines).toEqual({ firstTokenAtMs: 5_000 + 300 * S });
-    expect(all(actions, 'wait_until').map((w) => w.atMs).sort((a, b) => a - b)).toEqual([5_000 + 300 * S, 5_000 + 1_800 * S]);
+    expect(disp).toEqual({ kind: 'dispatch', attemptId: disp.attemptId, endpointId: ENGINE });
+    expect(all(actions, 'wait_until').map((w) => w.atMs).sort((a, b) => a - b)).toEqual([5_000 + 300 * S, 5_000 + 300 * S, 5_000 + 1_800 * S]);
   });
 
   it('a non-streaming attempt gets the 600 s request timeout, armed once as a core wait_until (and no first-token deadline)', () => {
     const d = new MiniDriver(lcCore(noOffload));
     const { actions } = d.start(rq({ stream: false }));
-    expect(one(actions, 'dispatch')!.deadlines).toEqual({ firstTokenAtMs: null });
     expect(all(actions, 'wait_until').filter((w) => w.atMs === 600 * S)).toHaveLength(1);
+    expect(all(actions, 'wait_until').filter((w) => w.atMs === 300 * S)).toHaveLength(1); // the headers wait only
   });
 
   it('a silent upstream before commit (no headers in 300 s) fails over and counts against its breaker', () => {
@@ -37,11 +37,11 @@ describe('deadlines', () => {
   });
 
   it('first_output lifts the headers deadline but does not commit; a failure after it still fails over invisibly', () => {
-    const d = new MiniDriver(lcCore(noOffload));
+    const d = new MiniDriver(lcCore({ ...noOffload, settings: { timeout_first_token_sec: 600 } }));
     const { life, actions } = d.start(rq());
     const first = one(actions, 'dispatch')!;
     expect(d.step(life, { kind: 'first_output', attemptId: first.attemptId })).toEqual([]);
-    expect(d.advanceTo(400 * S)).toEqual([]); // headers deadline lifted
+    expect(d.advanceTo(400 * S)).toEqual([]); // headers deadline lifted (the first-token wait runs to 600 s)
     const out = d.step(life, { kind: 'failed', attemptId: first.attemptId, outcome: { kind: 'transport', cause: 'reset' } });
     expect(one(out, 'commit')).toBeUndefined();
     expect(one(out, 'dispatch')!.endpointId).toBe(HOSTED);

@@ -150,9 +150,12 @@ describe('streams', () => {
     const core = abc({ stream_timeout_ms: 1_500 });
     const { life, actions } = core.start(mreq({ stream: true }), 100, seeded(1));
     const d = dispatchOf(actions)!;
-    expect(d.deadlines.firstTokenAtMs).toBe(1_600);
+    const firstTokenWait = actions.find((a) => a.kind === 'wait_until' && a.atMs === 1_600);
+    expect(firstTokenWait).toBeDefined();
     expect(life.step({ kind: 'first_output', attemptId: d.attemptId }, 200)).toEqual([]);
-    const next = dispatchOf(life.step({ kind: 'failed', attemptId: d.attemptId, outcome: { kind: 'first_token_timeout' } }, 1_600))!;
+    const timedOut = life.step({ kind: 'deadline', deadlineId: (firstTokenWait as Extract<LifecycleAction, { kind: 'wait_until' }>).deadlineId }, 1_600);
+    expect(timedOut[0]).toEqual({ kind: 'cancel', attemptId: d.attemptId, reason: 'first_token_timeout' });
+    const next = dispatchOf(timedOut)!;
     expect(next.endpointId).toBe(ep('b'));
     expect(life.step({ kind: 'first_token', attemptId: next.attemptId }, 1_700)).toEqual([{ kind: 'commit', attemptId: next.attemptId }]);
     const after = life.step({ kind: 'failed', attemptId: next.attemptId, outcome: reset }, 1_800);
@@ -166,7 +169,7 @@ describe('streams', () => {
     const core = abc();
     const { life, actions } = core.start(mreq({ stream: true }), 0, seeded(1));
     const d = dispatchOf(actions)!;
-    expect(d.deadlines.firstTokenAtMs).toBeNull();
+    expect(actions.filter((a) => a.kind === 'wait_until').map((w) => (w as { atMs: number }).atMs).sort((x, y) => x - y)).toEqual([300_000, 1_800_000]); // headers, overall: no first-token wait
     expect(life.step({ kind: 'first_output', attemptId: d.attemptId }, 1)).toEqual([{ kind: 'commit', attemptId: d.attemptId }]);
     const out = life.step({ kind: 'failed', attemptId: d.attemptId, outcome: reset }, 2);
     expect(dispatchOf(out)).toBeUndefined();
