@@ -26,6 +26,7 @@ import { isBodyProblem, readClientRequest, type ClientRequest, type Endpoint } f
 import { ClientResponse, statusLine, type HeaderPairs } from './client-response.ts';
 import type { ExchangeContext } from './exchange-context.ts';
 import { Exchange } from './exchange.ts';
+import type { LiveExchanges } from './live-exchanges.ts';
 import { BUDGET_ALPHA_HEADER, parseBudgetAlphaHeader } from '../routewise/budget-alpha.ts';
 import type { DeepHealth, StoreHealth } from './worker-aggregate.ts';
 import type { AdminApi } from '../admin/admin-api.ts';
@@ -73,7 +74,7 @@ export interface ServerContext {
   /** The store's last known state for `/health/deep`, or null without a store. */
   readonly storeHealth: () => StoreHealth | null;
   /** Exchanges running now (a drain cuts those left when its grace runs out). */
-  readonly live: Set<Exchange>;
+  readonly live: LiveExchanges<Exchange>;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:\-]{1,128}$/;
