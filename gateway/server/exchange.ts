@@ -31,6 +31,10 @@ import { routeRequestOf } from './route-request.ts';
 import { passThroughBody, PASS_THROUGH_CODES, upstreamMessage } from './upstream-error-body.ts';
 
 const SSE_DONE = 'data: [DONE]\n\n';
+const SSE_TYPE = ['content-type', 'text/event-stream'] as const;
+const NO_CACHE = ['cache-control', 'no-cache'] as const;
+const NO_BUFFERING = ['x-accel-buffering', 'no'] as const;
+const JSON_TYPE = ['content-type', 'application/json'] as const;
 const ZERO_USAGE = { inputTokens: 0, outputTokens: 0, cachedTokens: 0 } as const;
 
 /** One request's life in the gateway. */
@@ -361,15 +365,12 @@ export class Exchange implements LiveLinks<Exchange> {
     const att = this.attempts.get(id);
     if (!att) return;
     this.committed = att;
-    const headers: HeaderPairs = [...this.baseHeaders, ['x-switchyard-served-by', att.target.endpointId]];
+    const servedBy = ['x-switchyard-served-by', att.target.endpointId] as const;
     if (this.req.stream) {
-      this.streamOk = this.client.startStream(
-        [...headers, ['content-type', 'text/event-stream'], ['cache-control', 'no-cache'], ['x-accel-buffering', 'no']],
-        att.pending.join(''),
-      );
+      this.streamOk = this.client.startStream([...this.baseHeaders, servedBy, SSE_TYPE, NO_CACHE, NO_BUFFERING], att.pending.join(''));
       att.pending = [];
     } else {
-      this.client.send(200, [...headers, ['content-type', 'application/json']], att.body ?? '');
+      this.client.send(200, [...this.baseHeaders, servedBy, JSON_TYPE], att.body ?? '');
       att.body = null;
     }
   }

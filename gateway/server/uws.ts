@@ -241,12 +241,24 @@ function handleInference(ctx: ServerContext, endpoint: Endpoint, res: HttpRespon
   });
 }
 
+/** The last `Authorization` header with a bearer key `affinityKeyOf` saw, and that key's affinity key. */
+let lastAuthorization = '';
+let lastKeyAffinity = '';
+
 /**
  * The session-affinity key of a request (seed 000's rule, `deriveAffinityKey`): the presented
  * bearer key's hash, else the client address bucket (IPv4, or an IPv6 /64), else `anonymous`.
  */
 function affinityKeyOf(authorization: string, clientIp: string): string {
+  // A key's affinity key depends on the key alone: the last one is kept, so a caller sending the
+  // same header again costs a string comparison instead of a hash.
+  if (authorization.length > 0 && authorization === lastAuthorization) return lastKeyAffinity;
   const bearer = authorization.length > 7 && authorization.slice(0, 7).toLowerCase() === 'bearer ' ? authorization.slice(7).trim() : '';
+  if (bearer.length > 0) {
+    lastKeyAffinity = deriveAffinityKey({ apiKey: bearer });
+    lastAuthorization = authorization;
+    return lastKeyAffinity;
+  }
   try {
     return deriveAffinityKey({ apiKey: bearer, clientIp });
   } catch {
