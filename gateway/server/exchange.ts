@@ -26,14 +26,24 @@ import type { AttemptEnd } from '../upstream/adapter.ts';
 import { newAttempt, timerDelayMs, type Attempt } from './attempt.ts';
 import type { ClientResponse, HeaderPairs } from './client-response.ts';
 import type { ExchangeContext, ExchangeMeta } from './exchange-context.ts';
+import type { LiveLinks } from './live-exchanges.ts';
 import { logRequestLine } from './request-line.ts';
 import { routeRequestOf } from './route-request.ts';
 import { PASS_THROUGH_CODES, upstreamMessage } from './upstream-error-body.ts';
 
+const SSE_TYPE = ['content-type', 'text/event-stream'] as const;
+const NO_CACHE = ['cache-control', 'no-cache'] as const;
+const NO_BUFFERING = ['x-accel-buffering', 'no'] as const;
+const JSON_TYPE = ['content-type', 'application/json'] as const;
+const NO_HEADERS: HeaderPairs = [];
 const ZERO_USAGE = { inputTokens: 0, outputTokens: 0, cachedTokens: 0 } as const;
 
 /** One request's life in the gateway. */
-export class Exchange {
+export class Exchange implements LiveLinks<Exchange> {
+  /** Links of the gateway's running exchanges (`live-exchanges.ts`); managed there. */
+  livePrev: Exchange | null = null;
+  liveNext: Exchange | null = null;
+  isLive = false;
   private life: RequestLife | null = null;
   private readonly attempts = new Map<number, Attempt>();
   private committed: Attempt | null = null;
@@ -52,6 +62,8 @@ export class Exchange {
   private readonly baseHeaders: HeaderPairs;
   /** Set by `cutForDrain`. */
   private cut = false;
+  /** The life is registered for outbound-slot wake-ups (it queued an attempt). */
+  private wakeable = false;
 
   constructor(
     private readonly ctx: ExchangeContext,
@@ -70,8 +82,6 @@ export class Exchange {
     const request = routeRequestOf(this.req, this.meta);
     const { life, actions } = this.ctx.core.start(request, this.ctx.now(), this.ctx.rngFor(this.req.model));
     this.life = life;
-    const wakeups = wakeupsFor(this.ctx.core);
-    if (!life.isDone) wakeups.register(life, (e) => this.run(() => this.step(e)));
     this.busy = true;
     try {
       this.apply(actions);
@@ -137,6 +147,10 @@ export class Exchange {
         // Already failing; the log line above has the cause.
       }
     }
+    if (this.wakeable && this.life) {
+      this.wakeable = false;
+      wakeupsFor(this.ctx.core).unregister(this.life);
+    }
     if (!this.over) {
       this.over = true;
       this.report(null);
@@ -182,9 +196,12 @@ export class Exchange {
     }
     // A step may have freed an outbound slot or hold place that the core granted to another
     // request's queued attempt: step that request now (see wakeups.ts).
-    const wakeups = wakeupsFor(this.ctx.core);
-    if (this.life?.isDone) wakeups.unregister(this.life);
-    wakeups.deliver(this.ctx.core);
+    const core = this.ctx.core;
+    if (this.wakeable && this.life?.isDone) {
+      this.wakeable = false;
+      wakeupsFor(core).unregister(this.life);
+    }
+    if (core.hasWakeups) wakeupsFor(core).deliver(core);
   }
 
   private apply(actions: readonly LifecycleAction[]): void {
@@ -201,6 +218,14 @@ export class Exchange {
           break;
         case 'respond_error':
           this.respondError(a.status, a.code, a.message, a.retryAfterSec, a.attemptId);
+          break;
+        case 'acquire_slot':
+          // Queued behind an outbound slot or hold place: the grant comes as a wake-up. Only
+          // queued lives are registered, so most requests touch no shared table here.
+          if (!this.wakeable && this.life && !this.life.isDone) {
+            this.wakeable = true;
+            wakeupsFor(this.ctx.core).register(this.life, (e) => this.run(() => this.step(e)));
+          }
           break;
         case 'wait_until': {
           const t = setTimeout(() => {
@@ -323,17 +348,13 @@ export class Exchange {
     const att = this.attempts.get(id);
     if (!att) return;
     this.committed = att;
-    const headers: Array<readonly [string, string]> = [...this.baseHeaders, ['x-switchyard-served-by', att.target.endpointId]];
-    const fromAdapter = att.handle?.commitHeaders; // e.g. the fields a translating adapter dropped
-    if (fromAdapter) headers.push(...fromAdapter);
+    const servedBy = ['x-switchyard-served-by', att.target.endpointId] as const;
+    const fromAdapter = att.handle?.commitHeaders ?? NO_HEADERS; // e.g. the fields a translating adapter dropped
     if (this.req.stream) {
-      this.streamOk = this.client.startStream(
-        [...headers, ['content-type', 'text/event-stream'], ['cache-control', 'no-cache'], ['x-accel-buffering', 'no']],
-        att.pending.join(''),
-      );
+      this.streamOk = this.client.startStream([...this.baseHeaders, servedBy, ...fromAdapter, SSE_TYPE, NO_CACHE, NO_BUFFERING], att.pending.join(''));
       att.pending = [];
     } else {
-      this.client.send(200, [...headers, ['content-type', 'application/json']], att.body ?? '');
+      this.client.send(200, [...this.baseHeaders, servedBy, ...fromAdapter, JSON_TYPE], att.body ?? '');
       att.body = null;
     }
   }

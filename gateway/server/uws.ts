@@ -31,6 +31,7 @@ import { isBodyProblem, readClientRequest, type ClientRequest, type Endpoint } f
 import { ClientResponse, statusLine, type HeaderPairs } from './client-response.ts';
 import type { ExchangeContext } from './exchange-context.ts';
 import { Exchange } from './exchange.ts';
+import type { LiveExchanges } from './live-exchanges.ts';
 import { BUDGET_ALPHA_HEADER, parseBudgetAlphaHeader } from '../routewise/budget-alpha.ts';
 import type { DeepHealth, StoreHealth } from './worker-aggregate.ts';
 import type { AdminApi } from '../admin/admin-api.ts';
@@ -78,7 +79,7 @@ export interface ServerContext {
   /** The store's last known state for `/health/deep`, or null without a store. */
   readonly storeHealth: () => StoreHealth | null;
   /** Exchanges running now (a drain cuts those left when its grace runs out). */
-  readonly live: Set<Exchange>;
+  readonly live: LiveExchanges<Exchange>;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:\-]{1,128}$/;
@@ -265,12 +266,24 @@ function handleInference(ctx: ServerContext, family: EndpointFamily, wire: Clien
   });
 }
 
+/** The last `Authorization` header with a bearer key `affinityKeyOf` saw, and that key's affinity key. */
+let lastAuthorization = '';
+let lastKeyAffinity = '';
+
 /**
  * The session-affinity key of a request (seed 000's rule, `deriveAffinityKey`): the presented
  * bearer key's hash, else the client address bucket (IPv4, or an IPv6 /64), else `anonymous`.
  */
 function affinityKeyOf(authorization: string, clientIp: string): string {
+  // A key's affinity key depends on the key alone: the last one is kept, so a caller sending the
+  // same header again costs a string comparison instead of a hash.
+  if (authorization.length > 0 && authorization === lastAuthorization) return lastKeyAffinity;
   const bearer = authorization.length > 7 && authorization.slice(0, 7).toLowerCase() === 'bearer ' ? authorization.slice(7).trim() : '';
+  if (bearer.length > 0) {
+    lastKeyAffinity = deriveAffinityKey({ apiKey: bearer });
+    lastAuthorization = authorization;
+    return lastKeyAffinity;
+  }
   try {
     return deriveAffinityKey({ apiKey: bearer, clientIp });
   } catch {
