@@ -8,8 +8,8 @@
  *
  * Benchmark protocols (from AIConfigurator's `eval` harness, `src/aiconfigurator/eval/benchmarks/`):
  *  - vLLM points: genai-perf, `--concurrency C --request-count 10C --warmup-request-count 2C`; the
- *    warm-up drains before profiling starts. Server settings from AIConfigurator's vLLM aggregated
- *    rule (`generator/rule_plugin/vllm.rule`): max_num_seqs 512, max_num_batched_tokens = 512 + isl + 1,500.
+ *    warm-up drains before profiling starts. Server settings from AIConfigurator's benchmark rule for
+ *    vLLM (`generator/rule_plugin/benchmark/vllm.rule`, see {@link vllmBenchmarkServer}).
  *  - SGLang points: SGLang `bench_serving --max-concurrency C --num-prompts 10C`, nothing excluded;
  *    SGLang 0.5 server defaults (chunked_prefill_size 8,192, max_prefill_tokens 16,384, fcfs,
  *    mixed chunking off).
@@ -167,6 +167,19 @@ export function committedConstants(fam: ValidationFamily, tp: number): GroupCons
 }
 
 /**
+ * vLLM server settings of a measured point, by AIConfigurator's benchmark rule for vLLM
+ * (`src/aiconfigurator/generator/rule_plugin/benchmark/vllm.rule` of github.com/ai-dynamo/aiconfigurator:
+ * `agg max_num_tokens = max_batch_size + isl + 1500`, `agg max_seq_len = isl + osl + 1500`), with
+ * `max_batch_size` the point's batch size (= the client concurrency C, the silicon sample's
+ * `batch_size` column): `max_num_seqs` C, `max_num_batched_tokens` C + isl + 1,500, `max_model_len`
+ * isl + osl + 1,500. (The serving rule `rule_plugin/vllm.rule` raises the batch size to ≥ 512 for
+ * aggregated decode; the benchmark rule does not.)
+ */
+export function vllmBenchmarkServer(r: Pick<SiliconRow, 'concurrency' | 'isl' | 'osl'>): { max_num_seqs: number; max_num_batched_tokens: number; max_model_len: number } {
+  return { max_num_seqs: r.concurrency, max_num_batched_tokens: r.concurrency + r.isl + 1500, max_model_len: r.isl + r.osl + 1500 };
+}
+
+/**
  * The simulated replica and client for one measured point, with the group's constants (default:
  * the committed calibration).
  */
@@ -184,7 +197,7 @@ export function pointSetup(fam: ValidationFamily, r: SiliconRow, k: GroupConstan
   };
   const c = r.concurrency;
   const io = { concurrency: c, inputTokens: r.isl, outputTokens: r.osl, apiServer: k.apiServer };
-  const vllmServer = { ...common, max_num_seqs: 512, max_num_batched_tokens: 512 + r.isl + 1500, enable_prefix_caching: false };
+  const vllmServer = { ...common, ...vllmBenchmarkServer(r), enable_prefix_caching: false };
   if (fam.protocol === 'genai-perf') {
     return { replicas: ReplicasSchema.parse(vllmServer), client: { ...io, warmupRequests: 2 * c, measuredRequests: 10 * c, drainWarmup: true } };
   }

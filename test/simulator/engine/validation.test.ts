@@ -9,7 +9,7 @@ import { loadCrossCheck } from '../../../simulator/engine/operator-tables.ts';
 import { buildReplica, ReplicasSchema, resolveReplicas } from '../../../simulator/engine/replica-config.ts';
 import type { StepTimeModel } from '../../../simulator/engine/step-time.ts';
 import { VllmReplica } from '../../../simulator/engine/vllm-replica.ts';
-import { median, quantile, readSiliconRows, simulatePoint, summarize, VALIDATION_FAMILIES } from '../../../simulator/engine/validation.ts';
+import { median, pointSetup, quantile, readSiliconRows, simulatePoint, summarize, VALIDATION_FAMILIES, vllmBenchmarkServer } from '../../../simulator/engine/validation.ts';
 import { crossCheckRows, renderValidationMarkdown, writeValidationDuckDb } from '../../../simulator/engine/validation-report.ts';
 
 const flat: StepTimeModel = { stepMs: (b) => (b.prefillTokens === 0 && b.decodeSeqs === 0 ? 0 : 10 + 0.01 * b.prefillTokens) };
@@ -59,6 +59,16 @@ describe('validation against measured serving points', () => {
     const n = (k: string) => rows.filter(VALIDATION_FAMILIES.find((f) => f.key === k)!.matches).length;
     expect(rows).toHaveLength(213);
     expect([n('vllm-qwen3-32b'), n('sglang-qwen3-32b'), n('vllm-llama-3.1-70b-fp8')]).toEqual([90, 78, 45]);
+  });
+
+  it('vLLM points run with AIConfigurator\'s benchmark rule: max_num_seqs C, budget C + isl + 1,500, max_model_len isl + osl + 1,500', () => {
+    expect(vllmBenchmarkServer({ concurrency: 16, isl: 4096, osl: 512 })).toEqual({ max_num_seqs: 16, max_num_batched_tokens: 5612, max_model_len: 6108 });
+    for (const key of ['vllm-qwen3-32b', 'vllm-llama-3.1-70b-fp8']) {
+      const fam = VALIDATION_FAMILIES.find((f) => f.key === key)!;
+      const r = rows.find((x) => fam.matches(x) && x.concurrency === 32)!;
+      const { replicas } = pointSetup(fam, r);
+      expect([replicas.max_num_seqs, replicas.max_num_batched_tokens, replicas.max_model_len]).toEqual([32, 32 + r.isl + 1500, r.isl + r.osl + 1500]);
+    }
   });
 
   it('simulates a few points close to the measurement, deterministically', () => {
