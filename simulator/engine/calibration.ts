@@ -3,8 +3,9 @@
  * models not read from measured operator tables or engine defaults:
  *  - per step and per sequence in the step (ms): the CPU side of an iteration (scheduling, input
  *    preparation, sampling, output processing);
- *  - `elementwiseScale`: the fraction of the tables' eager elementwise time a step still pays
- *    where the engine fuses those ops (vLLM's torch.compile passes);
+ *  - `elementwiseScale`: the fraction of the tables' eager elementwise time a CUDA-graph step
+ *    still pays where the graph and the engine's fused kernels remove launch gaps and passes
+ *    (eager steps pay it in full, `operator-step-time.ts`);
  *  - the API-server terms (`api-server.ts`): per request and per prompt token, added to TTFT.
  * `switchyard validate-sim --fit` fits them per validation group (engine × model × dtype × TP) on a
  * seeded half of the group's measured points and reports the errors on the other half; the
@@ -34,7 +35,7 @@ const EngineCalibrationSchema = z
     stepOverheadMs: z.number().finite().nonnegative(),
     /** ms per sequence in the step. */
     perSequenceOverheadMs: z.number().finite().nonnegative(),
-    /** Fraction (0..1] of eager elementwise time paid. Default 1. */
+    /** Fraction (0..1] of eager elementwise time a CUDA-graph step pays. Default 1. */
     elementwiseScale: z.number().gt(0).max(1).default(1),
     /** API-server terms, ms. Default none. */
     apiServer: ApiServerCalibrationSchema.default({ requestMs: 0, perPromptTokenMs: 0, perOutputTokenMs: 0 }),
