@@ -154,7 +154,8 @@ export function renderValidationMarkdown(inp: ReportInputs): string {
   p('`validate-sim --fit` per group on its seeded fit half (FNV-1a hash order of the point ids, seed');
   p('`validation-split-1`, the first ⌈n/2⌉), in two grid-search stages (`simulator/engine/validation-fit.ts`):');
   p('(1) per-step overhead, per-sequence overhead and the elementwise fraction (the share of the tables\' eager');
-  p('elementwise time left after kernel fusion) minimising the median |TPOT error|; (2) the API server\'s');
+  p('elementwise time a CUDA-graph step still pays after launch gaps and fused kernels; eager steps — prefill —');
+  p('pay all of it, `operator-step-time.ts`) minimising the median |TPOT error|; (2) the API server\'s');
   p('per-request and per-prompt-token terms (bounded to ≤ 20 ms and ≤ 5 µs per token, so they stay physical)');
   p('minimising the median |TTFT error|. The engine rows (used for models and TPs without a group) take the');
   p('step constants as medians over the engine\'s bfloat16 groups and the API-server terms as medians over all');
@@ -180,10 +181,12 @@ export function renderValidationMarkdown(inp: ReportInputs): string {
   p('  `max_num_seqs` C, `max_num_batched_tokens` = C + isl + 1,500, `max_model_len` = isl + osl + 1,500, 90 % GPU memory.');
   p('- vLLM Llama-3.1-70B FP8 points (no harness recorded): the same server; the clients are ramped up over one');
   p('  lone request\'s simulated latency and the warm-up loop continues into the measured phase (*staggered*): their');
-  p('  measured TTFT stays near one prefill at every concurrency, which a burst start cannot give.');
+  p('  measured TTFT is one prefill at low concurrency (no collisions), which a burst start cannot give.');
   p('- SGLang points: `bench_serving --max-concurrency C --num-prompts 10C`, every request measured. Server:');
   p('  engine profile `sglang-0.4` (the defaults of 0.4.0–0.5.2; measured on 0.5.1): chunked prefill 8,192, max');
-  p('  prefill 16,384, fcfs, no mixed chunking, `mem_fraction_static` by TP.');
+  p('  prefill 16,384, fcfs, no mixed chunking, `mem_fraction_static` by TP. (AIConfigurator\'s benchmark rule for');
+  p('  SGLang — `max_prefill_tokens` isl + 1,500, mixed chunking on — gives held-out TTFT medians of 86–92 %, so these');
+  p('  rows were not measured with it.)');
   p('- API server: each token reaches the client the fitted per-request + per-prompt-token delay after the engine');
   p('  produced it; a client sends its next request when its last token arrives.');
   p('- Random prompts (no prefix reuse), fixed output lengths (ignore_eos), KV cache in bf16.');
@@ -273,38 +276,37 @@ const HYBRID_NOTE = [
 /** Why each family misses (written after investigating the residuals; see the per-point table). */
 const MISS_EXPLANATIONS: Record<string, string[]> = {
   'vllm-qwen3-32b': [
-    'TPOT is within target on the held-out half at every TP. TTFT is a scheduling-phase quantity: with the benchmark',
-    'rule\'s budget of C + isl + 1,500 tokens per step, the burst of C prompts that opens the measured phase (genai-perf',
-    'drains its warm-up) is prefilled one to three per step, so most requests wait for several prefill steps. The server',
-    'settings are those of AIConfigurator\'s benchmark rule (max_num_seqs = C); the serving rule\'s 512 + isl + 1,500',
-    '(used before) gave held-out TTFT medians of 35.4 / 12.5 / 15.6 % at TP 2 / 4 / 8, the benchmark rule 24.7 / 7.1 /',
-    '17.8 % after refitting. The remaining misses: at TP 2 the simulated TTFT is high for 1,024-token prompts at',
-    'C ≤ 64 (C = 8: 301 ms against 154 ms measured — the 2,532-token budget prefills the burst in steps of 2.5 prompts,',
-    'and the simulated cohorts stay that size), at TP 8 it is low for 4,096-token prompts at C ≤ 16 (−18 to −29 %) and',
-    'high for 1,024-token prompts at C = 16–64 (+14 to +28 %). A continued warm-up, ramped starts (fitted per group:',
-    'held-out 12–35 %, unstable), client cohorts (2–16 cohorts spread over 0.1–2 lone-request latencies: 31–64 %),',
-    'paced sends at 1–3 × the lone-request rate (no better than the ramp) and seeded arrival jitter (1–30 ms: equal or',
-    'worse) did not do better, so the documented genai-perf protocol is kept. The API-server terms are bounded',
-    '(≤ 20 ms, ≤ 5 µs per token) so they cannot absorb this.',
-    'What the measurements show about the mechanism: the measured TTFT does not depend on the output length (TP 2,',
-    '1,024-token prompts: 154/154/154 ms at C = 8 and 692/682/652 ms at C = 128 for 128/512/1,024 output tokens), so it',
-    'is not queueing behind randomly timed arrivals (whose collisions would fall as the request cycle lengthens);',
-    'above one prefill it grows by about one prefill time per 13–24 concurrent requests at every TP and prompt length',
-    '(Qwen3-32B and Llama-3.1-70B FP8 alike), as if the clients ran in about eight groups that arrive together. The',
-    'simulated closed loop locks into groups too, but which ones depends on millisecond offsets: at TP 2, 4,096-token',
-    'prompts and C = 8, a 0 ms instead of a 15 ms API-server term moved the simulated mean TTFT from 888 ms to 549 ms',
-    '(serving-rule budget).',
-    'A uniform random client delay (10–100 ms) makes groups collide more (TP 2, C = 8: TTFT up 50–65 %), and a serial frontend',
-    '(tokenisation queued on one thread) does not split groups either (a group splits only when its members\' frontend',
-    'time exceeds a step); neither is used.',
+    'TPOT is within target on the held-out half at every TP. TTFT is a scheduling-phase quantity. With AIConfigurator\'s',
+    'benchmark rule (max_num_seqs = C, C + isl + 1,500 tokens per step) instead of its serving rule (512, 512 + isl +',
+    '1,500) the held-out TTFT medians went from 35.4 / 12.5 / 15.6 % to 24.7 / 7.1 / 17.8 % at TP 2 / 4 / 8 (refitted),',
+    'and with eager prefill steps paying the full elementwise time to 26.0 / 9.7 / 16.1 %. The remaining misses: at',
+    'TP 2 the simulated TTFT is high for 1,024-token prompts at C ≤ 64 (C = 8: 306 ms against 154 ms measured); at TP 8',
+    'it is low for 4,096-token prompts at C ≤ 16 (−15 to −26 %) and high for 1,024-token prompts at C = 16–64 (+14 to',
+    '+31 %).',
+    'Why TP 2 misses: the simulated closed loop locks into one cohort. At TP 2, 1,024/128, C = 8 every round\'s eight',
+    'requests arrive within a few decode steps of each other and are prefilled 1, 2, 2, 3 per step (per-round TTFTs',
+    '92 / 218 / 218 / 344 / 344 / 404 / 404 / 404 ms), because the requests of a round start decoding only a few',
+    'tokens apart (the prefill steps in between also decode the running ones), so they finish, and resend, together.',
+    'The measured mean of 154 ms is below what any simultaneous burst of 8 can average at the simulated prefill rate',
+    '(one 1,024-token prefill ≈ 60 ms; prefilled one by one the mean is 4.5 prefills ≈ 270 ms), so the measured',
+    'clients do not arrive together every round, although their TTFT does not depend on the output length either',
+    '(154/154/154 ms for 128/512/1,024 output tokens), which rules out randomly timed arrivals (their collisions',
+    'would fall as the request cycle lengthens). What spreads the real rounds is not identified; these client models',
+    'were tried and do not do better on the fit half: a continued warm-up, ramped starts (fitted per group: held-out',
+    '12–35 %, unstable), 2–16 client cohorts spread over 0.1–2 lone-request latencies (31–64 %), paced sends at 1–3 ×',
+    'the lone-request rate (no better than the ramp), seeded arrival jitter of 1–30 ms (equal or worse: larger jitter',
+    'makes cohorts collide more), a serial tokeniser in front of the scheduler (no change) and vLLM\'s CUDA graphs',
+    'captured only up to C (the benchmark rule\'s capture sizes: no change). So the documented genai-perf protocol is',
+    'kept. The API-server terms are bounded (≤ 20 ms, ≤ 5 µs per token) so they cannot absorb this.',
+    'Across TPs and prompt lengths the measured TTFT grows by about one prefill time per 13–24 concurrent requests',
+    '(Qwen3-32B and Llama-3.1-70B FP8 alike), as if the clients ran in about eight groups that arrive together; the',
+    'simulated cohorts instead have the size the token budget gives, so which points are high or low depends on how',
+    'C + isl + 1,500 divides into prompts (2.5 prompts per step at TP 2 and 1,024 tokens, 1.4 at 4,096).',
   ],
   'sglang-qwen3-32b': [
-    'TPOT is within target everywhere. TTFT is biased low at TP 2 and TP 4 (−12 % and −8 %) with the API-server',
-    'terms at their bounds (20 ms + 5 µs per prompt token): the remaining gap is in how SGLang\'s prefill-first',
-    'batches of the C simultaneous prompts are priced, not in a per-request constant. AIConfigurator\'s benchmark',
-    'rule for SGLang (`max_prefill_tokens` = isl + 1,500, mixed chunking on) is not used: with it the held-out TTFT',
-    'medians are 86–92 % (12–20 % with mixed chunking off), so these rows were not measured with it; a serial',
-    'tokeniser in front of the scheduler (1–5 µs per prompt token, queued) changes the medians by < 0.6 point.',
+    'TPOT is within target everywhere. TTFT: SGLang\'s prefill batches run eagerly (it graphs decode batches only),',
+    'so they pay the tables\' full elementwise time; with the decode-fitted fraction applied to them as well the',
+    'held-out medians were 14.9 / 11.0 / 9.5 % (biased low), with the full time 9.1 / 9.5 / 7.3 %.',
   ],
   'vllm-llama-3.1-70b-fp8': [
     '**TPOT** (previously 16–27 % median error) is within target: the fitted elementwise fraction (0.1–0.2) removes',
@@ -313,10 +315,14 @@ const MISS_EXPLANATIONS: Record<string, string[]> = {
     'simulated replica preempts more than the real one did.',
     '**TTFT.** These rows carry no harness provenance (source "2026-04-06.csv", vLLM version not recorded) and their',
     'TTFT stays within 1–3 prefills even at C = 64, so the staggered client is assumed (clients ramped over one lone',
-    'request\'s latency): that brings the medians from 103–115 % to 22–37 %, but the simulated TTFT stays near one',
-    'prefill at every C while the measured one grows with C (TP 8, 1,024-token prompts: 70 ms at C = 4 to 185 ms at',
-    'C = 64), so it is low at high C; the KV-capacity-bound points (6.5 s and 59 s measured) are reproduced in order',
-    'of magnitude only.',
+    'request\'s latency). A drained burst (genai-perf) gives 85–256 % errors here, even at C = 4 (TP 8, 8,192-token',
+    'prompts: 788 ms simulated, 301 ms measured — the measured clients do not collide at all at low C). With the',
+    'staggered client, the benchmark rule\'s server and eager prefill paying the full elementwise time the held-out',
+    'medians are 14–31 % (103–115 % with a burst start), but the simulated TTFT stays near one prefill at every C',
+    'while the measured one grows with C (TP 8, 1,024/1,024: 70 → 185 ms measured, 76 → 81 ms simulated from C = 4',
+    'to 64), so it is low at high C; ramp spreads of 0.05–2 lone-request latencies fitted on the fit half move single',
+    'points, not the trend. The KV-capacity-bound points (TP 2: 6.5 s, 59 s and 31 s measured) are reproduced in',
+    'order of magnitude only.',
   ],
 };
 
