@@ -49,12 +49,31 @@ const EngineCalibrationSchema = z
 /** Calibration of one engine (or one engine × model × dtype × TP group). */
 export type EngineCalibration = z.infer<typeof EngineCalibrationSchema>;
 
+const ClientCalibrationSchema = z
+  .object({
+    /** Client cohorts of the data source's benchmark client (`ClosedLoopSpec.startCohorts`). */
+    startCohorts: z.number().int().min(1),
+    /** Validation points it was fitted on. */
+    fittedOn: z.string(),
+    /** How it was fitted. */
+    method: z.string(),
+  })
+  .strict();
+
+/** A fitted benchmark-client parameter of one validation data source (family). */
+export type ClientCalibration = z.infer<typeof ClientCalibrationSchema>;
+
 const CalibrationFileSchema = z
   .object({
     vllm: EngineCalibrationSchema,
     sglang: EngineCalibrationSchema,
     /** Per group, keyed by {@link calibrationGroupKey}. */
     groups: z.record(z.string(), EngineCalibrationSchema).default({}),
+    /**
+     * Benchmark clients of validation data sources without harness provenance, keyed by family
+     * (`validation.ts`); used by `validate-sim` only, never by a simulated experiment.
+     */
+    clients: z.record(z.string(), ClientCalibrationSchema).default({}),
   })
   .strict();
 
@@ -92,7 +111,7 @@ export function loadCalibration(path: string = CALIBRATION_PATH): CalibrationFil
   try {
     raw = JSON.parse(readFileSync(path, 'utf8'));
   } catch {
-    return { vllm: ZERO, sglang: ZERO, groups: {} };
+    return { vllm: ZERO, sglang: ZERO, groups: {}, clients: {} };
   }
   const r = CalibrationFileSchema.safeParse(raw);
   if (!r.success) throw new Error(`${path}: ${r.error.issues.map((i) => `field ${i.path.join('.')}: ${i.message}`).join('; ')}`);

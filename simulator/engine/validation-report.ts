@@ -157,7 +157,10 @@ export function renderValidationMarkdown(inp: ReportInputs): string {
   p('elementwise time a CUDA-graph step still pays after launch gaps and fused kernels; eager steps — prefill —');
   p('pay all of it, `operator-step-time.ts`) minimising the median |TPOT error|; (2) the API server\'s');
   p('per-request and per-prompt-token terms (bounded to ≤ 20 ms and ≤ 5 µs per token, so they stay physical)');
-  p('minimising the median |TTFT error|. The engine rows (used for models and TPs without a group) take the');
+  p('minimising the median |TTFT error|; (3) for the family whose benchmark client is not recorded (Llama-3.1-70B');
+  p('FP8, *staggered* below), the client\'s cohort count on the fit halves of its groups together (grid 2–64,');
+  p('given the groups\' constants from (1)–(2) with one cohort per client), after which (1)–(2) are refitted with');
+  p('it. The engine rows (used for models and TPs without a group) take the');
   p('step constants as medians over the engine\'s bfloat16 groups and the API-server terms as medians over all');
   p('its groups. Stored in `simulator/engine/calibration.json`.');
   p();
@@ -169,6 +172,13 @@ export function renderValidationMarkdown(inp: ReportInputs): string {
   row('vLLM (engine default)', cal.vllm);
   row('SGLang (engine default)', cal.sglang);
   p();
+  const clients = Object.entries(cal.clients);
+  if (clients.length > 0) {
+    p('| benchmark client of | cohorts | fitted on |');
+    p('| --- | ---: | --- |');
+    for (const [k, c] of clients) p(`| ${k} | ${c.startCohorts} | ${c.fittedOn} |`);
+    p();
+  }
   p('**Engines.** vLLM: `VllmReplica` (V1 scheduler: one token budget per step, running requests first, then');
   p('waiting FCFS; chunked prefill; 16-token KV blocks sized from GPU memory; prefix caching; recompute');
   p('preemption). SGLang: `SglangReplica` (prefill batches first and separate from decode batches; chunked');
@@ -179,9 +189,11 @@ export function renderValidationMarkdown(inp: ReportInputs): string {
   p('  drains, then the measured phase opens with C simultaneous requests. Server, by AIConfigurator\'s benchmark rule');
   p('  for vLLM (`generator/rule_plugin/benchmark/vllm.rule`, with `max_batch_size` = the point\'s concurrency C):');
   p('  `max_num_seqs` C, `max_num_batched_tokens` = C + isl + 1,500, `max_model_len` = isl + osl + 1,500, 90 % GPU memory.');
-  p('- vLLM Llama-3.1-70B FP8 points (no harness recorded): the same server; the clients are ramped up over one');
-  p('  lone request\'s simulated latency and the warm-up loop continues into the measured phase (*staggered*): their');
-  p('  measured TTFT is one prefill at low concurrency (no collisions), which a burst start cannot give.');
+  p('- vLLM Llama-3.1-70B FP8 points (no harness recorded): the same server; the clients start in G cohorts spread');
+  p('  over one lone request\'s simulated latency (a cohort\'s members send together; G fitted, see above) and the');
+  p('  warm-up loop continues into the measured phase (*staggered*): their measured TTFT is one prefill at low');
+  p('  concurrency (no collisions), which a burst start cannot give, and grows by about one prefill per 2G');
+  p('  concurrent requests, as cohorts of C / G prefilled together give.');
   p('- SGLang points: `bench_serving --max-concurrency C --num-prompts 10C`, every request measured. Server:');
   p('  engine profile `sglang-0.4` (the defaults of 0.4.0–0.5.2; measured on 0.5.1): chunked prefill 8,192, max');
   p('  prefill 16,384, fcfs, no mixed chunking, `mem_fraction_static` by TP. (AIConfigurator\'s benchmark rule for');
@@ -313,16 +325,18 @@ const MISS_EXPLANATIONS: Record<string, string[]> = {
     'most of the tables\' eager elementwise time, which the measured deployment fuses into the FP8 GEMMs and norms',
     '(torch.compile). The one large TPOT miss is the KV-bound point (TP 2, 1,024/8,192 at C = 64), where the',
     'simulated replica preempts more than the real one did.',
-    '**TTFT.** These rows carry no harness provenance (source "2026-04-06.csv", vLLM version not recorded) and their',
-    'TTFT stays within 1–3 prefills even at C = 64, so the staggered client is assumed (clients ramped over one lone',
-    'request\'s latency). A drained burst (genai-perf) gives 85–256 % errors here, even at C = 4 (TP 8, 8,192-token',
-    'prompts: 788 ms simulated, 301 ms measured — the measured clients do not collide at all at low C). With the',
-    'staggered client, the benchmark rule\'s server and eager prefill paying the full elementwise time the held-out',
-    'medians are 14–31 % (103–115 % with a burst start), but the simulated TTFT stays near one prefill at every C',
-    'while the measured one grows with C (TP 8, 1,024/1,024: 70 → 185 ms measured, 76 → 81 ms simulated from C = 4',
-    'to 64), so it is low at high C; ramp spreads of 0.05–2 lone-request latencies fitted on the fit half move single',
-    'points, not the trend. The KV-capacity-bound points (TP 2: 6.5 s, 59 s and 31 s measured) are reproduced in',
-    'order of magnitude only.',
+    '**TTFT.** These rows carry no harness provenance (source "2026-04-06.csv", vLLM version not recorded). At low C',
+    'their TTFT is one prefill (no collisions: a drained burst, genai-perf\'s start, gives 85–256 % errors even at',
+    'C = 4 — TP 8, 8,192-token prompts: 788 ms simulated, 301 ms measured), and above that it grows by about one prefill',
+    'per 20 concurrent requests at every TP and prompt length, independently of the output length (TP 8, C = 64:',
+    '185 and 176 ms for 1,024 and 8,192 output tokens). Cohorts of C / G clients that send together give exactly that',
+    '(a cohort of m prompts waits (m − 1) / 2 prefills on average, and a cohort\'s members, prefilled a few steps apart,',
+    'finish and resend a few decode steps apart, so it re-forms every round); G = 10, fitted on the fit half, is the',
+    'staggered client. With one cohort per client (a plain ramp) the simulated TTFT stayed at one prefill at every C',
+    '(held-out medians 30.6 / 14.3 / 20.8 %, low at high C), with G = 10 they are 19.8 / 12.8 / 9.9 %. What remains:',
+    'the 8,192-token prompts at C = 4 are priced 14–28 % high (one FP8 prefill of 8,192 tokens: eager elementwise time',
+    'paid in full, which vLLM\'s FP8 fusion passes partly remove), and the KV-capacity-bound points (TP 2: 6.5 s,',
+    '59 s and 31 s measured) are reproduced in order of magnitude only.',
   ],
 };
 

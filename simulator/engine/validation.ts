@@ -19,7 +19,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ApiServerTerm } from './api-server.ts';
-import { calibratedApiServer, calibrationFor } from './calibration.ts';
+import { calibratedApiServer, calibrationFor, loadCalibration } from './calibration.ts';
 import { type ClosedLoopSpec, meanOf, runClosedLoop } from './closed-loop.ts';
 import { buildReplica, type ReplicasConfig, ReplicasSchema, resolveReplicas } from './replica-config.ts';
 
@@ -104,8 +104,9 @@ export interface ValidationFamily {
   /**
    * Benchmark client: `genai-perf` (drained warm-up, measured phase opens with a burst of C),
    * `bench-serving` (SGLang's, C clients from t = 0, every request measured) or `staggered`
-   * (clients ramped up over one lone request's latency, warm-up continued: assumed for rows
-   * without harness provenance whose TTFT stays near one prefill at every C).
+   * (clients started in `startCohorts` cohorts spread over one lone request's latency, warm-up
+   * continued: assumed for rows without harness provenance whose TTFT is one prefill at low C;
+   * the cohort count is fitted on the family's fit half, `validation-fit.ts`).
    */
   protocol: 'genai-perf' | 'bench-serving' | 'staggered';
 }
@@ -153,16 +154,23 @@ export interface GroupConstants {
   perSequenceOverheadMs: number;
   elementwiseScale: number;
   apiServer: ApiServerTerm;
+  /**
+   * Client cohorts of the `staggered` protocol (`ClosedLoopSpec.startCohorts`); ignored by the
+   * others. Default: the committed client calibration of the family, else one per client.
+   */
+  startCohorts?: number;
 }
 
 /** The committed constants of a family's TP group (group entry, else the engine-level one). */
 export function committedConstants(fam: ValidationFamily, tp: number): GroupConstants {
   const c = calibrationFor(fam.engine, fam.model, fam.dtype, tp);
+  const clients = loadCalibration().clients[fam.key];
   return {
     stepOverheadMs: c.stepOverheadMs,
     perSequenceOverheadMs: c.perSequenceOverheadMs,
     elementwiseScale: c.elementwiseScale,
     apiServer: calibratedApiServer(c),
+    ...(clients && { startCohorts: clients.startCohorts }),
   };
 }
 
@@ -203,9 +211,10 @@ export function pointSetup(fam: ValidationFamily, r: SiliconRow, k: GroupConstan
   }
   if (fam.protocol === 'staggered') {
     const replicas = ReplicasSchema.parse(vllmServer);
-    // Clients ramp up over one lone request's latency, so they stay spread over the request cycle.
+    // Clients start in cohorts spread over one lone request's latency; a cohort's members send together.
     const lone = runClosedLoop(buildReplica(resolveReplicas(replicas), 512, { coalesceDecodeSteps: true }), { ...io, concurrency: 1, warmupRequests: 0, measuredRequests: 1 });
-    return { replicas, client: { ...io, warmupRequests: 2 * c, measuredRequests: 10 * c, startSpreadMs: lone.durationMs } };
+    const cohorts = k.startCohorts !== undefined ? { startCohorts: k.startCohorts } : {};
+    return { replicas, client: { ...io, warmupRequests: 2 * c, measuredRequests: 10 * c, startSpreadMs: lone.durationMs, ...cohorts } };
   }
   return { replicas: ReplicasSchema.parse({ ...common, engine_profile: 'sglang-0.4' }), client: { ...io, warmupRequests: 0, measuredRequests: 10 * c } };
 }
