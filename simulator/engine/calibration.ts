@@ -3,8 +3,9 @@
  * models not read from measured operator tables or engine defaults:
  *  - per step and per sequence in the step (ms): the CPU side of an iteration (scheduling, input
  *    preparation, sampling, output processing);
- *  - `elementwiseScale`: the fraction of the tables' eager elementwise time a step still pays
- *    where the engine fuses those ops (vLLM's torch.compile passes);
+ *  - `elementwiseScale`: the fraction of the tables' eager elementwise time a CUDA-graph step
+ *    still pays where the graph and the engine's fused kernels remove launch gaps and passes
+ *    (eager steps pay it in full, `operator-step-time.ts`);
  *  - the API-server terms (`api-server.ts`): per request and per prompt token, added to TTFT.
  * `switchyard validate-sim --fit` fits them per validation group (engine × model × dtype × TP) on a
  * seeded half of the group's measured points and reports the errors on the other half; the
@@ -34,7 +35,7 @@ const EngineCalibrationSchema = z
     stepOverheadMs: z.number().finite().nonnegative(),
     /** ms per sequence in the step. */
     perSequenceOverheadMs: z.number().finite().nonnegative(),
-    /** Fraction (0..1] of eager elementwise time paid. Default 1. */
+    /** Fraction (0..1] of eager elementwise time a CUDA-graph step pays. Default 1. */
     elementwiseScale: z.number().gt(0).max(1).default(1),
     /** API-server terms, ms. Default none. */
     apiServer: ApiServerCalibrationSchema.default({ requestMs: 0, perPromptTokenMs: 0, perOutputTokenMs: 0 }),
@@ -48,12 +49,31 @@ const EngineCalibrationSchema = z
 /** Calibration of one engine (or one engine × model × dtype × TP group). */
 export type EngineCalibration = z.infer<typeof EngineCalibrationSchema>;
 
+const ClientCalibrationSchema = z
+  .object({
+    /** Client cohorts of the data source's benchmark client (`ClosedLoopSpec.startCohorts`). */
+    startCohorts: z.number().int().min(1),
+    /** Validation points it was fitted on. */
+    fittedOn: z.string(),
+    /** How it was fitted. */
+    method: z.string(),
+  })
+  .strict();
+
+/** A fitted benchmark-client parameter of one validation data source (family). */
+export type ClientCalibration = z.infer<typeof ClientCalibrationSchema>;
+
 const CalibrationFileSchema = z
   .object({
     vllm: EngineCalibrationSchema,
     sglang: EngineCalibrationSchema,
     /** Per group, keyed by {@link calibrationGroupKey}. */
     groups: z.record(z.string(), EngineCalibrationSchema).default({}),
+    /**
+     * Benchmark clients of validation data sources without harness provenance, keyed by family
+     * (`validation.ts`); used by `validate-sim` only, never by a simulated experiment.
+     */
+    clients: z.record(z.string(), ClientCalibrationSchema).default({}),
   })
   .strict();
 
@@ -91,7 +111,7 @@ export function loadCalibration(path: string = CALIBRATION_PATH): CalibrationFil
   try {
     raw = JSON.parse(readFileSync(path, 'utf8'));
   } catch {
-    return { vllm: ZERO, sglang: ZERO, groups: {} };
+    return { vllm: ZERO, sglang: ZERO, groups: {}, clients: {} };
   }
   const r = CalibrationFileSchema.safeParse(raw);
   if (!r.success) throw new Error(`${path}: ${r.error.issues.map((i) => `field ${i.path.join('.')}: ${i.message}`).join('; ')}`);

@@ -47,6 +47,13 @@ export interface ClosedLoopSpec {
    */
   startSpreadMs?: number;
   /**
+   * Client cohorts G (integer ≥ 1): client c of C joins cohort g = ⌊c·G/C⌋ and starts at
+   * g × startSpreadMs / G, so the members of a cohort send together; likewise the opening burst of
+   * a measured phase after a drained warm-up. At or above C (the default) every client starts on
+   * its own (c × startSpreadMs / C).
+   */
+  startCohorts?: number;
+  /**
    * API-server delivery delay (`api-server.ts`): each token reaches the client this much after the
    * engine produced it, so TTFT and E2E include it and a client sends its next request only when
    * its last token was delivered. Default none.
@@ -120,6 +127,12 @@ export function runClosedLoop(replica: EngineModel, spec: ClosedLoopSpec): Close
   let sendLimit = drain ? spec.warmupRequests : total;
   const spread = spec.startSpreadMs ?? 0;
   if (!(spread >= 0)) throw new Error(`closed loop: startSpreadMs must be ≥ 0, got ${spread}`);
+  if (spec.startCohorts !== undefined && !(Number.isInteger(spec.startCohorts) && spec.startCohorts >= 1)) {
+    throw new Error(`closed loop: startCohorts must be an integer ≥ 1, got ${spec.startCohorts}`);
+  }
+  const cohorts = Math.min(spec.startCohorts ?? spec.concurrency, spec.concurrency);
+  // Client c belongs to cohort ⌊c·G/C⌋, which starts at that index × spread / G.
+  const startOffsetMs = (c: number): number => (Math.floor((c * cohorts) / spec.concurrency) * spread) / cohorts;
   const api = spec.apiServer ?? NO_API_SERVER;
   const deliveryMs = firstTokenDelayMs(api, spec.inputTokens) + streamDelayMs(api, spec.outputTokens);
   // Sends due later (ramped first sends; clients waiting for their last token's delivery), ascending.
@@ -131,7 +144,7 @@ export function runClosedLoop(replica: EngineModel, spec: ClosedLoopSpec): Close
   };
   const firstSends = Math.min(spec.concurrency, sendLimit);
   for (let c = 0; c < firstSends; c++) {
-    const t = (c * spread) / spec.concurrency;
+    const t = startOffsetMs(c);
     if (t === 0) send(0);
     else sendAt(t);
   }
@@ -162,7 +175,7 @@ export function runClosedLoop(replica: EngineModel, spec: ClosedLoopSpec): Close
       sendLimit = total;
       const t0 = t + deliveryMs;
       for (let c = 0; c < spec.concurrency && sent + dueSends.length < total; c++) {
-        const at = t0 + (c * spread) / spec.concurrency;
+        const at = t0 + startOffsetMs(c);
         if (at > t) sendAt(at);
         else send(t);
       }

@@ -2,9 +2,17 @@
  * Step time from measured GPU operators (the AIConfigurator / Vidur decomposition of one iteration):
  *
  *   stepMs = stepOverheadMs + perSequenceOverheadMs · sequences
- *          + layers × ( GEMM(T) + elementwiseScale · elementwise(T) + 2 · allReduce(T · hidden)      [TP > 1]
+ *          + layers × ( GEMM(T) + f · elementwise(T) + 2 · allReduce(T · hidden)      [TP > 1]
  *                     + contextAttention(prefill chunks) + generationAttention(decodes) )
  *          + lmHead(sampled sequences)
+ *
+ * with f = elementwiseScale for a step that runs as a CUDA graph and f = 1 for one that runs
+ * eagerly. The elementwise tables are eager PyTorch op times (Vidur's): at the few tokens of a
+ * graph-captured step they are mostly launch gaps, which a CUDA graph and the engine's fused kernels
+ * remove (hence the fitted fraction, fitted on decode TPOT); at the thousands of tokens of an eager
+ * prefill step the ops are bandwidth-bound and their measured time is spent (fusing an add into a
+ * norm saves a few passes over the activations, not most of them), so a decode-fitted fraction
+ * would underprice prefill.
  *
  * where T = prefill tokens + decode sequences is the step's token count. Every term is a lookup in
  * the committed operator tables (`operator-tables.ts`), precomputed at construction into dense
@@ -53,8 +61,10 @@ export interface OperatorStepTimeOptions {
   perSequenceOverheadMs?: number;
   /**
    * Fraction (0..1] of the tables' eager elementwise time (RMSNorm, residual adds, activation,
-   * rotary, FP8 quantisation) a step still pays: below 1 where the engine fuses these ops into
-   * neighbouring kernels (vLLM's torch.compile fusion passes). Default 1.
+   * rotary, FP8 quantisation) a CUDA-graph step still pays: below 1 where the graph removes the
+   * launch gaps and the engine fuses these ops into neighbouring kernels (vLLM's torch.compile
+   * fusion passes, SGLang's fused norm and activation kernels). Eager steps pay the full time
+   * (module doc). Default 1.
    */
   elementwiseScale?: number;
 }
@@ -80,9 +90,9 @@ export class OperatorStepTime implements StepTimeModel {
   readonly cudaGraphMaxTokens: number;
   readonly cudaGraphDecodeOnly: boolean;
   readonly maxTokens: number;
-  /** layers × (GEMM + elementwise + all-reduce) by token count, eager (index 0..maxTokens). */
+  /** layers × (GEMM + full elementwise + all-reduce) by token count, eager (index 0..maxTokens). */
   private readonly denseEagerMs: Float64Array;
-  /** Same, CUDA-graph all-reduce, with decode padding to capture sizes (index 0..cudaGraphMaxTokens). */
+  /** Same, CUDA-graph all-reduce and `elementwiseScale` × elementwise, with decode padding to capture sizes (index 0..cudaGraphMaxTokens). */
   private readonly denseGraphMs: Float64Array;
   /** LM head by sampled sequences (index 0..maxTokens). */
   private readonly lmHeadMs: Float64Array;
@@ -135,7 +145,7 @@ export class OperatorStepTime implements StepTimeModel {
     this.denseEagerMs = new Float64Array(N + 1);
     this.lmHeadMs = new Float64Array(N + 1);
     for (let m = 1; m <= N; m++) {
-      this.denseEagerMs[m] = L * (at(g.layerGemmMs, m) + ew * at(g.layerElementwiseMs, m) + arMs(m, false));
+      this.denseEagerMs[m] = L * (at(g.layerGemmMs, m) + at(g.layerElementwiseMs, m) + arMs(m, false));
       this.lmHeadMs[m] = at(g.lmHeadMs, m);
     }
     const G = Math.min(this.cudaGraphMaxTokens, N);

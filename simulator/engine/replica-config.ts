@@ -49,7 +49,7 @@ export const ReplicasSchema = z
     /** Per-step overheads (ms); default: the committed calibration for the engine. */
     step_overhead_ms: z.number().nonnegative().optional(),
     per_sequence_overhead_ms: z.number().nonnegative().optional(),
-    /** Fraction (0..1] of the tables' eager elementwise time paid (fusion); default: the committed calibration. */
+    /** Fraction (0..1] of the tables' eager elementwise time a CUDA-graph step pays (fusion; eager steps pay all); default: the committed calibration. */
     elementwise_scale: z.number().gt(0).max(1).optional(),
     /**
      * API-server latency outside the engine's steps (`api-server.ts`); default for calibrated

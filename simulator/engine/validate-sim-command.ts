@@ -9,10 +9,10 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { UsageError, type CliCommand } from '../../bin/command.ts';
-import { CALIBRATION_PATH, type CalibrationFile, calibrationGroupKey, clearCalibrationCache, type EngineCalibration, loadCalibration } from './calibration.ts';
+import { CALIBRATION_PATH, type CalibrationFile, calibrationGroupKey, clearCalibrationCache, type ClientCalibration, type EngineCalibration, loadCalibration } from './calibration.ts';
 import { loadCrossCheck } from './operator-tables.ts';
-import { fitHalf, median, readSiliconRows, runValidation, summarize, VALIDATION_FAMILIES } from './validation.ts';
-import { fitGroupConstants } from './validation-fit.ts';
+import { fitHalf, type GroupConstants, median, readSiliconRows, runValidation, type SiliconRow, summarize, VALIDATION_FAMILIES, type ValidationFamily } from './validation.ts';
+import { fitClientCohorts, fitGroupConstants } from './validation-fit.ts';
 import { crossCheckRows, renderValidationMarkdown, writeValidationDuckDb } from './validation-report.ts';
 
 /** Default path of the generated report. */
@@ -45,25 +45,19 @@ export async function runValidateSim(opts: ValidateSimOptions = {}) {
   const fitIds = fitHalf(rows);
   if (opts.fit) {
     const groups: Record<string, EngineCalibration> = {};
+    const clients: Record<string, ClientCalibration> = {};
     for (const fam of VALIDATION_FAMILIES) {
-      for (const tp of [1, 2, 4, 8]) {
-        const fitRows = rows.filter((r) => fam.matches(r) && r.tp === tp && fitIds.has(r.id));
-        if (fitRows.length === 0) continue;
-        print(`fitting ${fam.key}/tp${tp} on ${fitRows.length} points…`);
-        const f = fitGroupConstants(fam, fitRows);
-        const k = f.constants;
-        groups[calibrationGroupKey(fam.engine, fam.model, fam.dtype, tp)] = {
-          stepOverheadMs: k.stepOverheadMs,
-          perSequenceOverheadMs: k.perSequenceOverheadMs,
-          elementwiseScale: k.elementwiseScale,
-          apiServer: { ...k.apiServer },
-          fittedOn: `${fam.key}/tp${tp} (${f.points} of the group's points, seeded half)`,
-          method: FIT_METHOD,
-        };
-        print(`  step ${k.stepOverheadMs} ms + ${k.perSequenceOverheadMs} ms/seq, elementwise ×${k.elementwiseScale}, API ${k.apiServer.requestMs} ms + ${k.apiServer.perPromptTokenMs} ms/prompt token (fit half: TPOT ${f.tpotMedianAbsPct.toFixed(1)} %, TTFT ${f.ttftMedianAbsPct.toFixed(1)} %)`);
+      const famRows = rows.filter((r) => fam.matches(r) && fitIds.has(r.id));
+      let constants = fitFamilyGroups(fam, famRows, groups, print);
+      if (fam.protocol === 'staggered' && famRows.length > 0) {
+        // The client's cohort count, given the groups' constants; then the groups again, given it.
+        const c = fitClientCohorts(fam, famRows, constants);
+        print(`fitted ${fam.key} client: ${c.startCohorts} cohorts (fit half: TTFT ${c.ttftMedianAbsPct.toFixed(1)} %); refitting its groups`);
+        clients[fam.key] = { startCohorts: c.startCohorts, fittedOn: `${fam.key} (${c.points} points: the fit halves of its groups)`, method: CLIENT_FIT_METHOD };
+        constants = fitFamilyGroups(fam, famRows, groups, print, c.startCohorts);
       }
     }
-    const cal: CalibrationFile = { vllm: engineLevelCalibration('vllm', groups), sglang: engineLevelCalibration('sglang', groups), groups };
+    const cal: CalibrationFile = { vllm: engineLevelCalibration('vllm', groups), sglang: engineLevelCalibration('sglang', groups), groups, clients };
     writeFileSync(CALIBRATION_PATH, `${JSON.stringify(cal, null, 2)}\n`);
     clearCalibrationCache();
   }
@@ -88,6 +82,36 @@ export async function runValidateSim(opts: ValidateSimOptions = {}) {
   }
   print(`wrote ${out} and ${db} (tables validation_points, validation_groups, validation_crosscheck)`);
   return groups;
+}
+
+/** How the client cohort count is fitted (recorded in calibration.json). */
+export const CLIENT_FIT_METHOD = 'switchyard validate-sim --fit: grid search over the cohort count on the fit halves of the family (validation-fit.ts fitClientCohorts)';
+
+/**
+ * Fit every TP group of `fam` on its fit points (`famRows`: the family's fit half), writing the
+ * entries into `groups`.
+ * @returns the fitted constants by TP.
+ */
+function fitFamilyGroups(fam: ValidationFamily, famRows: readonly SiliconRow[], groups: Record<string, EngineCalibration>, print: (s: string) => void, startCohorts?: number): Map<number, GroupConstants> {
+  const out = new Map<number, GroupConstants>();
+  for (const tp of [1, 2, 4, 8]) {
+    const fitRows = famRows.filter((r) => r.tp === tp);
+    if (fitRows.length === 0) continue;
+    print(`fitting ${fam.key}/tp${tp} on ${fitRows.length} points…`);
+    const f = fitGroupConstants(fam, fitRows, startCohorts);
+    const k = f.constants;
+    out.set(tp, k);
+    groups[calibrationGroupKey(fam.engine, fam.model, fam.dtype, tp)] = {
+      stepOverheadMs: k.stepOverheadMs,
+      perSequenceOverheadMs: k.perSequenceOverheadMs,
+      elementwiseScale: k.elementwiseScale,
+      apiServer: { ...k.apiServer },
+      fittedOn: `${fam.key}/tp${tp} (${f.points} of the group's points, seeded half)`,
+      method: FIT_METHOD,
+    };
+    print(`  step ${k.stepOverheadMs} ms + ${k.perSequenceOverheadMs} ms/seq, elementwise ×${k.elementwiseScale}, API ${k.apiServer.requestMs} ms + ${k.apiServer.perPromptTokenMs} ms/prompt token (fit half: TPOT ${f.tpotMedianAbsPct.toFixed(1)} %, TTFT ${f.ttftMedianAbsPct.toFixed(1)} %)`);
+  }
+  return out;
 }
 
 /**

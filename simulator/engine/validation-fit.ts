@@ -8,6 +8,10 @@
  *     the per-step overhead.
  * Each stage runs a coarse grid, then a finer one around the best cell; every constant stays ≥ 0
  * and the fusion fraction in (0, 1].
+ *
+ * For a family whose benchmark client is not recorded (`staggered` protocol), the client's cohort
+ * count is fitted per family (data source) on the fit halves of all its groups together
+ * ({@link fitClientCohorts}), given each group's constants.
  */
 import { NO_API_SERVER } from './api-server.ts';
 import { type GroupConstants, median, type SiliconRow, simulatePoint, type ValidationFamily } from './validation.ts';
@@ -45,10 +49,11 @@ export const API_REQUEST_MS_MAX = 20;
  * Fit one group's constants on `rows` (the group's fit half).
  * @throws Error when `rows` is empty or a point fails to simulate.
  */
-export function fitGroupConstants(fam: ValidationFamily, rows: readonly SiliconRow[]): GroupFit {
+export function fitGroupConstants(fam: ValidationFamily, rows: readonly SiliconRow[], startCohorts?: number): GroupFit {
   if (rows.length === 0) throw new Error(`fitGroupConstants: no fit points for ${fam.key}`);
   type S = [number, number, number];
-  const stepConsts = (k: S): GroupConstants => ({ stepOverheadMs: k[0], perSequenceOverheadMs: k[1], elementwiseScale: k[2], apiServer: NO_API_SERVER });
+  const client = startCohorts !== undefined ? { startCohorts } : {};
+  const stepConsts = (k: S): GroupConstants => ({ stepOverheadMs: k[0], perSequenceOverheadMs: k[1], elementwiseScale: k[2], apiServer: NO_API_SERVER, ...client });
   const tpotErrs = (k: S) => rows.map((r) => simulatePoint(fam, r, stepConsts(k)).tpotErrPct);
   const coarse: S[] = [];
   for (const a of [0, 0.5, 1, 2, 3]) for (const b of [0, 0.01, 0.02, 0.035, 0.05]) for (const e of [1, 0.7, 0.4, 0.2]) coarse.push([a, b, e]);
@@ -72,4 +77,26 @@ export function fitGroupConstants(fam: ValidationFamily, rows: readonly SiliconR
   }
   s2 = gridMin(fineA, ttftErrs, s2);
   return { constants: allConsts(s2.k), tpotMedianAbsPct: s1.med, ttftMedianAbsPct: s2.med, points: rows.length };
+}
+
+/** Candidate cohort counts of {@link fitClientCohorts}; 64 (≥ every C in the data) is one cohort per client. */
+export const CLIENT_COHORT_GRID: readonly number[] = [2, 3, 4, 6, 8, 10, 12, 16, 24, 32, 64];
+
+/**
+ * Fit the client cohort count of a `staggered` family on the fit points of all its groups
+ * together: the count in {@link CLIENT_COHORT_GRID} minimising the median |TTFT error| (ties: the
+ * mean), each point simulated with its group's constants in `constantsByTp`.
+ * @returns the count and the fit points' median |TTFT error| (percent).
+ * @throws Error when `rows` is empty or a point's TP has no constants.
+ */
+export function fitClientCohorts(fam: ValidationFamily, rows: readonly SiliconRow[], constantsByTp: ReadonlyMap<number, GroupConstants>): { startCohorts: number; ttftMedianAbsPct: number; points: number } {
+  if (rows.length === 0) throw new Error(`fitClientCohorts: no fit points for ${fam.key}`);
+  const errs = (g: number) =>
+    rows.map((r) => {
+      const k = constantsByTp.get(r.tp);
+      if (!k) throw new Error(`fitClientCohorts: no constants for ${fam.key}/tp${r.tp}`);
+      return simulatePoint(fam, r, { ...k, startCohorts: g }).ttftErrPct;
+    });
+  const b = gridMin(CLIENT_COHORT_GRID, errs, null);
+  return { startCohorts: b.k, ttftMedianAbsPct: b.med, points: rows.length };
 }

@@ -8,8 +8,8 @@
  *
  * Benchmark protocols (from AIConfigurator's `eval` harness, `src/aiconfigurator/eval/benchmarks/`):
  *  - vLLM points: genai-perf, `--concurrency C --request-count 10C --warmup-request-count 2C`; the
- *    warm-up drains before profiling starts. Server settings from AIConfigurator's vLLM aggregated
- *    rule (`generator/rule_plugin/vllm.rule`): max_num_seqs 512, max_num_batched_tokens = 512 + isl + 1,500.
+ *    warm-up drains before profiling starts. Server settings from AIConfigurator's benchmark rule for
+ *    vLLM (`generator/rule_plugin/benchmark/vllm.rule`, see {@link vllmBenchmarkServer}).
  *  - SGLang points: SGLang `bench_serving --max-concurrency C --num-prompts 10C`, nothing excluded;
  *    SGLang 0.5 server defaults (chunked_prefill_size 8,192, max_prefill_tokens 16,384, fcfs,
  *    mixed chunking off).
@@ -19,7 +19,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ApiServerTerm } from './api-server.ts';
-import { calibratedApiServer, calibrationFor } from './calibration.ts';
+import { calibratedApiServer, calibrationFor, loadCalibration } from './calibration.ts';
 import { type ClosedLoopSpec, meanOf, runClosedLoop } from './closed-loop.ts';
 import { buildReplica, type ReplicasConfig, ReplicasSchema, resolveReplicas } from './replica-config.ts';
 
@@ -104,8 +104,9 @@ export interface ValidationFamily {
   /**
    * Benchmark client: `genai-perf` (drained warm-up, measured phase opens with a burst of C),
    * `bench-serving` (SGLang's, C clients from t = 0, every request measured) or `staggered`
-   * (clients ramped up over one lone request's latency, warm-up continued: assumed for rows
-   * without harness provenance whose TTFT stays near one prefill at every C).
+   * (clients started in `startCohorts` cohorts spread over one lone request's latency, warm-up
+   * continued: assumed for rows without harness provenance whose TTFT is one prefill at low C;
+   * the cohort count is fitted on the family's fit half, `validation-fit.ts`).
    */
   protocol: 'genai-perf' | 'bench-serving' | 'staggered';
 }
@@ -153,17 +154,37 @@ export interface GroupConstants {
   perSequenceOverheadMs: number;
   elementwiseScale: number;
   apiServer: ApiServerTerm;
+  /**
+   * Client cohorts of the `staggered` protocol (`ClosedLoopSpec.startCohorts`); ignored by the
+   * others. Default: the committed client calibration of the family, else one per client.
+   */
+  startCohorts?: number;
 }
 
 /** The committed constants of a family's TP group (group entry, else the engine-level one). */
 export function committedConstants(fam: ValidationFamily, tp: number): GroupConstants {
   const c = calibrationFor(fam.engine, fam.model, fam.dtype, tp);
+  const clients = loadCalibration().clients[fam.key];
   return {
     stepOverheadMs: c.stepOverheadMs,
     perSequenceOverheadMs: c.perSequenceOverheadMs,
     elementwiseScale: c.elementwiseScale,
     apiServer: calibratedApiServer(c),
+    ...(clients && { startCohorts: clients.startCohorts }),
   };
+}
+
+/**
+ * vLLM server settings of a measured point, by AIConfigurator's benchmark rule for vLLM
+ * (`src/aiconfigurator/generator/rule_plugin/benchmark/vllm.rule` of github.com/ai-dynamo/aiconfigurator:
+ * `agg max_num_tokens = max_batch_size + isl + 1500`, `agg max_seq_len = isl + osl + 1500`), with
+ * `max_batch_size` the point's batch size (= the client concurrency C, the silicon sample's
+ * `batch_size` column): `max_num_seqs` C, `max_num_batched_tokens` C + isl + 1,500, `max_model_len`
+ * isl + osl + 1,500. (The serving rule `rule_plugin/vllm.rule` raises the batch size to ≥ 512 for
+ * aggregated decode; the benchmark rule does not.)
+ */
+export function vllmBenchmarkServer(r: Pick<SiliconRow, 'concurrency' | 'isl' | 'osl'>): { max_num_seqs: number; max_num_batched_tokens: number; max_model_len: number } {
+  return { max_num_seqs: r.concurrency, max_num_batched_tokens: r.concurrency + r.isl + 1500, max_model_len: r.isl + r.osl + 1500 };
 }
 
 /**
@@ -184,15 +205,16 @@ export function pointSetup(fam: ValidationFamily, r: SiliconRow, k: GroupConstan
   };
   const c = r.concurrency;
   const io = { concurrency: c, inputTokens: r.isl, outputTokens: r.osl, apiServer: k.apiServer };
-  const vllmServer = { ...common, max_num_seqs: 512, max_num_batched_tokens: 512 + r.isl + 1500, enable_prefix_caching: false };
+  const vllmServer = { ...common, ...vllmBenchmarkServer(r), enable_prefix_caching: false };
   if (fam.protocol === 'genai-perf') {
     return { replicas: ReplicasSchema.parse(vllmServer), client: { ...io, warmupRequests: 2 * c, measuredRequests: 10 * c, drainWarmup: true } };
   }
   if (fam.protocol === 'staggered') {
     const replicas = ReplicasSchema.parse(vllmServer);
-    // Clients ramp up over one lone request's latency, so they stay spread over the request cycle.
+    // Clients start in cohorts spread over one lone request's latency; a cohort's members send together.
     const lone = runClosedLoop(buildReplica(resolveReplicas(replicas), 512, { coalesceDecodeSteps: true }), { ...io, concurrency: 1, warmupRequests: 0, measuredRequests: 1 });
-    return { replicas, client: { ...io, warmupRequests: 2 * c, measuredRequests: 10 * c, startSpreadMs: lone.durationMs } };
+    const cohorts = k.startCohorts !== undefined ? { startCohorts: k.startCohorts } : {};
+    return { replicas, client: { ...io, warmupRequests: 2 * c, measuredRequests: 10 * c, startSpreadMs: lone.durationMs, ...cohorts } };
   }
   return { replicas: ReplicasSchema.parse({ ...common, engine_profile: 'sglang-0.4' }), client: { ...io, warmupRequests: 0, measuredRequests: 10 * c } };
 }

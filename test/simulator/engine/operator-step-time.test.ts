@@ -58,6 +58,18 @@ describe('OperatorStepTime', () => {
     }
   });
 
+  it('elementwiseScale discounts CUDA-graph steps only; eager steps pay the full elementwise time', () => {
+    const fused = new OperatorStepTime({ tables: vllmH100, arch: loadArchitecture('qwen3-32b'), tp: 2, gemmDtype: 'bfloat16', maxTokens: 16_384, elementwiseScale: 0.2 });
+    // A 64-sequence decode step (≤ 512 tokens: CUDA graph) gets cheaper with the fraction.
+    expect(fused.stepMs(shape(0, 0, 64, 2000))).toBeLessThan(qwenTp2.stepMs(shape(0, 0, 64, 2000)));
+    // A 4,096-token prefill step (eager) costs the same with or without it.
+    expect(fused.stepMs(shape(4096, 0, 8, 2000))).toBe(qwenTp2.stepMs(shape(4096, 0, 8, 2000)));
+    const sglangLike = new OperatorStepTime({ tables: vllmH100, arch: loadArchitecture('qwen3-32b'), tp: 2, gemmDtype: 'bfloat16', maxTokens: 16_384, elementwiseScale: 0.2, cudaGraphDecodeOnly: true });
+    const sglangFull = new OperatorStepTime({ tables: vllmH100, arch: loadArchitecture('qwen3-32b'), tp: 2, gemmDtype: 'bfloat16', maxTokens: 16_384, cudaGraphDecodeOnly: true });
+    // SGLang graphs decode-only batches: a small prefill batch runs eagerly and pays in full.
+    expect(sglangLike.stepMs(shape(256, 0, 0, 0))).toBe(sglangFull.stepMs(shape(256, 0, 0, 0)));
+  });
+
   it('an empty batch costs 0 ms; a 1-token decode costs about a weight read of the model', () => {
     expect(qwenTp2.stepMs(shape(0, 0, 0, 0))).toBe(0);
     // Qwen3-32B at TP 2: ~32.8 GB of bf16 weights over 2 GPUs at ~3 TB/s ≈ 11 ms, plus attention and elementwise.

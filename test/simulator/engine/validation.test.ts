@@ -9,7 +9,7 @@ import { loadCrossCheck } from '../../../simulator/engine/operator-tables.ts';
 import { buildReplica, ReplicasSchema, resolveReplicas } from '../../../simulator/engine/replica-config.ts';
 import type { StepTimeModel } from '../../../simulator/engine/step-time.ts';
 import { VllmReplica } from '../../../simulator/engine/vllm-replica.ts';
-import { median, quantile, readSiliconRows, simulatePoint, summarize, VALIDATION_FAMILIES } from '../../../simulator/engine/validation.ts';
+import { committedConstants, median, pointSetup, quantile, readSiliconRows, simulatePoint, summarize, VALIDATION_FAMILIES, vllmBenchmarkServer } from '../../../simulator/engine/validation.ts';
 import { crossCheckRows, renderValidationMarkdown, writeValidationDuckDb } from '../../../simulator/engine/validation-report.ts';
 
 const flat: StepTimeModel = { stepMs: (b) => (b.prefillTokens === 0 && b.decodeSeqs === 0 ? 0 : 10 + 0.01 * b.prefillTokens) };
@@ -32,6 +32,18 @@ describe('closed-loop client', () => {
     const b = runClosedLoop(mk(), { ...spec, maxArrivalDelayMs: 5, seed: 3 });
     expect([...a.ttftMs]).toEqual([...b.ttftMs]);
     expect(() => runClosedLoop(mk(), { ...spec, concurrency: 0 })).toThrow(/concurrency must be a positive integer/);
+  });
+
+  it('client cohorts start together: G cohorts over the spread, G ≥ C is the per-client ramp', () => {
+    const spec = { concurrency: 8, inputTokens: 1000, outputTokens: 11, warmupRequests: 0, measuredRequests: 8, startSpreadMs: 400 };
+    const mk = () => new VllmReplica({ stepTime: flat, kvBlocks: 10_000, maxNumBatchedTokens: 8192 });
+    // 8 clients ramped 50 ms apart: each prefill (20 ms) runs alone, the later ones after the 10 ms decode step in flight.
+    expect([...runClosedLoop(mk(), spec).ttftMs]).toEqual([20, 30, 30, 30, 30, 30, 30, 30]);
+    expect([...runClosedLoop(mk(), { ...spec, startCohorts: 8 }).ttftMs]).toEqual([...runClosedLoop(mk(), spec).ttftMs]);
+    // 2 cohorts of 4 at t = 0 and 200 ms: the first of a cohort starts a step alone (20 ms), the other
+    // three share the next one (10 + 30 ms).
+    expect([...runClosedLoop(mk(), { ...spec, startCohorts: 2 }).ttftMs]).toEqual([20, 60, 60, 60, 20, 60, 60, 60]);
+    expect(() => runClosedLoop(mk(), { ...spec, startCohorts: 0 })).toThrow(/startCohorts must be an integer ≥ 1/);
   });
 
   it('coalesced decode runs give the per-step TTFT/TPOT (validated within 0.5 %, exact in practice)', () => {
@@ -59,6 +71,26 @@ describe('validation against measured serving points', () => {
     const n = (k: string) => rows.filter(VALIDATION_FAMILIES.find((f) => f.key === k)!.matches).length;
     expect(rows).toHaveLength(213);
     expect([n('vllm-qwen3-32b'), n('sglang-qwen3-32b'), n('vllm-llama-3.1-70b-fp8')]).toEqual([90, 78, 45]);
+  });
+
+  it('vLLM points run with AIConfigurator\'s benchmark rule: max_num_seqs C, budget C + isl + 1,500, max_model_len isl + osl + 1,500', () => {
+    expect(vllmBenchmarkServer({ concurrency: 16, isl: 4096, osl: 512 })).toEqual({ max_num_seqs: 16, max_num_batched_tokens: 5612, max_model_len: 6108 });
+    for (const key of ['vllm-qwen3-32b', 'vllm-llama-3.1-70b-fp8']) {
+      const fam = VALIDATION_FAMILIES.find((f) => f.key === key)!;
+      const r = rows.find((x) => fam.matches(x) && x.concurrency === 32)!;
+      const { replicas } = pointSetup(fam, r);
+      expect([replicas.max_num_seqs, replicas.max_num_batched_tokens, replicas.max_model_len]).toEqual([32, 32 + r.isl + 1500, r.isl + r.osl + 1500]);
+    }
+  });
+
+  it('the staggered client takes its cohort count from the constants (committed: the fitted client calibration)', () => {
+    const fam = VALIDATION_FAMILIES.find((f) => f.key === 'vllm-llama-3.1-70b-fp8')!;
+    const r = rows.find((x) => fam.matches(x) && x.tp === 8 && x.concurrency === 32)!;
+    const k = committedConstants(fam, 8);
+    expect(k.startCohorts).toBe(loadCalibration().clients[fam.key]?.startCohorts);
+    expect(pointSetup(fam, r, { ...k, startCohorts: 4 }).client.startCohorts).toBe(4);
+    const sg = VALIDATION_FAMILIES.find((f) => f.key === 'sglang-qwen3-32b')!;
+    expect(pointSetup(sg, rows.find((x) => sg.matches(x))!).client.startCohorts).toBeUndefined();
   });
 
   it('simulates a few points close to the measurement, deterministically', () => {
