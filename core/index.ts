@@ -138,3 +138,6 @@ export { CostEnvelope, floorEnvelope, ENVELOPE_FLOOR_RATIO, type Envelope, type 
 export { ResourceLedger, DEFAULT_QUOTA_BLOCK_MS, DEFAULT_CONCURRENCY_BLOCK_MS, type QuotaUnit, type QuotaWindow, type RouteResources, type Reservation } from './strategies/routewise/resources.ts';
 export { explorationProbability, ExplorationLeases, ProbeGate, ProbeScheduler } from './strategies/routewise/cold-start.ts';
 export { routeEndpointFamilies, type DefaultEndpoints } from './model/route-endpoints.ts';
+
+// A list whose members carry their own links (no allocation, no long-lived table entry per member).
+export { IntrusiveList, type ListLinks } from './intrusive-list.ts';

@@ -29,7 +29,7 @@ import { randomInt } from 'node:crypto';
 import uWS from '@trufflesuite/uws-js-unofficial';
 import type { TemplatedApp, us_listen_socket } from '@trufflesuite/uws-js-unofficial';
 import pino from 'pino';
-import { ProbeGate } from '../core/index.ts';
+import { IntrusiveList, ProbeGate } from '../core/index.ts';
 import { requestLogMemoryLimitMb } from './config/gateway-settings.ts';
 import type { GatewayConfig } from './config/load.ts';
 import { restartOnly } from './config/restart-only.ts';
@@ -38,7 +38,6 @@ import { GatewayMetrics } from './metrics.ts';
 import { RequestLog } from './request-log/request-log.ts';
 import { createAdminApp, createApp, deepHealthView, type Generation, type ServerContext } from './server/uws.ts';
 import { bracket, listen } from './server/listen.ts';
-import { LiveExchanges } from './server/live-exchanges.ts';
 import { aggregateMetricsText, mergeDeepHealth, type WorkerSnapshot } from './server/worker-aggregate.ts';
 import { UpstreamPools } from './upstream/pools.ts';
 import { AdminApi } from './admin/admin-api.ts';
@@ -100,7 +99,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     admin: null,
     metricsWithoutKey: s.server.metrics_without_key,
     storeHealth: () => control.health(),
-    live: new LiveExchanges(),
+    live: new IntrusiveList(),
   };
   const snapshot = async (): Promise<WorkerSnapshot> => ({ worker, metrics: await metrics.registry.getMetricsAsJSON(), deep: deepHealthView(ctx) });
   metrics = new GatewayMetrics({ core: () => ctx.gen.core, inFlight: () => ctx.inFlight, nowMs: () => performance.now(), requestLog: () => requestLog, upstreams: () => pools.stats() });
@@ -245,7 +244,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       while (ctx.inFlight > 0 && performance.now() < until) await new Promise((r) => setTimeout(r, 10));
       const cut = ctx.inFlight;
       // What is still running is ended by the gateway (an in-band error, or a 503), then closed.
-      for (const ex of ctx.live.toArray()) ex.cutForDrain();
+      for (const ex of [...ctx.live]) ex.cutForDrain(); // a copy: a cut exchange leaves the list
       if (cut > 0) await new Promise((r) => setImmediate(r));
       log.info({ cut, waitedMs: Math.round(graceMs - Math.max(0, until - performance.now())) }, 'drained');
       await close();

@@ -17,7 +17,7 @@
  * abort) is stepped after the current batch of actions is done.
  */
 import { wakeupsFor } from './wakeups.ts';
-import type { LifecycleAction, LifecycleEvent, RequestLife, RoutingMetadata } from '../../core/index.ts';
+import type { LifecycleAction, LifecycleEvent, ListLinks, RequestLife, RoutingMetadata } from '../../core/index.ts';
 import type { Caller } from '../callers.ts';
 import { clientMessage, statusOf } from '../errors.ts';
 import type { ClientRequest } from '../request-body.ts';
@@ -26,7 +26,6 @@ import type { AttemptEnd } from '../upstream/adapter.ts';
 import { newAttempt, timerDelayMs, type Attempt } from './attempt.ts';
 import type { ClientResponse, HeaderPairs } from './client-response.ts';
 import type { ExchangeContext, ExchangeMeta } from './exchange-context.ts';
-import type { LiveLinks } from './live-exchanges.ts';
 import { logRequestLine } from './request-line.ts';
 import { routeRequestOf } from './route-request.ts';
 import { PASS_THROUGH_CODES, upstreamMessage } from './upstream-error-body.ts';
@@ -39,11 +38,14 @@ const NO_HEADERS: HeaderPairs = [];
 const ZERO_USAGE = { inputTokens: 0, outputTokens: 0, cachedTokens: 0 } as const;
 
 /** One request's life in the gateway. */
-export class Exchange implements LiveLinks<Exchange> {
-  /** Links of the gateway's running exchanges (`live-exchanges.ts`); managed there. */
-  livePrev: Exchange | null = null;
-  liveNext: Exchange | null = null;
-  isLive = false;
+export class Exchange implements ListLinks<Exchange> {
+  /**
+   * Links of the gateway's list of running exchanges (an `IntrusiveList`, managed by it): a
+   * long-lived Set gaining and losing one exchange per request made scavenges promote its garbage.
+   */
+  prev: Exchange | null = null;
+  next: Exchange | null = null;
+  list: object | null = null;
   private life: RequestLife | null = null;
   private readonly attempts = new Map<number, Attempt>();
   private committed: Attempt | null = null;

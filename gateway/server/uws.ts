@@ -31,14 +31,13 @@ import { isBodyProblem, readClientRequest, type ClientRequest, type Endpoint } f
 import { ClientResponse, statusLine, type HeaderPairs } from './client-response.ts';
 import type { ExchangeContext } from './exchange-context.ts';
 import { Exchange } from './exchange.ts';
-import type { LiveExchanges } from './live-exchanges.ts';
 import { BUDGET_ALPHA_HEADER, parseBudgetAlphaHeader } from '../routewise/budget-alpha.ts';
 import type { DeepHealth, StoreHealth } from './worker-aggregate.ts';
 import type { AdminApi } from '../admin/admin-api.ts';
 import { ADMIN_PATHS, mountAdminRoutes } from './admin-routes.ts';
 export { ADMIN_PATHS };
 export { deepHealthView, routingView } from './operational-views.ts';
-import { deriveAffinityKey } from '../../core/index.ts';
+import { deriveAffinityKey, type IntrusiveList } from '../../core/index.ts';
 
 /**
  * One configuration generation: everything a request reads from the configuration. A SIGHUP
@@ -79,7 +78,7 @@ export interface ServerContext {
   /** The store's last known state for `/health/deep`, or null without a store. */
   readonly storeHealth: () => StoreHealth | null;
   /** Exchanges running now (a drain cuts those left when its grace runs out). */
-  readonly live: LiveExchanges<Exchange>;
+  readonly live: IntrusiveList<Exchange>;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:\-]{1,128}$/;
@@ -255,7 +254,7 @@ function handleInference(ctx: ServerContext, family: EndpointFamily, wire: Clien
         cookies,
         forwardedHeaders,
         released: () => {
-          ctx.live.delete(ex);
+          ctx.live.remove(ex);
           release();
         },
       });
