@@ -12,6 +12,7 @@ import type { RouteConfig } from '../config/models-config.ts';
 import type { RoutingSettings } from '../config/routing-settings.ts';
 import type { PrefillLoadView } from '../prefill/prefill-load.ts';
 import type { EndpointStatsView } from '../stats/endpoint-stats.ts';
+import type { EngineSignalsView } from '../stats/engine-signals.ts';
 
 /** A route the planner may choose, already admitted. `weight` > 0 (effective weight). */
 export interface Candidate {
@@ -115,6 +116,12 @@ export interface PlannerContext {
    * route instead of queueing behind a full one. Absent ⇒ every slot reads free.
    */
   readonly outbound?: { slotFree(endpointId: string): boolean };
+  /**
+   * What engines report about themselves (load, KV-cache usage, KV events), when the driver
+   * forwards it (`RoutingCore.engineSignals`). The cache-aware strategies read it and fall back to
+   * in-flight counts and routed prefixes for endpoints that report nothing. Absent ⇒ none report.
+   */
+  readonly engines?: EngineSignalsView;
 }
 
 /** The static description of a route a planner is created with. */
