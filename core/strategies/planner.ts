@@ -90,6 +90,17 @@ export interface Planner {
    */
   readonly readsEndpointStats?: boolean;
   /**
+   * True when the planner scores `RouteRequest.prefixHashes` (the cache-aware strategies); a
+   * driver that must compute them (the gateway hashes the prompt) does so only then. Absent ⇒ false.
+   */
+  readonly readsPrefixHashes?: boolean;
+  /**
+   * True when the planner reads `PlannerContext.engines` (engine load reports); a driver that
+   * polls its engines for them (the simulator) does so before this planner's decisions only.
+   * Absent ⇒ false.
+   */
+  readonly readsEngineSignals?: boolean;
+  /**
    * True when `pick` may return a `hedge` order; the lifecycle then reports `hedgeEndpointId` in
    * the metadata (null when no hedge was sent). Absent ⇒ false.
    */

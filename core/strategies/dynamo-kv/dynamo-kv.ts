@@ -59,6 +59,8 @@ export interface DynamoProjection {
 /** The `dynamo_kv` planner. */
 export class DynamoKvPlanner implements Planner {
   readonly readsEndpointStats = true;
+  readonly readsPrefixHashes = true;
+  readonly readsEngineSignals = true;
   index: PrefixBlockIndex;
   /** EWMA of the block counts of requests routed to each endpoint. */
   meanBlocks = new Map<string, number>();

@@ -51,6 +51,8 @@ export interface LlmDScores {
 /** The `llm_d` planner: scores, picks the best and records the request's blocks there. */
 export class LlmDPlanner implements Planner {
   readonly readsEndpointStats = true;
+  readonly readsPrefixHashes = true;
+  readonly readsEngineSignals = true;
   /** Routed prefix blocks per endpoint (the prefix scorer's indexer). */
   index: PrefixBlockIndex;
 

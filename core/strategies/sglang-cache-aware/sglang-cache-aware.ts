@@ -56,6 +56,7 @@ export function isImbalanced(loads: readonly number[], absThreshold: number, rel
 /** The `sglang_cache_aware` planner: one approximate tree per model, loads from the core. */
 export class SglangCacheAwarePlanner implements Planner {
   readonly readsEndpointStats = true;
+  readonly readsPrefixHashes = true;
   tree: ApproximateTree;
 
   constructor(
