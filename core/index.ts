@@ -140,4 +140,11 @@ export { explorationProbability, ExplorationLeases, ProbeGate, ProbeScheduler } 
 export { routeEndpointFamilies, type DefaultEndpoints } from './model/route-endpoints.ts';
 
 // A list whose members carry their own links (no allocation, no long-lived table entry per member).
+export { EngineSignals, type EngineSignalsView, type EngineLoad, type KvEvent } from './stats/engine-signals.ts';
+export { PrefixBlockIndex, type PrefixBlockIndexOptions } from './stats/prefix-block-index.ts';
+export { llmDStrategy, LlmDPlanner, LlmDParamsSchema, type LlmDParams, type LlmDScores } from './strategies/llm-d/llm-d.ts';
+export { prefixCacheScore, queueScores, kvUtilizationScore } from './strategies/llm-d/scorers.ts';
+export { sglangCacheAwareStrategy, SglangCacheAwarePlanner, SglangCacheAwareParamsSchema, isImbalanced, type SglangCacheAwareParams, type SglangBranch } from './strategies/sglang-cache-aware/sglang-cache-aware.ts';
+export { ApproximateTree } from './strategies/sglang-cache-aware/approximate-tree.ts';
+export { dynamoKvStrategy, DynamoKvPlanner, DynamoKvParamsSchema, dynamoCost, type DynamoKvParams, type DynamoProjection } from './strategies/dynamo-kv/dynamo-kv.ts';
 export { IntrusiveList, type ListLinks } from './intrusive-list.ts';

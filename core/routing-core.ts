@@ -17,6 +17,7 @@ import { PrefillLoad } from './prefill/prefill-load.ts';
 import { AffinityTable } from './affinity/affinity-table.ts';
 import type { MultiTargetDeps } from './request/alias-deps.ts';
 import { EndpointStats } from './stats/endpoint-stats.ts';
+import { EngineSignals } from './stats/engine-signals.ts';
 import { CooldownRegistry } from './health/cooldown.ts';
 import { configureCooldowns } from './multi-target/multi-target-model.ts';
 import { resolveMultiTargetOptions, type MultiTargetOptions } from './multi-target/multi-target-options.ts';
@@ -80,6 +81,11 @@ export class RoutingCore {
   readonly affinity: AffinityTable;
   /** In-flight attempts and latency per endpoint (least_busy, least_latency), shared by every model. */
   readonly endpointStats: EndpointStats;
+  /**
+   * Engine load reports and KV events the driver forwards (cache-aware strategies), shared by
+   * every model and carried to the next configuration generation.
+   */
+  readonly engineSignals: EngineSignals;
   /** Opt-in cooldown of direct models used as multi-target targets. */
   readonly cooldowns: CooldownRegistry;
   /** Adaptive outbound slots per (provider, API key). */
@@ -168,7 +174,8 @@ export class RoutingCore {
         return key == null || !this.settings.upstreamConcurrencyEnabled || this.limiter.hasFreeSlot(key);
       },
     };
-    const context = { settings: this.settings, prefill: this.prefill, endpoints: this.endpointStats, outbound };
+    this.engineSignals = prev ? prev.engineSignals : new EngineSignals();
+    const context = { settings: this.settings, prefill: this.prefill, endpoints: this.endpointStats, outbound, engines: this.engineSignals };
     const registry = options.registry ?? new StrategyRegistry();
     resolveModels(config, registry, context, outboundKeys, this.models, this.ordered, options.overlay, options.defaultEndpoints);
     configureCooldowns(config, (m) => this.models.get(m.id), this.cooldowns);
@@ -288,6 +295,7 @@ export class RoutingCore {
     this.prefill.invariants();
     this.affinity.invariants();
     this.endpointStats.invariants();
+    this.engineSignals.invariants();
     this.cooldowns.invariants();
     this.limiter.invariants();
     this.hold.invariants();

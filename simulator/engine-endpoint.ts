@@ -13,6 +13,7 @@
  * the next step boundary before every enqueue and cancel, as the seam requires; the moved step
  * end is returned for the loop to schedule.
  */
+import type { KvEvent } from '../core/index.ts';
 import type { EngineEvent, EngineModel, EngineRequest } from './engine/engine-model.ts';
 
 /** One replica endpoint. Times in and out are the loop's virtual ms. */
@@ -27,6 +28,7 @@ export class EngineEndpoint {
   private pendingTau: number | null = null;
   private retiredLookup = 0;
   private retiredHits = 0;
+  private kvSink: ((e: KvEvent) => void) | null = null;
 
   constructor(
     private engine: EngineModel,
@@ -105,6 +107,18 @@ export class EngineEndpoint {
   }
 
   /**
+   * Sends the engine's KV events to `sink` (when its model has them), across crashes: a crash
+   * reports `cleared` and the fresh engine keeps reporting. Returns false when the engine model
+   * emits no KV events.
+   */
+  setKvEventSink(sink: (e: KvEvent) => void): boolean {
+    if (this.engine.setKvEventSink === undefined) return false;
+    this.kvSink = sink;
+    this.engine.setKvEventSink(sink);
+    return true;
+  }
+
+  /**
    * Replaces the engine with a fresh one at `nowMs` (a crash: everything in it is lost). The
    * caller fails the attempts that were in it. The prefix-cache statistics of the old engine
    * are kept in the totals.
@@ -116,6 +130,10 @@ export class EngineEndpoint {
     // The fresh engine's clock starts where the old one's was.
     const tau = this.tau(nowMs);
     this.engine = this.makeEngine();
+    if (this.kvSink) {
+      this.kvSink({ kind: 'cleared' });
+      this.engine.setKvEventSink?.(this.kvSink);
+    }
     this.generation++;
     this.pendingTau = null;
     this.t0 = nowMs;

@@ -75,6 +75,11 @@ function initialState(opts: ReplayOptions): ReplayState {
     engine: i < replicaCount ? new EngineEndpoint(opts.makeReplica(i), () => opts.makeReplica(i)) : null,
     provider: i < replicaCount ? null : new HostedProvider(providerSpecs[i - replicaCount]!, seed, hashBlockTokens),
   }));
+  // A planner that reads engine signals hears each replica's KV events (vLLM's BlockStored /
+  // BlockRemoved), as Dynamo's KvIndexer does; others skip the cost.
+  if (core.model(exp.model)?.planner.readsEngineSignals) {
+    for (const ep of endpoints) ep.engine?.setKvEventSink((e) => core.engineSignals.applyKvEvent(ep.endpointId, e));
+  }
   const faults = exp.faults.length > 0 ? new FaultPlan(exp.faults, new Map(names.map((n, i) => [n, i])), names.length, seed) : null;
   const arrivalsMs = new Float64Array(rows.length);
   for (let i = 0; i < rows.length; i++) arrivalsMs[i] = rows[i]!.arrivalMs / exp.rate_scale;

@@ -12,6 +12,7 @@ import type { RouteConfig } from '../config/models-config.ts';
 import type { RoutingSettings } from '../config/routing-settings.ts';
 import type { PrefillLoadView } from '../prefill/prefill-load.ts';
 import type { EndpointStatsView } from '../stats/endpoint-stats.ts';
+import type { EngineSignalsView } from '../stats/engine-signals.ts';
 
 /** A route the planner may choose, already admitted. `weight` > 0 (effective weight). */
 export interface Candidate {
@@ -89,6 +90,17 @@ export interface Planner {
    */
   readonly readsEndpointStats?: boolean;
   /**
+   * True when the planner scores `RouteRequest.prefixHashes` (the cache-aware strategies); a
+   * driver that must compute them (the gateway hashes the prompt) does so only then. Absent ⇒ false.
+   */
+  readonly readsPrefixHashes?: boolean;
+  /**
+   * True when the planner reads `PlannerContext.engines` (engine load reports); a driver that
+   * polls its engines for them (the simulator) does so before this planner's decisions only.
+   * Absent ⇒ false.
+   */
+  readonly readsEngineSignals?: boolean;
+  /**
    * True when `pick` may return a `hedge` order; the lifecycle then reports `hedgeEndpointId` in
    * the metadata (null when no hedge was sent). Absent ⇒ false.
    */
@@ -115,6 +127,12 @@ export interface PlannerContext {
    * route instead of queueing behind a full one. Absent ⇒ every slot reads free.
    */
   readonly outbound?: { slotFree(endpointId: string): boolean };
+  /**
+   * What engines report about themselves (load, KV-cache usage, KV events), when the driver
+   * forwards it (`RoutingCore.engineSignals`). The cache-aware strategies read it and fall back to
+   * in-flight counts and routed prefixes for endpoints that report nothing. Absent ⇒ none report.
+   */
+  readonly engines?: EngineSignalsView;
 }
 
 /** The static description of a route a planner is created with. */

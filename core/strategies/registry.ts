@@ -12,6 +12,9 @@ import { leastCostStrategy } from './least-cost.ts';
 import { leastLatencyStrategy } from './least-latency.ts';
 import { leastBusyStrategy } from './least-busy.ts';
 import { routeWiseStrategy } from './routewise/routewise.ts';
+import { llmDStrategy } from './llm-d/llm-d.ts';
+import { sglangCacheAwareStrategy } from './sglang-cache-aware/sglang-cache-aware.ts';
+import { dynamoKvStrategy } from './dynamo-kv/dynamo-kv.ts';
 
 /**
  * The strategies every core knows. Later features register more here. The six target orderers
@@ -27,6 +30,9 @@ export const BUILTIN_STRATEGIES: readonly StrategyDefinition<any>[] = [
   leastLatencyStrategy,
   leastBusyStrategy,
   routeWiseStrategy,
+  llmDStrategy,
+  sglangCacheAwareStrategy,
+  dynamoKvStrategy,
 ];
 
 /** A name → definition map with validated construction. */

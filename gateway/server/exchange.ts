@@ -81,7 +81,7 @@ export class Exchange implements ListLinks<Exchange> {
 
   /** Begins routing. */
   start(): void {
-    const request = routeRequestOf(this.req, this.meta);
+    const request = routeRequestOf(this.req, this.meta, this.ctx.core.model(this.req.model)?.planner.readsPrefixHashes === true);
     const { life, actions } = this.ctx.core.start(request, this.ctx.now(), this.ctx.rngFor(this.req.model));
     this.life = life;
     this.busy = true;

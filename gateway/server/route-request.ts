@@ -2,14 +2,20 @@
  * The routing core's `RouteRequest` for a checked client request: the body's model, stream flag,
  * prompt-size estimate, modalities and endpoint family, with what the HTTP layer read besides
  * (request id, session, admin pin, routing tags, client address, `hash_on` headers and cookies,
- * the affinity key as the caller id).
+ * the affinity key as the caller id). Prefix block hashes are computed only for a model whose
+ * planner reads them (the cache-aware strategies): the same chained 2,048-byte blocks as the
+ * request log's `hash_ids`, so a replay of the log sees the hashes the gateway routed on.
  */
 import type { RouteRequest } from '../../core/index.ts';
 import type { ClientRequest } from '../request-body.ts';
 import type { ExchangeMeta } from './exchange-context.ts';
+import { prefixBlockHashes, serializedPrompt } from '../request-log/prefix-hashes.ts';
 
-/** The core's request for `req` as the HTTP layer saw it (`meta`). */
-export function routeRequestOf(req: ClientRequest, meta: ExchangeMeta): RouteRequest {
+/**
+ * The core's request for `req` as the HTTP layer saw it (`meta`). `hashPrefix`: compute the
+ * prompt's prefix block hashes (true when the model's planner `readsPrefixHashes`); else null.
+ */
+export function routeRequestOf(req: ClientRequest, meta: ExchangeMeta, hashPrefix = false): RouteRequest {
   return {
     requestId: meta.requestId,
     model: req.model,
@@ -21,7 +27,7 @@ export function routeRequestOf(req: ClientRequest, meta: ExchangeMeta): RouteReq
     modalities: req.modalities,
     endpoint: req.endpoint,
     pin: meta.pin,
-    prefixHashes: null,
+    prefixHashes: hashPrefix ? prefixBlockHashes(serializedPrompt(req.body)) : null,
     routingTags: meta.routingTags,
     clientIp: meta.clientIp,
     headers: meta.headers,

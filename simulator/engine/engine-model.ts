@@ -7,6 +7,7 @@
  * produced, requests finished), reports them to the sink, and starts the next step.
  * This mirrors how vLLM's and SGLang's schedulers run: one batched forward pass per iteration.
  */
+import type { KvEvent } from '../../core/index.ts';
 
 /** A request as a replica sees it. Token counts are integers ≥ 0. */
 export interface EngineRequest {
@@ -77,4 +78,9 @@ export interface EngineModel {
    * Replicas built without coalescing may omit this or always return null.
    */
   interrupt?(nowMs: number): number | null;
+  /**
+   * Optional: send the replica's prefix-cache changes (blocks stored and removed, by trace hash
+   * id) to `sink`, or stop with null. Replicas that do not model KV events omit it.
+   */
+  setKvEventSink?(sink: ((e: KvEvent) => void) | null): void;
 }

@@ -9,6 +9,7 @@
  * is needed and no uncached one is free. Only the counts are kept, never block ids: the model
  * needs how many blocks are free, not which.
  */
+import type { KvEvent } from '../../core/index.ts';
 
 /** One prefix-cache entry (a hash block of the trace); vLLM's cached `KVCacheBlock` (vllm/v1/core/kv_cache_utils.py), `ref` its `ref_cnt`. */
 export interface CachedEntry {
@@ -34,6 +35,11 @@ export class VllmBlockPool {
   readonly evictable = new Map<number, CachedEntry>();
   /** Blocks held privately by requests (tokens not covered by a pinned entry). */
   privateTotal = 0;
+  /**
+   * Receives a KV event for each entry that enters the cache (`stored`) or leaves it (`removed`),
+   * as vLLM publishes `BlockStored` / `BlockRemoved` for a KV-aware router; null = nobody listens.
+   */
+  kvEvents: ((e: KvEvent) => void) | null = null;
 
   /** An empty pool: `kvBlocks` free blocks, entries of `blocksPerEntry` blocks, at most `maxEvictable` unreferenced entries kept (the caller validates). */
   constructor(kvBlocks: number, blocksPerEntry: number, maxEvictable: number) {
@@ -68,6 +74,7 @@ export class VllmBlockPool {
     const h = this.evictable.keys().next().value as number;
     this.evictable.delete(h);
     this.cache.delete(h);
+    this.kvEvents?.({ kind: 'removed', hashes: [h] });
   }
 
   /**
@@ -89,6 +96,7 @@ export class VllmBlockPool {
     if (e === undefined) {
       e = { hash, ref: 1 };
       this.cache.set(hash, e);
+      this.kvEvents?.({ kind: 'stored', hashes: [hash] });
     } else if (e.ref++ === 0) {
       this.evictable.delete(hash);
     }

@@ -31,6 +31,7 @@
  *
  * Deterministic, no clock: times are the virtual ms handed in by the loop.
  */
+import type { KvEvent } from '../../core/index.ts';
 import type { EngineEvent, EngineLoad, EngineModel, EngineRequest } from './engine-model.ts';
 import type { StepTimeModel } from './step-time.ts';
 import { DecodeRun, MAX_COALESCED_STEPS, stepsUntilFirstFinish } from './decode-run.ts';
@@ -203,6 +204,11 @@ export class VllmReplica extends VllmScheduler implements EngineModel {
    * count their whole prompt (+ generated tokens if preempted; the cache is looked up only at
    * admission), running ones their uncomputed prompt tokens.
    */
+  /** Sends the prefix cache's `BlockStored` / `BlockRemoved` events to `sink` (null: none). */
+  setKvEventSink(sink: ((e: KvEvent) => void) | null): void {
+    this.kv.pool.kvEvents = sink;
+  }
+
   load(nowMs?: number): EngineLoad {
     let used = this.kv.pool.usedBlocks();
     let steps = this.nSteps;

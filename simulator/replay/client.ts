@@ -30,11 +30,25 @@ export function onArrival(s: ReplayState, req: number): void {
   startTry(s, req, lr);
 }
 
+/**
+ * Tells the core every replica's load now (waiting and running requests, KV-cache use), as an
+ * engine's metrics endpoint would; done before a decision of a planner that reads them, so the
+ * report is fresh (a real gateway scrapes on an interval and sees it somewhat stale).
+ */
+function reportEngineLoads(s: ReplayState): void {
+  for (const ep of s.endpoints) {
+    if (!ep.engine) continue;
+    const l = ep.engine.load(s.now);
+    s.core.engineSignals.reportLoad(ep.endpointId, { waiting: l.waiting, running: l.running, kvUsage: l.kvUsage }, s.now);
+  }
+}
+
 /** Starts try `lr.tryNo` of request `reqIdx` through the core. */
 export function startTry(s: ReplayState, reqIdx: number, lr: ReqState): void {
   const row = s.rows[reqIdx]!;
   lr.endReason = null;
   lr.lastError = null;
+  if (s.core.model(s.exp.model)?.planner.readsEngineSignals) reportEngineLoads(s);
   const { life, actions } = s.core.start(
     {
       requestId: row.requestId,

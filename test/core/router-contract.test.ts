@@ -211,7 +211,7 @@ describe('fixed pipeline (seed 000)', () => {
   });
 
   it('unknown strategy and unknown router_params keys fail at start, naming them', () => {
-    expect(() => makeCore([{ name: 'a' }], 'nope')).toThrow(/unknown router 'nope'; known routers: consistent_hash, failover, fixed, least_busy, least_cost, least_latency, round_robin/);
+    expect(() => makeCore([{ name: 'a' }], 'nope')).toThrow(/unknown router 'nope'; known routers: consistent_hash, dynamo_kv, failover, fixed, least_busy, least_cost, least_latency, llm_d, round_robin, routewise, sglang_cache_aware/);
     expect(() => makeCore([{ name: 'a' }], 'fixed', { typo_key: 1 })).toThrow(/typo_key/);
   });
 });
