@@ -61,10 +61,13 @@ async function endToEnd(name: string, file: string, reps: number): Promise<void>
   }
 }
 
-/** Both cases, `reps` times each; `npx tsx bench/end-to-end.bench.ts [reps]` runs them alone. */
-export async function runEndToEnd(reps: number): Promise<void> {
-  await endToEnd('default', join(root, 'experiments', 'default.yaml'), reps);
-  await endToEnd('sweep-16', join(root, 'bench', 'sweep-16.yaml'), reps);
+/**
+ * Both cases (or only `only`: 'default' or 'sweep-16'), `reps` times each;
+ * `npx tsx bench/end-to-end.bench.ts [reps] [default|sweep-16]` runs them alone.
+ */
+export async function runEndToEnd(reps: number, only?: string): Promise<void> {
+  if (only === undefined || only === 'default') await endToEnd('default', join(root, 'experiments', 'default.yaml'), reps);
+  if (only === undefined || only === 'sweep-16') await endToEnd('sweep-16', join(root, 'bench', 'sweep-16.yaml'), reps);
 }
 
-if (process.argv[1] !== undefined && import.meta.filename === process.argv[1]) await runEndToEnd(Number(process.argv[2] ?? 3));
+if (process.argv[1] !== undefined && import.meta.filename === process.argv[1]) await runEndToEnd(Number(process.argv[2] ?? 3), process.argv[3]);

@@ -62,6 +62,27 @@ const importMetaOfSource = {
 };
 
 /**
+ * zod's `locales` namespace (its error messages in some fifty languages, half of zod's code)
+ * kept to English alone: zod's schemas import the English locale directly, and no source here
+ * reads `z.locales`, yet a namespace re-export survives tree shaking, so every start would
+ * otherwise parse all of them.
+ * @type {import('esbuild').Plugin}
+ */
+const zodEnglishLocaleOnly = {
+  name: 'zod-english-locale-only',
+  setup(b) {
+    b.onResolve({ filter: /^\.\.\/locales\/index\.js$/ }, (args) =>
+      args.importer.includes('/node_modules/zod/') ? { path: join(dirname(args.importer), '..', 'locales', 'index.js'), namespace: 'zod-locales' } : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: 'zod-locales' }, (args) => ({
+      contents: `export { default as en } from ${JSON.stringify(join(dirname(args.path), 'en.js'))};\n`,
+      loader: 'js',
+      resolveDir: dirname(args.path),
+    }));
+  },
+};
+
+/**
  * Packages built into the simulator's bundle: plain JavaScript of many small ES modules, which
  * Node would otherwise resolve, read and compile file by file at every start (zod, yaml and
  * cli-progress in the CLI; apache-arrow in the results thread). Every other package stays
@@ -174,7 +195,7 @@ async function bundle(name, entries, inline = new Set()) {
       outdir: join(root, 'out'),
       write: false,
       logLevel: 'silent',
-      plugins: inline.size === 0 ? [importMetaOfSource] : [externalPackagesBut(inline), importMetaOfSource],
+      plugins: inline.size === 0 ? [importMetaOfSource] : [zodEnglishLocaleOnly, externalPackagesBut(inline), importMetaOfSource],
     });
   } catch (e) {
     const first = /** @type {{ errors?: Array<{ text: string, location: { file: string, line: number } | null }> }} */ (e).errors?.[0];

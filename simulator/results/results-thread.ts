@@ -1,6 +1,7 @@
 /**
- * The results thread: a worker that reads the experiment's trace (Arrow) and writes its results
- * (DuckDB), so neither library loads in, nor blocks, the thread that replays. It runs the
+ * The results thread: a worker that reads the experiment's trace (Arrow, or its decoded columns
+ * cached by an earlier run) and writes its results (DuckDB), so neither library loads in, nor
+ * blocks, the thread that replays. It runs the
  * requests of one `ResultsWriter` one at a time, in the order they were posted.
  * Protocol (results-sink.ts) — in: `{ id, op, arg }` with op `readTrace` (a path; answers
  * `{ meta, columns }`, the trace sorted by arrival as shared columns), `open` (WriterOptions),
@@ -10,6 +11,7 @@
  */
 import { parentPort } from 'node:worker_threads';
 import { traceToColumns } from '../../traces/trace-columns.ts';
+import { readCachedColumns, traceCacheEnabled, writeCachedColumns } from '../../traces/trace-column-cache.ts';
 import { phase } from '../phase-clock.ts';
 import type { FinishedCell, ResultsWriter, WriterOptions } from './results-writer.ts';
 import type { ColumnarRows } from './columnar-rows.ts';
@@ -28,10 +30,9 @@ const port = parentPort;
 if (!port) throw new Error('results-thread.ts must run in a worker thread');
 let writer: ResultsWriter | null = null;
 let tail: Promise<unknown> = Promise.resolve();
-// The Arrow reader starts loading as the thread starts, while the main thread still parses and
-// checks the experiment: the trace read is the first request, and the replay waits for it.
-const arrowTrace = import('../../traces/arrow-trace.ts');
-arrowTrace.catch(() => undefined); // a failure is reported by the readTrace that awaits it
+// The trace read is the first request, and the replay waits for it. A trace decoded by an
+// earlier run is read back from its cache file (traces/trace-column-cache.ts); the Arrow reader
+// loads only when there is none.
 // DuckDB loads at once too, not when the output is opened: its native library loading while the
 // main thread replays slows the replay's first cell (measured ~60-150 ms) more than loading
 // it now delays the trace read.
@@ -50,10 +51,14 @@ async function handle(m: ToResultsThread): Promise<unknown> {
 async function handleOp(m: ToResultsThread): Promise<unknown> {
   switch (m.op) {
     case 'readTrace': {
-      const { readTrace } = await arrowTrace;
+      const cached = traceCacheEnabled() ? readCachedColumns(m.arg) : null;
+      if (cached) return cached;
+      const { readTrace } = await import('../../traces/arrow-trace.ts');
       const { meta, rows } = await readTrace(m.arg);
       const sorted = [...rows].sort((a, b) => a.arrivalMs - b.arrivalMs);
-      return { meta, columns: traceToColumns(sorted) };
+      const columns = traceToColumns(sorted);
+      if (traceCacheEnabled()) writeCachedColumns(m.arg, meta, columns);
+      return { meta, columns };
     }
     case 'open': {
       const { ResultsWriter } = await resultsWriter;
