@@ -5,7 +5,9 @@
  *    preparation, sampling, output processing);
  *  - `elementwiseScale`: the fraction of the tables' eager elementwise time a CUDA-graph step
  *    still pays where the graph and the engine's fused kernels remove launch gaps and passes
- *    (eager steps pay it in full, `operator-step-time.ts`);
+ *    (`operator-step-time.ts`);
+ *  - `eagerElementwiseScale`: the same for steps outside a CUDA graph (prefill), below 1 only where
+ *    the engine fuses the ops at every token count (vLLM's torch.compile; fitted for vLLM only);
  *  - the API-server terms (`api-server.ts`): per request and per prompt token, added to TTFT.
  * `switchyard validate-sim --fit` fits them per validation group (engine × model × dtype × TP) on a
  * seeded half of the group's measured points and reports the errors on the other half; the
@@ -37,6 +39,8 @@ const EngineCalibrationSchema = z
     perSequenceOverheadMs: z.number().finite().nonnegative(),
     /** Fraction (0..1] of eager elementwise time a CUDA-graph step pays. Default 1. */
     elementwiseScale: z.number().gt(0).max(1).default(1),
+    /** Fraction (0..1] of eager elementwise time a step outside a CUDA graph (prefill) pays. Default 1. */
+    eagerElementwiseScale: z.number().gt(0).max(1).default(1),
     /** API-server terms, ms. Default none. */
     apiServer: ApiServerCalibrationSchema.default({ requestMs: 0, perPromptTokenMs: 0, perOutputTokenMs: 0 }),
     /** Validation group(s) the constants were fitted on. */
@@ -96,6 +100,7 @@ const ZERO: EngineCalibration = {
   stepOverheadMs: 0,
   perSequenceOverheadMs: 0,
   elementwiseScale: 1,
+  eagerElementwiseScale: 1,
   apiServer: { requestMs: 0, perPromptTokenMs: 0, perOutputTokenMs: 0 },
   fittedOn: 'none',
   method: 'no calibration file',

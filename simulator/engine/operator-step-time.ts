@@ -6,13 +6,15 @@
  *                     + contextAttention(prefill chunks) + generationAttention(decodes) )
  *          + lmHead(sampled sequences)
  *
- * with f = elementwiseScale for a step that runs as a CUDA graph and f = 1 for one that runs
- * eagerly. The elementwise tables are eager PyTorch op times (Vidur's): at the few tokens of a
+ * with f = elementwiseScale for a step that runs as a CUDA graph and f = eagerElementwiseScale
+ * (default 1) for one that runs outside a graph. The elementwise tables are eager PyTorch op times (Vidur's): at the few tokens of a
  * graph-captured step they are mostly launch gaps, which a CUDA graph and the engine's fused kernels
  * remove (hence the fitted fraction, fitted on decode TPOT); at the thousands of tokens of an eager
- * prefill step the ops are bandwidth-bound and their measured time is spent (fusing an add into a
- * norm saves a few passes over the activations, not most of them), so a decode-fitted fraction
- * would underprice prefill.
+ * prefill step the ops are bandwidth-bound and only fusion saves time (fusing an add and a
+ * quantisation into a norm saves passes over the activations, not the launches), so the eager steps
+ * have their own fraction: 1 for separate eager kernels, below 1 for an engine that compiles fused
+ * kernels for every token count (vLLM V1's torch.compile); a decode-fitted fraction would
+ * underprice prefill.
  *
  * where T = prefill tokens + decode sequences is the step's token count. Every term is a lookup in
  * the committed operator tables (`operator-tables.ts`), precomputed at construction into dense
@@ -67,6 +69,19 @@ export interface OperatorStepTimeOptions {
    * (module doc). Default 1.
    */
   elementwiseScale?: number;
+  /**
+   * Fraction (0..1] of the tables' eager elementwise time a step too large for a CUDA graph (a
+   * prefill step) pays. 1 where the ops run as the separate eager kernels the tables measured; below
+   * 1 where the engine compiles the model for every batch size and fuses them even outside graphs
+   * (vLLM V1: the model is captured once by TorchDynamo, dynamic on the number of tokens, and
+   * compiled by TorchInductor for that general shape, CUDA graphs being captured separately for the
+   * small sizes only — docs.vllm.ai `design/debug_vllm_compile` and `vllm/compilation/
+   * cuda_piecewise_backend.py` — so residual add + RMSNorm (+ FP8 quantisation) and SiLU × mul run
+   * as fused kernels at any token count). At thousands of
+   * tokens these ops are bandwidth-bound, so the fraction is the share of activation passes left
+   * after fusion, not the launch-gap share a graph removes. Default 1.
+   */
+  eagerElementwiseScale?: number;
 }
 
 /**
@@ -87,6 +102,7 @@ export class OperatorStepTime implements StepTimeModel {
   readonly stepOverheadMs: number;
   readonly perSequenceOverheadMs: number;
   readonly elementwiseScale: number;
+  readonly eagerElementwiseScale: number;
   readonly cudaGraphMaxTokens: number;
   readonly cudaGraphDecodeOnly: boolean;
   readonly maxTokens: number;
@@ -118,6 +134,8 @@ export class OperatorStepTime implements StepTimeModel {
     if (!(this.perSequenceOverheadMs >= 0)) throw new Error(`perSequenceOverheadMs must be ≥ 0, got ${this.perSequenceOverheadMs}`);
     this.elementwiseScale = opts.elementwiseScale ?? 1;
     if (!(this.elementwiseScale > 0 && this.elementwiseScale <= 1)) throw new Error(`elementwiseScale must be in (0, 1], got ${this.elementwiseScale}`);
+    this.eagerElementwiseScale = opts.eagerElementwiseScale ?? 1;
+    if (!(this.eagerElementwiseScale > 0 && this.eagerElementwiseScale <= 1)) throw new Error(`eagerElementwiseScale must be in (0, 1], got ${this.eagerElementwiseScale}`);
     this.cudaGraphMaxTokens = opts.cudaGraphMaxTokens ?? 512;
     this.cudaGraphDecodeOnly = opts.cudaGraphDecodeOnly ?? false;
     this.maxTokens = opts.maxTokens ?? 65_536;
@@ -141,11 +159,12 @@ export class OperatorStepTime implements StepTimeModel {
     const arMs = (m: number, graph: boolean) =>
       ar ? 2 * logLogInterp(ar.elements, graph ? ar.graphMs : ar.eagerMs, m * arch.hiddenSize) : 0;
     const ew = this.elementwiseScale;
+    const eew = this.eagerElementwiseScale;
     const N = this.maxTokens;
     this.denseEagerMs = new Float64Array(N + 1);
     this.lmHeadMs = new Float64Array(N + 1);
     for (let m = 1; m <= N; m++) {
-      this.denseEagerMs[m] = L * (at(g.layerGemmMs, m) + at(g.layerElementwiseMs, m) + arMs(m, false));
+      this.denseEagerMs[m] = L * (at(g.layerGemmMs, m) + eew * at(g.layerElementwiseMs, m) + arMs(m, false));
       this.lmHeadMs[m] = at(g.lmHeadMs, m);
     }
     const G = Math.min(this.cudaGraphMaxTokens, N);

@@ -51,6 +51,8 @@ export const ReplicasSchema = z
     per_sequence_overhead_ms: z.number().nonnegative().optional(),
     /** Fraction (0..1] of the tables' eager elementwise time a CUDA-graph step pays (fusion; eager steps pay all); default: the committed calibration. */
     elementwise_scale: z.number().gt(0).max(1).optional(),
+    /** Fraction (0..1] of the tables' eager elementwise time a step outside a CUDA graph (prefill) pays; default: the committed calibration. */
+    eager_elementwise_scale: z.number().gt(0).max(1).optional(),
     /**
      * API-server latency outside the engine's steps (`api-server.ts`); default for calibrated
      * replicas: the committed calibration's terms for the engine × model × TP (on); `{}` turns it off.
@@ -195,7 +197,8 @@ export function resolveReplicas(config: ReplicasConfig): ResolvedReplicas {
   const stepOverheadMs = config.step_overhead_ms ?? cal.stepOverheadMs;
   const perSequenceOverheadMs = config.per_sequence_overhead_ms ?? cal.perSequenceOverheadMs;
   const elementwiseScale = config.elementwise_scale ?? cal.elementwiseScale;
-  const key = [gpu, config.engine, engineVersion, arch.name, tp, dtype, stepOverheadMs, perSequenceOverheadMs, elementwiseScale].join('|');
+  const eagerElementwiseScale = config.eager_elementwise_scale ?? cal.eagerElementwiseScale;
+  const key = [gpu, config.engine, engineVersion, arch.name, tp, dtype, stepOverheadMs, perSequenceOverheadMs, elementwiseScale, eagerElementwiseScale].join('|');
   let stepTime = stepTimeCache.get(key);
   if (!stepTime) {
     const tables = loadOperatorTables(gpu, config.engine, engineVersion);
@@ -207,6 +210,7 @@ export function resolveReplicas(config: ReplicasConfig): ResolvedReplicas {
       stepOverheadMs,
       perSequenceOverheadMs,
       elementwiseScale,
+      eagerElementwiseScale,
       // vLLM captures CUDA graphs for mixed and decode steps up to 512 tokens; SGLang for decode batches only.
       cudaGraphMaxTokens: 512,
       cudaGraphDecodeOnly: config.engine === 'sglang',

@@ -105,11 +105,12 @@ function fitFamilyGroups(fam: ValidationFamily, famRows: readonly SiliconRow[], 
       stepOverheadMs: k.stepOverheadMs,
       perSequenceOverheadMs: k.perSequenceOverheadMs,
       elementwiseScale: k.elementwiseScale,
+      eagerElementwiseScale: k.eagerElementwiseScale ?? 1,
       apiServer: { ...k.apiServer },
       fittedOn: `${fam.key}/tp${tp} (${f.points} of the group's points, seeded half)`,
       method: FIT_METHOD,
     };
-    print(`  step ${k.stepOverheadMs} ms + ${k.perSequenceOverheadMs} ms/seq, elementwise ×${k.elementwiseScale}, API ${k.apiServer.requestMs} ms + ${k.apiServer.perPromptTokenMs} ms/prompt token (fit half: TPOT ${f.tpotMedianAbsPct.toFixed(1)} %, TTFT ${f.ttftMedianAbsPct.toFixed(1)} %)`);
+    print(`  step ${k.stepOverheadMs} ms + ${k.perSequenceOverheadMs} ms/seq, elementwise ×${k.elementwiseScale} (eager ×${k.eagerElementwiseScale ?? 1}), API ${k.apiServer.requestMs} ms + ${k.apiServer.perPromptTokenMs} ms/prompt token (fit half: TPOT ${f.tpotMedianAbsPct.toFixed(1)} %, TTFT ${f.ttftMedianAbsPct.toFixed(1)} %)`);
   }
   return out;
 }
@@ -130,6 +131,7 @@ export function engineLevelCalibration(engine: 'vllm' | 'sglang', groups: Record
     stepOverheadMs: med(step, (g) => g.stepOverheadMs),
     perSequenceOverheadMs: med(step, (g) => g.perSequenceOverheadMs),
     elementwiseScale: med(step, (g) => g.elementwiseScale),
+    eagerElementwiseScale: med(step, (g) => g.eagerElementwiseScale),
     apiServer: { requestMs: med(gs, (g) => g.apiServer.requestMs), perPromptTokenMs: med(gs, (g) => g.apiServer.perPromptTokenMs), perOutputTokenMs: 0 },
     fittedOn: `medians: step constants over the ${step.length} ${engine} bfloat16 groups, API server over all ${gs.length} ${engine} groups`,
     method: FIT_METHOD,

@@ -3,9 +3,12 @@
  * `calibration.ts`) on the fit half of its measured points, in two stages by grid search:
  *  1. TPOT: per-step overhead, per-sequence overhead and the elementwise fusion fraction, with no
  *     API-server term — minimising the median |TPOT error| (ties: the mean);
- *  2. TTFT: the API server's per-request and per-prompt-token terms, given stage 1 — minimising
- *     the median |TTFT error| (ties: the mean), within physical bounds (`API_REQUEST_MS_MAX`). The per-output-token term stays 0: in closed-loop means it is indistinguishable from
- *     the per-step overhead.
+ *  2. TTFT: the API server's per-request and per-prompt-token terms, given stage 1 — and for vLLM
+ *     together with them the eager elementwise fraction (what prefill steps, which run outside
+ *     CUDA graphs, pay of the tables' elementwise time: vLLM compiles fused kernels for every token
+ *     count, SGLang's groups keep 1) — minimising the median |TTFT error| (ties: the mean), within
+ *     physical bounds (`API_REQUEST_MS_MAX`, `EAGER_ELEMENTWISE_GRID`). The per-output-token term
+ *     stays 0: in closed-loop means it is indistinguishable from the per-step overhead.
  * Each stage runs a coarse grid, then a finer one around the best cell; every constant stays ≥ 0
  * and the fusion fraction in (0, 1].
  *
@@ -46,6 +49,15 @@ const r4 = (x: number) => Number(x.toFixed(4));
 export const API_REQUEST_MS_MAX = 20;
 
 /**
+ * Candidate eager elementwise fractions of a vLLM group (stage 2). The floor of 0.4 keeps it
+ * physical: at prefill sizes the ops are bandwidth-bound, and fusing each layer's residual add +
+ * RMSNorm (+ FP8 quantisation) pairs and SiLU × mul into single kernels removes the intermediate
+ * writes and re-reads but still reads every input and writes every output once, about 40 % of the
+ * unfused chain's activation traffic (Vidur's eager op list: two norms, two adds, rotary, SiLU, mul).
+ */
+export const EAGER_ELEMENTWISE_GRID: readonly number[] = [1, 0.85, 0.7, 0.55, 0.4];
+
+/**
  * Fit one group's constants on `rows` (the group's fit half).
  * @throws Error when `rows` is empty or a point fails to simulate.
  */
@@ -64,15 +76,16 @@ export function fitGroupConstants(fam: ValidationFamily, rows: readonly SiliconR
     if (k[0] >= 0 && k[1] >= 0 && k[2] > 0 && k[2] <= 1) fine.push(k);
   }
   s1 = gridMin(fine, tpotErrs, s1);
-  type A = [number, number];
-  const allConsts = (k: A): GroupConstants => ({ ...stepConsts(s1.k), apiServer: { requestMs: k[0], perPromptTokenMs: k[1], perOutputTokenMs: 0 } });
+  type A = [number, number, number];
+  const allConsts = (k: A): GroupConstants => ({ ...stepConsts(s1.k), eagerElementwiseScale: k[2], apiServer: { requestMs: k[0], perPromptTokenMs: k[1], perOutputTokenMs: 0 } });
   const ttftErrs = (k: A) => rows.map((r) => simulatePoint(fam, r, allConsts(k)).ttftErrPct);
+  const eagerGrid = fam.engine === 'vllm' ? EAGER_ELEMENTWISE_GRID : [1];
   const coarseA: A[] = [];
-  for (const a of [0, 5, 10, 15, 20]) for (const b of [0, 0.001, 0.002, 0.005]) coarseA.push([a, b]);
+  for (const e of eagerGrid) for (const a of [0, 5, 10, 15, 20]) for (const b of [0, 0.001, 0.002, 0.005]) coarseA.push([a, b, e]);
   let s2 = gridMin(coarseA, ttftErrs, null);
   const fineA: A[] = [];
   for (const da of [-2.5, 0, 2.5]) {
-    const k: A = [r4(s2.k[0] + da), s2.k[1]];
+    const k: A = [r4(s2.k[0] + da), s2.k[1], s2.k[2]];
     if (k[0] >= 0 && k[0] <= API_REQUEST_MS_MAX) fineA.push(k);
   }
   s2 = gridMin(fineA, ttftErrs, s2);

@@ -153,6 +153,8 @@ export interface GroupConstants {
   stepOverheadMs: number;
   perSequenceOverheadMs: number;
   elementwiseScale: number;
+  /** Fraction of eager elementwise time paid by steps outside a CUDA graph (prefill). Default 1. */
+  eagerElementwiseScale?: number;
   apiServer: ApiServerTerm;
   /**
    * Client cohorts of the `staggered` protocol (`ClosedLoopSpec.startCohorts`); ignored by the
@@ -169,6 +171,7 @@ export function committedConstants(fam: ValidationFamily, tp: number): GroupCons
     stepOverheadMs: c.stepOverheadMs,
     perSequenceOverheadMs: c.perSequenceOverheadMs,
     elementwiseScale: c.elementwiseScale,
+    eagerElementwiseScale: c.eagerElementwiseScale,
     apiServer: calibratedApiServer(c),
     ...(clients && { startCohorts: clients.startCohorts }),
   };
@@ -202,6 +205,7 @@ export function pointSetup(fam: ValidationFamily, r: SiliconRow, k: GroupConstan
     step_overhead_ms: k.stepOverheadMs,
     per_sequence_overhead_ms: k.perSequenceOverheadMs,
     elementwise_scale: k.elementwiseScale,
+    eager_elementwise_scale: k.eagerElementwiseScale ?? 1,
   };
   const c = r.concurrency;
   const io = { concurrency: c, inputTokens: r.isl, outputTokens: r.osl, apiServer: k.apiServer };

@@ -54,11 +54,11 @@ describe('switchyard calibrate', () => {
     within(fit.engine!.apiServer.requestMs, TRUE_TERMS.api_server.request_ms);
     within(fit.engine!.apiServer.perPromptTokenMs, TRUE_TERMS.api_server.per_prompt_token_ms);
     within(fit.engine!.apiServer.perOutputTokenMs, TRUE_TERMS.api_server.per_output_token_ms);
-    // Before the fit the replicas are too fast (the committed default terms are smaller than the true ones); after it every engine percentile is within 1 %.
+    // Before the fit the replicas are too fast (the committed default terms are smaller than the true ones: more than 3 % off); after it every engine percentile is within 1 %.
     const engineAfter = fit.after.filter((e) => e.kind === 'engine');
     expect(engineAfter.map((e) => e.endpointId)).toEqual(['m:replica-0', 'm:replica-1']);
     for (const e of engineAfter) for (const m of e.metrics) for (const err of m.relError) expect(Math.abs(err!)).toBeLessThan(0.01);
-    expect(report.before.find((e) => e.endpointId === 'm:replica-0')!.metrics[0]!.relError[0]!).toBeLessThan(-0.05);
+    expect(report.before.find((e) => e.endpointId === 'm:replica-0')!.metrics[0]!.relError[0]!).toBeLessThan(-0.03);
     // The provider endpoint is fitted from its measured latencies.
     const hosted = result.requests.filter((r) => r.endpointId === 'm:hosted' && r.status === 'ok').map((r) => r.ttftMs!).sort((a, b) => a - b);
     const cal = loadCalibrationFile(out);

@@ -70,6 +70,22 @@ describe('OperatorStepTime', () => {
     expect(sglangLike.stepMs(shape(256, 0, 0, 0))).toBe(sglangFull.stepMs(shape(256, 0, 0, 0)));
   });
 
+  it('eagerElementwiseScale discounts eager steps only, by the share of the elementwise time removed', () => {
+    const mk = (eagerElementwiseScale: number) =>
+      new OperatorStepTime({ tables: vllmH100, arch: loadArchitecture('qwen3-32b'), tp: 2, gemmDtype: 'bfloat16', maxTokens: 16_384, eagerElementwiseScale });
+    const half = mk(0.5);
+    const none = mk(1e-9);
+    // CUDA-graph steps (≤ 512 tokens) are unchanged.
+    expect(half.stepMs(shape(0, 0, 64, 2000))).toBe(qwenTp2.stepMs(shape(0, 0, 64, 2000)));
+    // An eager 4,096-token prefill gets cheaper, linearly in the fraction: half the fraction saves half of what dropping it all saves.
+    const full = qwenTp2.stepMs(shape(4096, 0, 8, 2000));
+    const saved = full - none.stepMs(shape(4096, 0, 8, 2000));
+    expect(saved).toBeGreaterThan(0);
+    expect(full - half.stepMs(shape(4096, 0, 8, 2000))).toBeCloseTo(saved / 2, 6);
+    expect(() => mk(0)).toThrow(/eagerElementwiseScale/);
+    expect(() => mk(1.5)).toThrow(/eagerElementwiseScale/);
+  });
+
   it('an empty batch costs 0 ms; a 1-token decode costs about a weight read of the model', () => {
     expect(qwenTp2.stepMs(shape(0, 0, 0, 0))).toBe(0);
     // Qwen3-32B at TP 2: ~32.8 GB of bf16 weights over 2 GPUs at ~3 TB/s ≈ 11 ms, plus attention and elementwise.
