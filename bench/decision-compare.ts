@@ -11,7 +11,10 @@
  * - Timing is CPU time of the child (`process.cpuUsage`, user + system, µs), so time the
  *   machine gives to other work does not count. Children run V8 with `--single-threaded`
  *   (compiler and GC on the main thread), so the process's CPU time is the op's own.
- * - Each sample is one batch of decisions sized to take about `--batch-ms` of CPU.
+ * - Each sample is one batch of decisions sized to take about `--batch-ms` of CPU. Short batches
+ *   on purpose: on a shared VM the same batch runs up to ~2× slower for stretches of ~100 ms
+ *   (neighbours' load), so the three batches of a pair must run within a few ms of each other;
+ *   many short pairs and a median beat few long ones.
  * - Warm-up: every op runs until its batch time settles (median of the last 5 batches within
  *   2 % of the 5 before) or for 3 s at most, untimed.
  * - Rounds: each round takes every op once, ops in random order; for each op the three processes
@@ -24,8 +27,9 @@
  * same for the control (control / this).
  *
  * Run: `npx tsx bench/decision-compare.ts --compare-root /path/to/other/checkout
- *       [--rounds 60] [--batch-ms 8] [--only least_busy,fixed] [--threads]`.
- * `--threads` keeps V8's background threads (then CPU time includes their work).
+ *       [--rounds 200] [--batch-ms 2] [--only least_busy,fixed] [--threads] [--v8-flags=...]`.
+ * `--threads` keeps V8's background threads (then CPU time includes their work); `--v8-flags`
+ * adds flags to the children's command line (space-separated, e.g. `--v8-flags=--max-semi-space-size=1`).
  * @throws Error when `--compare-root` is missing or is not a checkout with `core/index.ts`.
  */
 import { fork, type ChildProcess } from 'node:child_process';
@@ -166,9 +170,9 @@ async function parent(): Promise<void> {
   if (otherRoot === undefined || !existsSync(join(otherRoot, 'core', 'index.ts'))) {
     throw new Error(`--compare-root must name a checkout containing core/index.ts (got ${otherRoot ?? 'nothing'}); e.g. --compare-root /work/wt-base`);
   }
-  const rounds = Number(values.rounds ?? 60);
+  const rounds = Number(values.rounds ?? 200);
   if (!Number.isInteger(rounds) || rounds < 10) throw new Error(`--rounds must be an integer ≥ 10 (got ${values.rounds})`);
-  const batchMs = Number(values['batch-ms'] ?? 8);
+  const batchMs = Number(values['batch-ms'] ?? 2);
   if (!(batchMs >= 1)) throw new Error(`--batch-ms must be ≥ 1 (got ${values['batch-ms']})`);
   const only = values.only?.split(',').filter((s) => s !== '');
   const threads = values.threads === true;
@@ -213,7 +217,6 @@ async function parent(): Promise<void> {
     }
   }
   for (const s of all) s.close();
-  if (process.env.DC_DUMP) for (const op of ops) for (const s of all) console.log(op, s.label, samples.get(s)!.get(op)!.map((x) => Math.round(x)).join(' '));
 
   const fmt = (x: number) => Number(x.toPrecision(4));
   const get = (s: Side, op: string) => samples.get(s)!.get(op)!;
