@@ -11,26 +11,30 @@
  * - Timing is CPU time of the child (`process.cpuUsage`, user + system, µs), so time the
  *   machine gives to other work does not count. Children run V8 with `--single-threaded`
  *   (compiler and GC on the main thread), so the process's CPU time is the op's own.
- * - Each sample is one batch of decisions sized to take about `--batch-ms` of CPU. Short batches
- *   on purpose: on a shared VM the same batch runs up to ~2× slower for stretches of ~100 ms
- *   (neighbours' load), so the three batches of a pair must run within a few ms of each other;
- *   many short pairs and a median beat few long ones.
- * - Warm-up: every op runs until its batch time settles (median of the last 5 batches within
- *   2 % of the 5 before) or for 3 s at most, untimed.
+ * - Each sample is one batch sized to take about `--batch-ms` of CPU. Short batches on purpose:
+ *   on a shared VM the same batch runs up to ~2× slower for stretches of ~100 ms (neighbours'
+ *   load), so the three batches of a pair must run within a few ms of each other; many short
+ *   pairs and a median beat few long ones.
+ * - One process pair carries a bias of its own of up to ~±8 % (code layout, JIT timing) that
+ *   no number of samples removes, so the rounds are split over `--processes` fresh sets of the
+ *   three processes and pooled; the table shows each set's median next to the pooled one.
+ * - Warm-up, per set: every op runs until its batch time settles (median of the last 5 batches
+ *   within 2 % of the 5 before) or for 3 s at most, untimed.
  * - Rounds: each round takes every op once, ops in random order; for each op the three processes
- *   run one batch each in a random order. A round's quotient pairs batches run within tens of ms
- *   of each other. Each process also times the reference once per round.
+ *   run one batch each, in random order. Each process times the reference once per round.
  *
- * Prints per op: ns per decision (median) and ratio to the reference for both sides, then the
- * median of the paired quotients (this / other; > 1 means this checkout is slower) with its
- * interquartile range and a 95 % confidence interval of the median (order statistics), and the
- * same for the control (control / this).
+ * Prints per op: ns per decision (pooled median) for both sides; `ratio quot.`, this side's
+ * ratio to its reference over the other's (the figure the issue's gate names); `this/other`,
+ * the median of the paired quotients (> 1: this checkout is slower), their interquartile range
+ * and the range of the per-set medians; and the same three for the control (control / this).
  *
  * Run: `npx tsx bench/decision-compare.ts --compare-root /path/to/other/checkout
- *       [--rounds 200] [--batch-ms 2] [--only least_busy,fixed] [--threads] [--v8-flags=...]`.
+ *       [--rounds 240] [--processes 6] [--batch-ms 2] [--only least_busy,fixed] [--threads]
+ *       [--v8-flags=...]`.
  * `--threads` keeps V8's background threads (then CPU time includes their work); `--v8-flags`
  * adds flags to the children's command line (space-separated, e.g. `--v8-flags=--max-semi-space-size=1`).
- * @throws Error when `--compare-root` is missing or is not a checkout with `core/index.ts`.
+ * @throws Error when `--compare-root` is missing or is not a checkout with `core/index.ts`, or
+ * when `--rounds`, `--processes` or `--batch-ms` is out of range.
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -139,12 +143,7 @@ const quantile = (xs: number[], q: number): number => {
   return s[lo]! + (s[Math.min(lo + 1, s.length - 1)]! - s[lo]!) * (pos - lo);
 };
 const median = (xs: number[]) => quantile(xs, 0.5);
-/** 95 % CI of the median from order statistics: ranks n/2 ∓ 0.98·√n (normal approximation). */
-const medianCi = (xs: number[]): [number, number] => {
-  const s = [...xs].sort((a, b) => a - b);
-  const h = 0.98 * Math.sqrt(s.length);
-  return [s[Math.max(0, Math.floor(s.length / 2 - h))]!, s[Math.min(s.length - 1, Math.ceil(s.length / 2 + h))]!];
-};
+const pairs = (a: number[], b: number[]) => a.map((x, i) => x / b[i]!);
 /** Fisher–Yates with Math.random: the orders only need to vary, not to replay. */
 const shuffled = <T>(xs: T[]): T[] => {
   const a = [...xs];
@@ -164,13 +163,14 @@ async function parent(): Promise<void> {
       only: { type: 'string' },
       threads: { type: 'boolean' },
       'v8-flags': { type: 'string' },
+      processes: { type: 'string' },
     },
   });
   const otherRoot = values['compare-root'];
   if (otherRoot === undefined || !existsSync(join(otherRoot, 'core', 'index.ts'))) {
     throw new Error(`--compare-root must name a checkout containing core/index.ts (got ${otherRoot ?? 'nothing'}); e.g. --compare-root /work/wt-base`);
   }
-  const rounds = Number(values.rounds ?? 200);
+  const rounds = Number(values.rounds ?? 240);
   if (!Number.isInteger(rounds) || rounds < 10) throw new Error(`--rounds must be an integer ≥ 10 (got ${values.rounds})`);
   const batchMs = Number(values['batch-ms'] ?? 2);
   if (!(batchMs >= 1)) throw new Error(`--batch-ms must be ≥ 1 (got ${values['batch-ms']})`);
@@ -178,79 +178,100 @@ async function parent(): Promise<void> {
   const threads = values.threads === true;
   const thisRoot = join(import.meta.dirname, '..');
 
+  const processes = Number(values.processes ?? 6);
+  if (!Number.isInteger(processes) || processes < 1 || rounds < processes * 10) throw new Error(`--processes must be an integer ≥ 1 with ≥ 10 rounds each (got ${values.processes}, ${rounds} rounds)`);
   const v8Flags = (values['v8-flags'] ?? '').split(' ').filter((f) => f !== '');
-  const sides = { this: new Side('this', threads, v8Flags), other: new Side('other', threads, v8Flags), control: new Side('control', threads, v8Flags) };
-  const all = [sides.this, sides.other, sides.control];
-  const roots = new Map([[sides.this, thisRoot], [sides.other, otherRoot], [sides.control, thisRoot]]);
-  const lists = await Promise.all(all.map(async (s) => ((await s.call({ cmd: 'load', root: roots.get(s)! })) as { strategies: string[] }).strategies));
-  const names = lists[0]!.filter((s) => lists[1]!.includes(s) && (!only || only.includes(s)));
-  const ops = [REFERENCE, ...names];
 
-  // Batch size per op: decisions for ~batchMs of CPU on the other side, after a first warm-up.
+  const ROLES = ['this', 'other', 'control'] as const;
+  type Role = (typeof ROLES)[number];
+  const rootOf: Record<Role, string> = { this: thisRoot, other: otherRoot, control: thisRoot };
+  let names: string[] = [];
+  let ops: string[] = [];
+  /** Decisions (or Map.gets) per batch, per op: fixed by the first set of processes. */
   const n = new Map<string, number>();
-  for (const op of ops) {
-    let k = op === REFERENCE ? 10_000 : 200;
-    for (let i = 0; i < 5; i++) for (const s of all) await s.cpuUs({ cmd: 'warm', op, n: k });
-    const us: number[] = [];
-    for (let i = 0; i < 3; i++) us.push(await sides.other.cpuUs({ cmd: 'time', op, n: k }));
-    n.set(op, Math.max(1, Math.ceil((k * batchMs * 1_000) / Math.max(median(us), 1))));
-  }
-  // Warm-up until each side's batch time settles.
-  for (const op of ops) {
-    for (const s of all) {
-      const ts: number[] = [];
-      let spent = 0;
-      for (;;) {
-        const us = await s.cpuUs({ cmd: 'warm', op, n: n.get(op)! });
-        ts.push(us);
-        spent += us;
-        if (spent > 3e6) break;
-        if (ts.length >= 10 && Math.abs(median(ts.slice(-5)) / median(ts.slice(-10, -5)) - 1) < 0.02) break;
+  /** Pooled ns per op call, per role and op; and each set of processes' median paired quotients. */
+  const samples = new Map<Role, Map<string, number[]>>(ROLES.map((r) => [r, new Map()]));
+  const epochMedians = new Map<string, { q: number[]; c: number[] }>();
+
+  for (let e = 0; e < processes; e++) {
+    const sides = new Map(ROLES.map((r) => [r, new Side(r, threads, v8Flags)]));
+    const all = [...sides.values()];
+    const lists = await Promise.all(ROLES.map(async (r) => ((await sides.get(r)!.call({ cmd: 'load', root: rootOf[r] })) as { strategies: string[] }).strategies));
+    if (e === 0) {
+      names = lists[0]!.filter((s) => lists[1]!.includes(s) && (!only || only.includes(s)));
+      ops = [REFERENCE, ...names];
+      for (const r of ROLES) for (const op of ops) samples.get(r)!.set(op, []);
+      for (const op of names) epochMedians.set(op, { q: [], c: [] });
+      // Batch size per op: calls for ~batchMs of CPU on the other side, after a first warm-up.
+      for (const op of ops) {
+        const k = op === REFERENCE ? 10_000 : 200;
+        for (let i = 0; i < 5; i++) for (const s of all) await s.cpuUs({ cmd: 'warm', op, n: k });
+        const us: number[] = [];
+        for (let i = 0; i < 3; i++) us.push(await sides.get('other')!.cpuUs({ cmd: 'time', op, n: k }));
+        n.set(op, Math.max(1, Math.ceil((k * batchMs * 1_000) / Math.max(median(us), 1))));
       }
     }
-  }
-
-  const samples = new Map<Side, Map<string, number[]>>(all.map((s) => [s, new Map(ops.map((o) => [o, []]))]));
-  for (let r = 0; r < rounds; r++) {
-    for (const op of shuffled(ops)) {
-      for (const s of shuffled(all)) samples.get(s)!.get(op)!.push(((await s.cpuUs({ cmd: 'time', op, n: n.get(op)! })) * 1_000) / n.get(op)!);
+    // Warm-up until each side's batch time settles.
+    for (const op of ops) {
+      for (const s of all) {
+        const ts: number[] = [];
+        let spent = 0;
+        for (;;) {
+          const us = await s.cpuUs({ cmd: 'warm', op, n: n.get(op)! });
+          ts.push(us);
+          spent += us;
+          if (spent > 3e6) break;
+          if (ts.length >= 10 && Math.abs(median(ts.slice(-5)) / median(ts.slice(-10, -5)) - 1) < 0.02) break;
+        }
+      }
+    }
+    const mine = new Map<Role, Map<string, number[]>>(ROLES.map((r) => [r, new Map(ops.map((o) => [o, []]))]));
+    const share = Math.floor(rounds / processes) + (e < rounds % processes ? 1 : 0);
+    for (let r = 0; r < share; r++) {
+      for (const op of shuffled(ops)) {
+        for (const role of shuffled([...ROLES])) {
+          const ns = ((await sides.get(role)!.cpuUs({ cmd: 'time', op, n: n.get(op)! })) * 1_000) / n.get(op)!;
+          mine.get(role)!.get(op)!.push(ns);
+          samples.get(role)!.get(op)!.push(ns);
+        }
+      }
+    }
+    for (const s of all) s.close();
+    for (const op of names) {
+      const h = mine.get('this')!.get(op)!;
+      epochMedians.get(op)!.q.push(median(pairs(h, mine.get('other')!.get(op)!)));
+      epochMedians.get(op)!.c.push(median(pairs(mine.get('control')!.get(op)!, h)));
     }
   }
-  for (const s of all) s.close();
 
-  const fmt = (x: number) => Number(x.toPrecision(4));
-  const get = (s: Side, op: string) => samples.get(s)!.get(op)!;
-  const pairs = (a: number[], b: number[]) => a.map((x, i) => x / b[i]!);
-  const spread = (q: number[]) => {
-    const [lo, hi] = medianCi(q);
-    return { med: fmt(median(q)), iqr: `${fmt(quantile(q, 0.25))}–${fmt(quantile(q, 0.75))}`, ci: `${fmt(lo)}–${fmt(hi)}` };
-  };
-  const refThis = median(get(sides.this, REFERENCE));
-  const refOther = median(get(sides.other, REFERENCE));
+  const fmt = (x: number) => Number(x.toPrecision(3));
+  const get = (r: Role, op: string) => samples.get(r)!.get(op)!;
+  const range = (xs: number[]) => `${fmt(Math.min(...xs))}–${fmt(Math.max(...xs))}`;
+  const iqr = (q: number[]) => `${fmt(quantile(q, 0.25))}–${fmt(quantile(q, 0.75))}`;
+  const refThis = median(get('this', REFERENCE));
+  const refOther = median(get('other', REFERENCE));
   const rows = names.map((op) => {
-    const h = get(sides.this, op);
-    const o = get(sides.other, op);
-    const q = spread(pairs(h, o));
-    const c = spread(pairs(get(sides.control, op), h));
+    const h = get('this', op);
+    const o = get('other', op);
+    const q = pairs(h, o);
+    const c = pairs(get('control', op), h);
     return {
-      op: `decision: ${op}`,
+      op,
       'other ns': fmt(median(o)),
       'this ns': fmt(median(h)),
-      'other ratio': fmt(median(o) / refOther),
-      'this ratio': fmt(median(h) / refThis),
-      'ratio quotient': fmt(median(h) / refThis / (median(o) / refOther)),
-      'paired this/other': q.med,
-      'IQR': q.iqr,
-      '95% CI': q.ci,
-      'control/this': c.med,
-      'control IQR': c.iqr,
-      'control CI': c.ci,
+      'ratio quot.': fmt(median(h) / refThis / (median(o) / refOther)),
+      'this/other': fmt(median(q)),
+      IQR: iqr(q),
+      'per process': range(epochMedians.get(op)!.q),
+      'control': fmt(median(c)),
+      'control IQR': iqr(c),
+      'ctl per process': range(epochMedians.get(op)!.c),
     };
   });
-  const refQ = spread(pairs(get(sides.this, REFERENCE), get(sides.other, REFERENCE)));
+  const refQ = pairs(get('this', REFERENCE), get('other', REFERENCE));
   console.log(
-    `other = ${resolve(otherRoot)}; ${rounds} rounds; CPU time per batch of ~${batchMs} ms; ${threads ? 'V8 background threads on' : 'V8 --single-threaded'}\n` +
-      `reference Map.get: this ${fmt(refThis)} ns/op, other ${fmt(refOther)} ns/op, paired this/other ${refQ.med} (IQR ${refQ.iqr})`,
+    `other = ${resolve(otherRoot)}; ${rounds} rounds over ${processes} sets of processes; CPU time per batch of ~${batchMs} ms; ${threads ? 'V8 background threads on' : 'V8 --single-threaded'}\n` +
+      `reference Map.get: this ${fmt(refThis)} ns/op, other ${fmt(refOther)} ns/op, paired this/other ${fmt(median(refQ))} (IQR ${iqr(refQ)})`,
   );
   console.table(rows);
 }
