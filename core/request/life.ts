@@ -212,7 +212,9 @@ export class Life<S extends CandidateSource<Life<S>>> implements RequestLife {
   /**
    * Sends a (no longer queued) attempt: the dispatch, then its waits in this order (equal-time
    * timers fire in arming order): a stream's first token, the headers, a non-stream attempt's
-   * total (a stream's is the overall deadline), the family's own.
+   * total (a stream's is the overall deadline), the family's own. The headers wait is left out
+   * when the first-token wait is due no later: output comes before or with the first token, and
+   * the first-token wait (armed first) ends the attempt, so the headers wait could never fire.
    */
   send(a: LiveAttempt, nowMs: number, out: LifecycleAction[]): void {
     if (a.ticket !== null) this.disarm(a.attemptId, 'queue');
@@ -223,7 +225,8 @@ export class Life<S extends CandidateSource<Life<S>>> implements RequestLife {
     out.push({ kind: 'dispatch', attemptId: a.attemptId, endpointId: a.route.endpointId });
     const firstAtMs = firstTokenAtMs(k.waits, stream, nowMs, this.overallAtMs);
     if (firstAtMs !== null) out.push(this.arm('first_token', a.attemptId, firstAtMs));
-    out.push(this.arm('headers', a.attemptId, nowMs + k.headersMs));
+    const headersAtMs = nowMs + k.headersMs;
+    if (firstAtMs === null || firstAtMs > headersAtMs) out.push(this.arm('headers', a.attemptId, headersAtMs));
     const totalAtMs = attemptTotalAtMs(k.waits, stream, nowMs, this.overallAtMs);
     if (totalAtMs !== null) out.push(this.arm('total', a.attemptId, totalAtMs));
     this.policy.afterDispatch(this, a, nowMs, out);

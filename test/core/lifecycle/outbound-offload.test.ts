@@ -135,7 +135,7 @@ describe('queue-wait offload', () => {
       const x = one(next, 'dispatch')!;
       seen.push(x.endpointId);
       if (x.endpointId === ENGINE) {
-        expect(all(next, 'wait_until').map((w) => w.atMs)).toEqual([d.now + 300 * S, d.now + 300 * S]); // first token and headers, no engine wait
+        expect(all(next, 'wait_until').map((w) => w.atMs)).toEqual([d.now + 300 * S]); // first token (it also bounds the headers), no engine wait
         next = d.step(a.life, { kind: 'finished', attemptId: x.attemptId, usage });
         break;
       }
@@ -178,7 +178,7 @@ describe('queue-wait offload', () => {
     // An inactive policy is ignored: the offload route is an ordinary route.
     const d = new MiniDriver(lcCore({ offload: { route: OFFLOAD, wait_sec: 1 }, router: 'fixed', routerParams: { hybrid_composition: true }, routes: { engine: { weight: 0 }, hosted: { weight: 0 } } }));
     const a = d.start(rq());
-    expect(all(a.actions, 'wait_until')).toHaveLength(3); // first token + headers + overall, no engine wait
+    expect(all(a.actions, 'wait_until')).toHaveLength(2); // first token (it also bounds the headers) + overall, no engine wait
   });
 });
 
@@ -186,16 +186,16 @@ describe('exclusions and max offload input', () => {
   it('pinned requests are never offloaded and get no engine wait', () => {
     const d = new MiniDriver(lcCore());
     const a = d.start(rq({ pin: ENGINE }));
-    expect(all(a.actions, 'wait_until')).toHaveLength(3);
+    expect(all(a.actions, 'wait_until')).toHaveLength(2);
     expect(d.advanceTo(100 * S).some((x) => x.kind === 'dispatch')).toBe(false);
   });
 
   it('a prompt over max_input_tokens never goes to the offload route: no engine wait, and 503 when nothing else is admissible', () => {
     const d = new MiniDriver(lcCore({ offload: { route: OFFLOAD, wait_sec: 2, max_input_tokens: 1_000 } }));
     const big = d.start(rq({ inputTokens: 1_001 }));
-    expect(all(big.actions, 'wait_until')).toHaveLength(3);
+    expect(all(big.actions, 'wait_until')).toHaveLength(2); // first token (it also bounds the headers) + overall
     const small = d.start(rq({ inputTokens: 1_000 }));
-    expect(all(small.actions, 'wait_until')).toHaveLength(4); // engine wait too
+    expect(all(small.actions, 'wait_until')).toHaveLength(3); // first token, overall and the engine wait
     const only = new MiniDriver(lcCore({ offload: { route: OFFLOAD, wait_sec: 2, max_input_tokens: 1_000 }, routes: { engine: { weight: 0 }, hosted: { weight: 0 } } }));
     expect(one(only.start(rq({ inputTokens: 5_000 })).actions, 'respond_error')).toMatchObject({ status: 503 });
   });
@@ -203,7 +203,7 @@ describe('exclusions and max offload input', () => {
   it('a prompt the offload route’s context window cannot hold is not offloaded; after a context-length rejection routes that are not larger are skipped', () => {
     const d = new MiniDriver(lcCore({ routes: { engine2: { context_length: 8_000 }, hosted: { context_length: 32_000 }, offload: { context_length: 4_000 }, engine: { context_length: 8_000 } } }));
     const a = d.start(rq({ inputTokens: 5_000 }));
-    expect(all(a.actions, 'wait_until')).toHaveLength(3); // offload cannot hold it: no engine wait
+    expect(all(a.actions, 'wait_until')).toHaveLength(2); // offload cannot hold it: no engine wait
     const first = one(a.actions, 'dispatch')!;
     expect(first.endpointId).toBe(ENGINE);
     const out = d.step(a.life, { kind: 'failed', attemptId: first.attemptId, outcome: { kind: 'http_status', status: 400, errorClass: 'context_length', retryAfterMs: null } });
