@@ -29,9 +29,23 @@ export async function runCommand(cmd: CliCommand, args: string[]): Promise<numbe
   try {
     return await cmd.run(args);
   } catch (err) {
-    if (err instanceof UsageError) throw new UsageError(`${err.message}\n\n${cmd.usage}`);
+    const parseArgsMistake = (err as { code?: unknown }).code;
+    if (err instanceof UsageError || (typeof parseArgsMistake === 'string' && parseArgsMistake.startsWith('ERR_PARSE_ARGS'))) {
+      throw new UsageError(`${plainUsageMessage((err as Error).message)}\n\n${cmd.usage}`);
+    }
     throw err;
   }
+}
+
+/**
+ * node's `parseArgs` messages, shortened where they mislead: an unknown option is named with
+ * where to look, without node's advice on positionals (which ends in an unbalanced quote).
+ * Other messages are returned as they are.
+ */
+export function plainUsageMessage(message: string): string {
+  const unknown = /^Unknown option '([^']*)'\. To specify a positional argument/.exec(message);
+  if (unknown) return `unknown option '${unknown[1]}'; the command's options are listed below (a file name starting with '-' goes after '--')`;
+  return message;
 }
 
 /**

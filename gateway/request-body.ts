@@ -69,7 +69,10 @@ export function readClientRequest(endpoint: Endpoint, text: string): ClientReque
   if (!isRecord(parsed)) return { code: 'invalid_json', message: 'The request body must be a JSON object.', param: null };
   const body = parsed;
   if (typeof body.model !== 'string' || body.model.length === 0) {
-    return { code: 'invalid_request', message: 'You must provide a model parameter.', param: 'model' };
+    const m = body.model;
+    if (m === undefined || m === null || m === '') return { code: 'invalid_request', message: 'You must provide a model parameter.', param: 'model' };
+    const got = Array.isArray(m) ? 'an array' : typeof m === 'object' ? 'an object' : `a ${typeof m}`;
+    return { code: 'invalid_request', message: `Invalid type for 'model': expected a string (a model id, see GET /v1/models), but got ${got} instead.`, param: 'model' };
   }
   if (body.stream !== undefined && body.stream !== null && typeof body.stream !== 'boolean') {
     return { code: 'invalid_request', message: `Invalid type for 'stream': expected a boolean.`, param: 'stream' };

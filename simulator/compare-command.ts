@@ -8,6 +8,7 @@
 import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { UsageError, type CliCommand } from '../bin/command.ts';
+import { closestName } from '../core/index.ts';
 import { DEFAULT_METRICS, METRIC_NAMES, type MetricName } from './compare/metrics.ts';
 import { compareInStore, formatComparisons } from './compare/paired-comparison.ts';
 import { ResultsStore } from './results/results-store.ts';
@@ -66,7 +67,13 @@ export const compareCommand: CliCommand = {
     if (values.metrics !== undefined) {
       metrics = values.metrics.split(',').map((m) => m.trim()) as MetricName[];
       const bad = metrics.filter((m) => !(METRIC_NAMES as readonly string[]).includes(m));
-      if (bad.length > 0) throw new UsageError(`--metrics: unknown ${bad.join(', ')}`);
+      if (bad.length > 0) {
+        const named = bad.map((m) => {
+          const near = closestName(m, METRIC_NAMES);
+          return near ? `${m} (did you mean ${near}?)` : m;
+        });
+        throw new UsageError(`--metrics: unknown ${named.join(', ')}; metrics are ${METRIC_NAMES.join(', ')}`);
+      }
     }
     let resamples: number | undefined;
     if (values.resamples !== undefined) {

@@ -294,6 +294,25 @@ function dottedPathProblems(raw: unknown): Problem[] {
   return out;
 }
 
+/** What to write for a missing top-level field that has no default. */
+const REQUIRED_HINTS: Readonly<Record<string, string>> = {
+  name: 'e.g. name: my-experiment',
+  trace: 'an Arrow trace file relative to this file, e.g. trace: ../traces/mooncake/conversation.arrow (switchyard trace import converts raw traces)',
+  replicas: 'e.g. replicas: { count: 4, engine: vllm, gpu: h100_sxm, model: llama-3.1-70b, tp: 4 }',
+  runs: 'one entry per strategy, e.g. runs: [{ strategy: fixed }, { strategy: round_robin }]',
+  output: 'the results DuckDB file relative to this file, e.g. output: ../results/my-experiment.duckdb',
+};
+
+/** The value at `path` inside `root` (undefined where any step is missing). */
+function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
+  let v = root;
+  for (const k of path) {
+    if (typeof v !== 'object' || v === null) return undefined;
+    v = (v as Record<PropertyKey, unknown>)[k];
+  }
+  return v;
+}
+
 /**
  * Validates a parsed experiment object (YAML already parsed), after filling it from the
  * calibration file it names (`calibration:`), and resolves its providers. Every
@@ -307,9 +326,21 @@ function dottedPathProblems(raw: unknown): Problem[] {
  */
 export function parseExperiment(raw: unknown, file: string, lineOf: LineOf = () => null): Experiment {
   const problems: Problem[] = [];
-  const r = ExperimentSchema.safeParse(applyCalibration(raw, file));
+  const input = applyCalibration(raw, file);
+  const r = ExperimentSchema.safeParse(input);
   if (!r.success) {
     for (const i of r.error.issues) {
+      if (i.code === 'invalid_type' && i.path.length > 0 && valueAt(input, i.path) === undefined) {
+        // A missing field: say so, rather than "expected string, received undefined".
+        const hint = i.path.length === 1 ? REQUIRED_HINTS[String(i.path[0])] : undefined;
+        const expected = i.expected === 'array' ? 'a list' : i.expected === 'object' ? 'a mapping' : `a ${i.expected}`;
+        problems.push({ path: i.path, message: `required: this field is missing (expected ${expected})${hint ? `; ${hint}` : ''}` });
+        continue;
+      }
+      if (i.code === 'invalid_type' && i.path.length === 0 && (input === null || input === undefined)) {
+        problems.push({ path: [], message: `the file is empty; an experiment is a mapping with at least ${Object.keys(REQUIRED_HINTS).join(', ')}` });
+        continue;
+      }
       if (i.code !== 'unrecognized_keys') {
         problems.push({ path: i.path, message: i.message });
         continue;

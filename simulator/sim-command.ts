@@ -18,6 +18,7 @@ import { experimentOutputPath, loadExperiment, resolveProviders, type Experiment
 import type { ComparisonRow, SummaryRow } from './results/result-rows.ts';
 import { STORE_LEVELS, tablesOfLevel, type StoreLevel } from './results/store-level.ts';
 import { inThreadSink, threadSink, type ResultsSink } from './results/results-sink.ts';
+import { checkOutputShape } from './results/output-shape.ts';
 import { expandGrid } from './sweep/grid.ts';
 import { resolveShard, shardCells, shardExperimentId, writeShardManifest, type Shard } from './sweep/shard.ts';
 import { defaultJobs, runCells } from './sweep/worker-pool.ts';
@@ -143,6 +144,9 @@ export async function runExperiment(file: string, opts: SimOptions = {}): Promis
     cells = shard ? shardCells(grid, shard) : grid;
     validateCellRouting(exp, cells);
     checkTraceFiles(exp, cells);
+    // A directory or a non-DuckDB file at the output is refused now, not after the first run
+    // (the results thread checks the tables inside a DuckDB file as it opens it).
+    if (!shard) checkOutputShape(output);
   } catch (err) {
     await sink.close();
     throw err;

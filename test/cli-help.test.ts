@@ -5,6 +5,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { plainUsageMessage } from '../bin/command.ts';
 import { COMMANDS } from '../bin/commands.ts';
 
 const repoRoot = join(import.meta.dirname, '..');
@@ -54,5 +55,16 @@ describe('switchyard CLI help', () => {
     expect(r.stdout).toMatch(/^seed -1 /);
     expect(r.stderr).toMatch(/trace: file not found: .*missing\.arrow \(paths are relative to the experiment file\)/);
     expect(r.code).toBe(1);
+  }, 60_000);
+
+  it('an unknown option is named plainly, with the usage and exit 2 (not node\'s advice on positionals)', () => {
+    const r = cli('sim', 'x.yaml', '--bogus');
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/^switchyard: unknown option '--bogus'; the command's options are listed below/);
+    expect(r.stderr).toMatch(/usage: switchyard sim <experiment\.yaml>/);
+    expect(r.stderr).not.toMatch(/To specify a positional argument/);
+    // The rewrite touches only that message.
+    expect(plainUsageMessage("Option '--seed <value>' argument missing")).toBe("Option '--seed <value>' argument missing");
+    expect(plainUsageMessage(`Unknown option '--x'. To specify a positional argument starting with a '-', place it at the end of the command after '--', as in '-- "--x"`)).toMatch(/^unknown option '--x';/);
   }, 60_000);
 });

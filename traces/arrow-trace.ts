@@ -127,6 +127,9 @@ export async function readTrace(path: string): Promise<{ meta: TraceMeta; rows: 
 
 type OpenFile = Awaited<ReturnType<typeof open>>;
 
+/** What to do when a trace path holds something else (often the raw JSON Lines or CSV trace itself). */
+const NOT_ARROW_FIX = "a raw trace (JSON Lines, CSV, JSON) must be converted first: 'switchyard trace import <format> <src> <dst.arrow>' (formats: 'switchyard trace import --help')";
+
 /**
  * Opens the Arrow reader on `fh`.
  * @throws Error naming `path` when the file is empty, or is not an Arrow IPC file (the Arrow
@@ -141,9 +144,9 @@ async function openReader(path: string, fh: OpenFile) {
     reader = await RecordBatchReader.from(fh);
     await reader.open();
   } catch (err) {
-    throw new Error(`${path}: not a readable Arrow IPC trace file (${(err as Error).message})`);
+    throw new Error(`${path}: not a readable Arrow IPC trace file (${(err as Error).message}); ${NOT_ARROW_FIX}`);
   }
   // The reader accepts some non-Arrow bytes without a schema rather than throwing.
-  if (!reader.schema) throw new Error(`${path}: not a readable Arrow IPC trace file (no Arrow schema in it)`);
+  if (!reader.schema) throw new Error(`${path}: not a readable Arrow IPC trace file (no Arrow schema in it); ${NOT_ARROW_FIX}`);
   return reader;
 }

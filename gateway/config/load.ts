@@ -91,7 +91,7 @@ export function loadGatewayConfig(path: string, env: Readonly<Record<string, str
   const dir = isDir ? path : dirname(path);
   const modelsPath = isDir ? join(dir, 'models.yaml') : path;
   if (!existsSync(modelsPath)) {
-    throw new ConfigError([{ file: modelsPath, line: null, field: '(root)', message: 'file not found', fix: `point --config at a models.yaml or at a directory that holds one` }]);
+    throw new ConfigError([{ file: modelsPath, line: null, field: '(root)', message: 'file not found', fix: `give a models.yaml or a directory that holds one (switchyard gateway --config PATH, switchyard validate PATH)` }]);
   }
   const sibling = (name: string): string | null => {
     const p = join(dir, name);

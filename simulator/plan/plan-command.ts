@@ -29,7 +29,7 @@ import { parseRunArgs } from '../run-args.ts';
 import { TraceCache } from '../sweep/cell-runner.ts';
 import { expandGrid } from '../sweep/grid.ts';
 import { roundRate, searchMaxRate, searchMinCount, type SearchProbe } from './capacity-search.ts';
-import type { PlanConfig } from './plan-config.ts';
+import { maxRateBracketProblem, type PlanConfig } from './plan-config.ts';
 import { addPlan, createPlanTables, type PlanRow } from './plan-tables.ts';
 import { ProbeRunner, type ProbeResult, type ProbeSpec } from './probe-runner.ts';
 import { describeSlo } from './slo-verdict.ts';
@@ -97,6 +97,11 @@ export async function runPlan(file: string, opts: PlanOptions = {}): Promise<Pla
   const exp = loadExperiment(file);
   const plan: PlanConfig | undefined = exp.plan;
   if (!plan) throw new Error(`${file}: no plan: block; add one with slo: and a question (max_rate, min_replicas or offload), see README "Capacity planning"`);
+  if (plan.max_rate) {
+    const start = plan.max_rate.start ?? exp.rate_scale;
+    const bad = maxRateBracketProblem(start, plan.max_rate.floor ?? start / 32, plan.max_rate.ceiling ?? start * 32);
+    if (bad) throw new Error(`${file}: ${bad}`);
+  }
   if (plan.offload && !exp.offload) throw new Error(`${file}: plan.offload needs the experiment's offload: block (its provider takes the overflow)`);
   for (const [i, c] of (plan.min_replicas?.choices ?? []).entries()) {
     if ('replicas.count' in c.set) throw new Error(`${file}: plan.min_replicas.choices[${i}].set: replicas.count is what min_replicas searches; remove it`);

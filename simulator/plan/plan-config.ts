@@ -54,7 +54,30 @@ export const MaxRateSchema = z
     /** Replica sets to search; default one, the experiment as written (label `base`). */
     configs: z.array(PlanConfigSchema).min(1).default([{ label: 'base', set: {} }]),
   })
-  .strict();
+  .strict()
+  .superRefine((q, ctx) => {
+    // The bracket walks from start towards floor or ceiling: they must lie in that order.
+    const { start, floor, ceiling } = q;
+    if (floor !== undefined && ceiling !== undefined && floor > ceiling) {
+      ctx.addIssue({ code: 'custom', path: ['floor'], message: `floor ${floor} is above ceiling ${ceiling}; use floor ≤ start ≤ ceiling` });
+      return;
+    }
+    if (start !== undefined && floor !== undefined && start < floor) {
+      ctx.addIssue({ code: 'custom', path: ['start'], message: `start ${start} is below floor ${floor}; use floor ≤ start ≤ ceiling` });
+    }
+    if (start !== undefined && ceiling !== undefined && start > ceiling) {
+      ctx.addIssue({ code: 'custom', path: ['start'], message: `start ${start} is above ceiling ${ceiling}; use floor ≤ start ≤ ceiling` });
+    }
+  });
+
+/**
+ * The message when a `max_rate` bracket, with `start` defaulted from the experiment's
+ * `rate_scale`, does not satisfy floor ≤ start ≤ ceiling; null when it does.
+ */
+export function maxRateBracketProblem(start: number, floor: number, ceiling: number): string | null {
+  if (floor <= start && start <= ceiling) return null;
+  return `plan.max_rate: start ${start} (the experiment's rate_scale when start is not set) must lie within floor ${floor} and ceiling ${ceiling}; set start, floor or ceiling so that floor ≤ start ≤ ceiling`;
+}
 
 /** `min_replicas:` — the fewest replicas per choice holding the SLO at `rate_scale`, ranked by cost. */
 export const MinReplicasSchema = z

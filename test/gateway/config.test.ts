@@ -203,6 +203,18 @@ describe('switchyard validate', () => {
     expect(bad.stderr).toContain(`${join(dir, 'models.yaml')}:5: models.0.route.0: unknown field 'wieght' — fix: remove it or fix the spelling; allowed here:`);
     expect(bad.stderr).toContain(`${join(dir, 'gateway.yaml')}:2: auth.mode: the string "nobody" is not allowed — fix: use one of: "keys", "none"`);
   });
+
+  it('a directory without models.yaml: the fix fits validate as well as gateway --config', () => {
+    const empty = mkdtempSync(join(tmpdir(), 'switchyard-noconfig-'));
+    let problem: ConfigProblem | undefined;
+    try {
+      loadGatewayConfig(empty);
+    } catch (e) {
+      problem = (e as ConfigError).problems[0];
+    }
+    expect(problem).toMatchObject({ file: join(empty, 'models.yaml'), field: '(root)', message: 'file not found' });
+    expect(problem!.fix).toBe('give a models.yaml or a directory that holds one (switchyard gateway --config PATH, switchyard validate PATH)');
+  });
 });
 
 describe('request log memory limit', () => {

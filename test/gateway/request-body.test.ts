@@ -15,6 +15,13 @@ describe('readClientRequest', () => {
     expect(readClientRequest('chat', '[1]')).toMatchObject({ code: 'invalid_json' });
     expect(readClientRequest('chat', '{"messages":[{"role":"user","content":"x"}]}')).toMatchObject({ code: 'invalid_request', param: 'model' });
     expect(readClientRequest('chat', '{"model":"m","messages":[]}')).toMatchObject({ param: 'messages' });
+    // A model of the wrong type is called that, not "missing".
+    const msg = '"messages":[{"role":"user","content":"x"}]';
+    expect(readClientRequest('chat', `{"model":"","${msg.slice(1)}}`)).toMatchObject({ param: 'model', message: 'You must provide a model parameter.' });
+    expect(readClientRequest('chat', `{"model":null,${msg}}`)).toMatchObject({ param: 'model', message: 'You must provide a model parameter.' });
+    expect(readClientRequest('chat', `{"model":5,${msg}}`)).toMatchObject({ code: 'invalid_request', param: 'model', message: "Invalid type for 'model': expected a string (a model id, see GET /v1/models), but got a number instead." });
+    expect(readClientRequest('chat', `{"model":["a"],${msg}}`)).toMatchObject({ param: 'model', message: expect.stringContaining('but got an array instead') });
+    expect(readClientRequest('chat', `{"model":{},${msg}}`)).toMatchObject({ param: 'model', message: expect.stringContaining('but got an object instead') });
     expect(readClientRequest('chat', '{"model":"m","messages":[{}],"stream":"yes"}')).toMatchObject({ param: 'stream' });
     expect(readClientRequest('completion', '{"model":"m"}')).toMatchObject({ param: 'prompt' });
     expect(readClientRequest('embedding', '{"model":"m"}')).toMatchObject({ param: 'input' });

@@ -128,7 +128,9 @@ describe('switchyard compare', () => {
     expect((await merged.query<{ metric: string }>('select metric from comparisons order by metric')).map((r) => r.metric)).toEqual(['goodput', 'ttft_p50_ms', 'ttft_p99_ms']);
     await merged.close();
     await expect(compareCommand.run([db])).rejects.toThrow(UsageError);
-    await expect(compareCommand.run([db, '--baseline', 'fixed', '--metrics', 'bogus'])).rejects.toThrow(/unknown bogus/);
+    await expect(compareCommand.run([db, '--baseline', 'fixed', '--metrics', 'bogus'])).rejects.toThrow(/unknown bogus; metrics are success_rate, goodput, /);
+    // A near miss is named with the metric meant.
+    await expect(compareCommand.run([db, '--baseline', 'fixed', '--metrics', 'ttft_p99,goodput'])).rejects.toThrow(/--metrics: unknown ttft_p99 \(did you mean ttft_p99_ms\?\); metrics are /);
     await expect(runCompare(join(dir, 'missing.duckdb'), { baseline: 'fixed' })).rejects.toThrow(/no such results database/);
   });
 });

@@ -281,4 +281,16 @@ describe('switchyard plan offload', () => {
     const file = smallPlan('no-offload.yaml', { offload: { wait_sec: [1] } });
     await expect(runPlan(file, { output: join(dir, 'x.duckdb'), progress: false, print: () => {} })).rejects.toThrow(/plan.offload needs the experiment's offload: block/);
   });
+
+  it('refuses a max_rate bracket out of order (floor ≤ start ≤ ceiling) before any simulation runs', async () => {
+    const run = (name: string, max_rate: Record<string, unknown>) => {
+      const lines: string[] = [];
+      return runPlan(smallPlan(name, { max_rate }), { output: join(dir, 'x.duckdb'), progress: false, print: (l) => lines.push(l) }).then(() => lines);
+    };
+    await expect(run('floor-above-ceiling.yaml', { start: 0.5, floor: 5, ceiling: 1 })).rejects.toThrow(/plan\.max_rate\.floor: floor 5 is above ceiling 1; use floor ≤ start ≤ ceiling/);
+    await expect(run('start-below-floor.yaml', { start: 0.5, floor: 1 })).rejects.toThrow(/plan\.max_rate\.start: start 0\.5 is below floor 1/);
+    await expect(run('start-above-ceiling.yaml', { start: 3, ceiling: 2 })).rejects.toThrow(/plan\.max_rate\.start: start 3 is above ceiling 2/);
+    // start defaults to the experiment's rate_scale (1 here): a floor above it is refused too.
+    await expect(run('default-start-below-floor.yaml', { floor: 2 })).rejects.toThrow(/start 1 \(the experiment's rate_scale when start is not set\) must lie within floor 2 and ceiling 32/);
+  });
 });

@@ -103,6 +103,18 @@ describe('switchyard sim', () => {
     expect(() => loadExperiment(join(dir, 'bad2.yaml'))).toThrow(/replicas\.count[\s\S]*runs/);
   });
 
+  it('a missing field is called required, with an example of what to write; an empty file says so', () => {
+    const file = join(dir, 'missing.yaml');
+    writeFileSync(file, 'name: x\nreplicas: { count: 1, profile: llama2-70b-h100-tp4 }\n');
+    expect(() => loadExperiment(file)).toThrow(/trace: required: this field is missing \(expected a string\); an Arrow trace file relative to this file, e\.g\. trace: /);
+    expect(() => loadExperiment(file)).toThrow(/runs: required: this field is missing \(expected a list\); one entry per strategy, e\.g\. runs: \[/);
+    expect(() => loadExperiment(file)).toThrow(/output: required: this field is missing \(expected a string\); the results DuckDB file/);
+    expect(() => loadExperiment(file)).not.toThrow(/received undefined/);
+    const empty = join(dir, 'empty-experiment.yaml');
+    writeFileSync(empty, '\n');
+    expect(() => loadExperiment(empty)).toThrow(/\(root\): the file is empty; an experiment is a mapping with at least name, trace, replicas, runs, output/);
+  });
+
   it('output: is relative to the experiment file, as trace: is (not to the working directory)', async () => {
     const sub = join(dir, 'nested');
     mkdirSync(sub, { recursive: true });

@@ -44,15 +44,20 @@ describe('switchyard sim: output file safety', () => {
   it('refuses to overwrite an existing file that is not a DuckDB file, and leaves it as it was', async () => {
     const notes = join(dir, 'notes.txt');
     writeFileSync(notes, 'notes\n');
-    await expect(runExperiment(writeExperiment('notes'), { ...quiet, output: notes })).rejects.toThrow(
-      /output .*notes\.txt exists and is not a DuckDB file; refusing to overwrite it: pick another --output path .* or delete the file/,
+    const lines: string[] = [];
+    await expect(runExperiment(writeExperiment('notes'), { ...quiet, output: notes, print: (l) => lines.push(l) })).rejects.toThrow(
+      /output .*notes\.txt exists and is not a DuckDB file; refusing to overwrite it: pick another --output path .* or delete it/,
     );
     expect(readFileSync(notes, 'utf8')).toBe('notes\n');
+    // Refused before the trace is replayed, not after the first run.
+    expect(lines.some((l) => /requests replayed/.test(l))).toBe(false);
   });
 
   it('refuses a directory and a DuckDB database without the results tables', async () => {
     const file = writeExperiment('other');
-    await expect(runExperiment(file, { ...quiet, output: dir })).rejects.toThrow(/is a directory; refusing to overwrite it/);
+    const lines: string[] = [];
+    await expect(runExperiment(file, { ...quiet, output: dir, print: (l) => lines.push(l) })).rejects.toThrow(/is a directory; refusing to overwrite it/);
+    expect(lines.some((l) => /requests replayed/.test(l))).toBe(false);
     const other = join(dir, 'other-db.duckdb');
     const instance = await DuckDBInstance.create(other);
     const conn = await instance.connect();

@@ -64,6 +64,8 @@ describe('reader rejects bad files', () => {
     const path = fresh();
     writeFileSync(path, 'timestamp,input\n1,2\n');
     expect(await readError(path)).toMatch(new RegExp(`^${path}: not a readable Arrow IPC trace file`));
+    // It says how to get an Arrow trace from the raw file.
+    expect(await readError(path)).toMatch(/must be converted first: 'switchyard trace import <format> <src> <dst\.arrow>'/);
   });
 
   it('missing metadata key', async () => {
