@@ -23,8 +23,9 @@ import { clientMessage, statusOf } from '../errors.ts';
 import type { ClientRequest } from '../request-body.ts';
 import type { RelayEvent } from '../sse-relay.ts';
 import type { AttemptEnd } from '../upstream/adapter.ts';
-import { newAttempt, timerDelayMs, type Attempt } from './attempt.ts';
+import { newAttempt, type Attempt } from './attempt.ts';
 import type { ClientResponse, HeaderPairs } from './client-response.ts';
+import { DeadlineTimer } from './deadline-timer.ts';
 import type { ExchangeContext, ExchangeMeta } from './exchange-context.ts';
 import { logRequestLine } from './request-line.ts';
 import { routeRequestOf } from './route-request.ts';
@@ -58,7 +59,8 @@ export class Exchange implements ListLinks<Exchange> {
   private readonly queue: LifecycleEvent[] = [];
   private busy = false;
   private over = false;
-  private readonly waits = new Set<NodeJS.Timeout>();
+  /** The life's pending `wait_until`s, behind one timer; a fired one is reported as a `deadline` event unless the exchange is over. */
+  private readonly deadlines: DeadlineTimer;
   private readonly startedAtMs: number;
   private readonly requestId: string;
   private readonly baseHeaders: HeaderPairs;
@@ -75,6 +77,9 @@ export class Exchange implements ListLinks<Exchange> {
     private readonly meta: ExchangeMeta,
   ) {
     this.startedAtMs = ctx.now();
+    this.deadlines = new DeadlineTimer(() => ctx.now(), (deadlineId) => {
+      if (!this.over) this.run(() => this.step({ kind: 'deadline', deadlineId }));
+    });
     this.requestId = meta.requestId;
     this.baseHeaders = meta.baseHeaders;
   }
@@ -230,11 +235,7 @@ export class Exchange implements ListLinks<Exchange> {
           }
           break;
         case 'wait_until': {
-          const t = setTimeout(() => {
-            this.waits.delete(t);
-            this.run(() => this.step({ kind: 'deadline', deadlineId: a.deadlineId }));
-          }, timerDelayMs(a.atMs, this.ctx.now()));
-          this.waits.add(t);
+          this.deadlines.add(a.deadlineId, a.atMs);
           break;
         }
         case 'done':
@@ -386,8 +387,7 @@ export class Exchange implements ListLinks<Exchange> {
   private finish(md: RoutingMetadata): void {
     if (this.over) return;
     this.over = true;
-    for (const t of this.waits) clearTimeout(t);
-    this.waits.clear();
+    this.deadlines.clear();
     // Attempts still running are aborted; a finished stream may still drain its body after
     // [DONE] (closed already), which keeps its connection reusable.
     for (const att of this.attempts.values()) if (!att.closed) this.closeAttempt(att.id, true);
