@@ -35,6 +35,7 @@ import { reportAttemptOutcome } from './attempt-outcome.ts';
 import { DeadlineBook, deadlineAttempt, deadlineKind } from './deadline-book.ts';
 import { CANCELLED, FIRST_TOKEN_TIMEOUT, OK, endedRecord, newLiveAttempt, type AttemptRole, type LiveAttempt } from './live-attempt.ts';
 import type { AttemptPolicy, CandidateSource } from './family.ts';
+import { checkLedger } from './life-checks.ts';
 
 /** The attempt table of a life with none live: shared, never written (see `Life.live`). */
 const NO_LIVE: LiveAttempt[] = Object.freeze([]) as unknown as LiveAttempt[];
@@ -131,17 +132,7 @@ export class Life<S extends CandidateSource<Life<S>>> extends DeadlineBook imple
   }
 
   invariants(): void {
-    if (this.done && this.live.length > 0) throw new Error(`${this.requestId}: ${this.live.length} attempt(s) still live after done`);
-    let tickets = 0;
-    for (const a of this.live) {
-      if (a.ticket === null) continue;
-      tickets++;
-      if (a.ticket.state === 'released') throw new Error(`${this.requestId}: attempt ${a.attemptId} keeps a released ticket`);
-    }
-    if (this.recorded.length + this.live.length !== this.nextAttemptId - 1) throw new Error(`${this.requestId}: attempts recorded + live != attempts started`);
-    if (this.ticketsTaken !== this.ticketsReleased + tickets) {
-      throw new Error(`${this.requestId}: slot tickets taken ${this.ticketsTaken} != released ${this.ticketsReleased} + held ${tickets}`);
-    }
+    checkLedger(this);
     this.policy.check(this);
   }
 
