@@ -154,7 +154,7 @@ export const ALIAS_POLICY: AttemptPolicy<Life<TierSource>> = {
       route: t === null ? null : { endpointId: t.endpointId, provider: t.route.provider, baseUrl: t.route.baseUrl },
       reason: life.reason,
       fallback: status === 'ok' && attempts.length > 1,
-      attempts: life.ledger.list(),
+      attempts: life.attemptList(),
       status,
       firstTokenAtMs: life.firstTokenAtMs,
       finishedAtMs: nowMs,
@@ -169,7 +169,7 @@ export const ALIAS_POLICY: AttemptPolicy<Life<TierSource>> = {
 
   ended(life) {
     life.source.wait = null;
-    life.deadlines.clear();
+    life.disarmAll();
   },
 
   check(life) {

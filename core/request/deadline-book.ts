@@ -9,6 +9,9 @@
  * Packed in one small-integer array indexed by deadline id: `attemptId * 16 + kind code`
  * (deadlines of the whole life have attempt 0), 0 once fired or disarmed. A life arms a handful,
  * so scans are short, and nothing is allocated per deadline.
+ *
+ * A request life is its own book (`Life` extends `DeadlineBook`): one object per request instead
+ * of two, since every life arms deadlines.
  */
 import type { LifecycleAction } from '../lifecycle/seam.ts';
 
@@ -34,11 +37,11 @@ export function deadlineAttempt(packed: number): number {
 /** Armed deadlines of one life, by id (ids count up from 1 per life). */
 export class DeadlineBook {
   private readonly packed: number[] = [0, 0, 0, 0, 0, 0, 0, 0];
-  private nextId = 1;
+  private nextDeadlineId = 1;
 
   /** Arms a deadline of `kind` for `attemptId` (0: the life's own) at `atMs`; returns its `wait_until`. */
   arm(kind: DeadlineKind, attemptId: number, atMs: number): WaitUntil {
-    const deadlineId = this.nextId++;
+    const deadlineId = this.nextDeadlineId++;
     this.packed[deadlineId] = attemptId * 16 + KIND_CODE[kind];
     return { kind: 'wait_until', deadlineId, atMs };
   }
@@ -47,13 +50,13 @@ export class DeadlineBook {
   disarm(attemptId: number, kind: DeadlineKind): void {
     const d = this.packed;
     const p = attemptId * 16 + KIND_CODE[kind];
-    for (let i = 1; i < this.nextId; i++) if (d[i] === p) d[i] = 0;
+    for (let i = 1; i < this.nextDeadlineId; i++) if (d[i] === p) d[i] = 0;
   }
 
   /** Forgets every armed deadline of `attemptId`. */
   disarmAttempt(attemptId: number): void {
     const d = this.packed;
-    for (let i = 1; i < this.nextId; i++) if (d[i]! >> 4 === attemptId && d[i] !== 0) d[i] = 0;
+    for (let i = 1; i < this.nextDeadlineId; i++) if (d[i]! >> 4 === attemptId && d[i] !== 0) d[i] = 0;
   }
 
   /** Whether deadline `deadlineId` is still armed. */
@@ -72,7 +75,7 @@ export class DeadlineBook {
   }
 
   /** Forgets every deadline (the life ended). */
-  clear(): void {
+  disarmAll(): void {
     this.packed.fill(0);
   }
 }

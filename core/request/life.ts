@@ -12,10 +12,11 @@
  *   of each attempt.
  *
  * The life itself owns what every kind shares: the attempt table (`live-attempt.ts`), the
- * deadline book (`deadline-book.ts`: overall, queue give-up, headers, first token, non-stream
- * total, stream idle, engine wait, hedge, backoff), the attempt ledger, the commit (`policy/commit.ts`), and
- * the ending (`ending.ts`, `metadata.ts`). Every slot, hold place and deadline an attempt takes
- * is ended exactly once on every path.
+ * deadline book (`deadline-book.ts`, which the life extends: overall, queue give-up, headers,
+ * first token, non-stream total, stream idle, engine wait, hedge, backoff), the attempt ledger
+ * (ids, ended attempts' records, ticket counts: the life's own fields), the commit
+ * (`policy/commit.ts`), and the ending (`ending.ts`, `metadata.ts`). Every slot, hold place and
+ * deadline an attempt takes is ended exactly once on every path.
  */
 import type { Rng } from '../rng.ts';
 import type { ResolvedModel, ResolvedRoute, ResolvedTarget } from '../model/resolved-model.ts';
@@ -31,13 +32,15 @@ import { commitsAt, type CommitEvent } from './policy/commit.ts';
 import { idleDeadlineFired, recordStreamChunk } from './policy/stream-idle.ts';
 import { attemptsSummary, respondError } from './ending.ts';
 import { reportAttemptOutcome } from './attempt-outcome.ts';
-import { AttemptLedger } from './attempt-ledger.ts';
-import { DeadlineBook, deadlineAttempt, deadlineKind, type DeadlineKind, type WaitUntil } from './deadline-book.ts';
+import { DeadlineBook, deadlineAttempt, deadlineKind } from './deadline-book.ts';
 import { CANCELLED, FIRST_TOKEN_TIMEOUT, OK, endedRecord, newLiveAttempt, type AttemptRole, type LiveAttempt } from './live-attempt.ts';
 import type { AttemptPolicy, CandidateSource } from './family.ts';
+import { checkLedger } from './life-checks.ts';
 
 /** The attempt table of a life with none live: shared, never written (see `Life.live`). */
 const NO_LIVE: LiveAttempt[] = Object.freeze([]) as unknown as LiveAttempt[];
+/** The records of a life with none ended yet: shared, never written (see `Life.recorded`). */
+const NO_RECORDS: AttemptRecord[] = Object.freeze([]) as unknown as AttemptRecord[];
 
 /** What a life is built from besides the request (owned by `RoutingCore`, shared by every life). */
 export interface LifeParts {
@@ -46,8 +49,11 @@ export interface LifeParts {
   readonly admission: Admission;
 }
 
-/** One request in flight under candidate source `S`. Created by `request-life.ts`. */
-export class Life<S extends CandidateSource<Life<S>>> implements RequestLife {
+/**
+ * One request in flight under candidate source `S`, and its own deadline book (`arm`, `disarm`,
+ * `disarmAttempt`, `take`). Created by `request-life.ts`.
+ */
+export class Life<S extends CandidateSource<Life<S>>> extends DeadlineBook implements RequestLife {
   /**
    * The life the driver holds for this one (a planner's or stats tap wrapping it); outbound-slot
    * wake-ups are addressed to it. Null ⇒ this life itself. A field, not a WeakMap entry per request.
@@ -63,10 +69,16 @@ export class Life<S extends CandidateSource<Life<S>>> implements RequestLife {
    * array; the first attempt gets the life its own, sized to it.
    */
   live: LiveAttempt[] = NO_LIVE;
-  /** Armed deadlines, by id. */
-  readonly deadlines = new DeadlineBook();
-  /** Attempt ids, ended attempts' records and ticket counts. */
-  readonly ledger = new AttemptLedger();
+  /** The id the next attempt gets (ids count from 1; a skipped attempt takes one too). */
+  nextAttemptId = 1;
+  /**
+   * Every ended attempt, in start order. Starts as a shared empty array and becomes the
+   * request's own at the first record, sized to it (most lives record one attempt).
+   */
+  private recorded: AttemptRecord[] = NO_RECORDS;
+  /** Tickets (outbound slot or engine-hold place) taken, and released, by this life's attempts. */
+  ticketsTaken = 0;
+  ticketsReleased = 0;
   /** The failure the client is told of when every attempt failed, and its attempt. */
   firstFailure: Outcome | null = null;
   firstFailureAttemptId: number | null = null;
@@ -90,6 +102,7 @@ export class Life<S extends CandidateSource<Life<S>>> implements RequestLife {
     readonly source: S,
     readonly policy: AttemptPolicy<Life<S>>,
   ) {
+    super();
     this.requestId = request.requestId;
   }
 
@@ -97,9 +110,20 @@ export class Life<S extends CandidateSource<Life<S>>> implements RequestLife {
     return this.done;
   }
 
-  /** Every ended attempt, in start order (the ledger's records). */
+  /** Every ended attempt, in start order. */
   get attempts(): readonly AttemptRecord[] {
-    return this.ledger.records;
+    return this.recorded;
+  }
+
+  /** Appends the record of an ended (or skipped) attempt. */
+  recordAttempt(r: AttemptRecord): void {
+    if (this.recorded === NO_RECORDS) this.recorded = [r];
+    else this.recorded.push(r);
+  }
+
+  /** The records as the request's own array (for the routing metadata, which outlives the life). */
+  attemptList(): AttemptRecord[] {
+    return this.recorded === NO_RECORDS ? [] : this.recorded;
   }
 
   /** Runs selection at `nowMs`. Called once, by `request-life.ts`. */
@@ -108,14 +132,7 @@ export class Life<S extends CandidateSource<Life<S>>> implements RequestLife {
   }
 
   invariants(): void {
-    if (this.done && this.live.length > 0) throw new Error(`${this.requestId}: ${this.live.length} attempt(s) still live after done`);
-    let tickets = 0;
-    for (const a of this.live) {
-      if (a.ticket === null) continue;
-      tickets++;
-      if (a.ticket.state === 'released') throw new Error(`${this.requestId}: attempt ${a.attemptId} keeps a released ticket`);
-    }
-    this.ledger.check(this.requestId, this.live.length, tickets);
+    checkLedger(this);
     this.policy.check(this);
   }
 
@@ -191,14 +208,14 @@ export class Life<S extends CandidateSource<Life<S>>> implements RequestLife {
    * `wait_until`), else sent at once. Actions go to `out`; returns `out`.
    */
   startAttempt(route: ResolvedRoute, target: ResolvedTarget | null, claim: DispatchClaim | null, role: AttemptRole, nowMs: number, out: LifecycleAction[] = []): LifecycleAction[] {
-    const attemptId = this.ledger.take();
+    const attemptId = this.nextAttemptId++;
     const a = newLiveAttempt(attemptId, route, target, claim, role, nowMs);
     if (this.live.length === 0) this.live = [a];
     else this.live.push(a);
     const policy = this.policy;
     policy.attemptStarting(this, a);
     if (this.parts.admission.queue(route, policy.holdLimit(this), this, attemptId, a)) {
-      this.ledger.ticketsTaken++;
+      this.ticketsTaken++;
       if (a.ticket!.state !== 'held') {
         const giveUpAtMs = Math.min(nowMs + policy.queueWaitMs(this, a), this.overallAtMs);
         out.push({ kind: 'acquire_slot', attemptId, endpointId: route.endpointId, giveUpAtMs }, this.arm('queue', attemptId, giveUpAtMs));
@@ -258,7 +275,7 @@ export class Life<S extends CandidateSource<Life<S>>> implements RequestLife {
 
   /** Gives the attempt's slot or hold place back if it still holds one (idempotent per attempt). */
   releaseTicket(a: LiveAttempt, outcome: Outcome | null): void {
-    if (this.parts.admission.release(a, outcome)) this.ledger.ticketsReleased++;
+    if (this.parts.admission.release(a, outcome)) this.ticketsReleased++;
   }
 
   /**
@@ -274,12 +291,12 @@ export class Life<S extends CandidateSource<Life<S>>> implements RequestLife {
       if (i === live.length - 1) live.pop();
       else live.splice(i, 1);
     }
-    this.deadlines.disarmAttempt(a.attemptId);
+    this.disarmAttempt(a.attemptId);
     this.releaseTicket(a, outcome);
     this.policy.attemptEnded(this, a, outcome, healthOutcome, nowMs);
     const sent = a.phase === 'sent';
     if (sent || a.claim !== null) reportAttemptOutcome(this.parts.health, this.model?.planner, a.route.endpointId, a.claim, sent, healthOutcome, nowMs);
-    this.ledger.record(endedRecord(a, outcome, nowMs, usage));
+    this.recordAttempt(endedRecord(a, outcome, nowMs, usage));
   }
 
   /** Cancels every live attempt except `keep` (sent ones get a `cancel`; queued ones just leave), recorded as `outcome`. */
@@ -310,16 +327,6 @@ export class Life<S extends CandidateSource<Life<S>>> implements RequestLife {
 
   // ---- deadlines --------------------------------------------------------------------------
 
-  /** Arms a deadline: records it and returns the `wait_until` for the driver. */
-  arm(kind: DeadlineKind, attemptId: number, atMs: number): WaitUntil {
-    return this.deadlines.arm(kind, attemptId, atMs);
-  }
-
-  /** Forgets attempt `attemptId`'s deadlines of `kind` (their `deadline` events are then ignored). */
-  disarm(attemptId: number, kind: DeadlineKind): void {
-    this.deadlines.disarm(attemptId, kind);
-  }
-
   /** Sets the overall deadline from `nowMs` (done before the first attempt starts). */
   setOverall(nowMs: number): void {
     this.overallAtMs = nowMs + this.parts.settings.overallDeadlineSec * 1000;
@@ -332,7 +339,7 @@ export class Life<S extends CandidateSource<Life<S>>> implements RequestLife {
   }
 
   private onDeadline(deadlineId: number, nowMs: number): LifecycleAction[] {
-    const packed = this.deadlines.take(deadlineId);
+    const packed = this.take(deadlineId);
     if (packed === 0) return [];
     const kind = deadlineKind(packed);
     // A wait due with (or after) the overall deadline yields to it: a queue give-up capped by the

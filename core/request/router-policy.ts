@@ -197,7 +197,7 @@ export const ROUTER_POLICY: AttemptPolicy<Life<RouteSource>> = {
       reason: life.reason,
       // A hedge's cancelled loser is not a fallback; a failed attempt before the served one is.
       fallback: status === 'ok' && attempts.length > 1 && attempts.some((x) => x.outcome !== CANCELLED && x.outcome.kind !== 'ok'),
-      attempts: life.ledger.list(),
+      attempts: life.attemptList(),
       status,
       firstTokenAtMs: life.firstTokenAtMs,
       finishedAtMs: nowMs,

@@ -138,7 +138,7 @@ export class RouteSource implements CandidateSource<Life<RouteSource>> {
         if (this.affinityKey !== null) this.deps.affinity.pin(this.affinityKey, model.id, route.endpointId, nowMs);
         if (pick.hedge) {
           this.hedge = new HedgePlan();
-          this.hedge.plan(pick.hedge, life.ledger.nextId); // the attempt started next; armed at its dispatch
+          this.hedge.plan(pick.hedge, life.nextAttemptId); // the attempt started next; armed at its dispatch
         }
         return life.withOverall(life.startAttempt(route, null, claim, 'normal', nowMs, out));
       }

@@ -122,8 +122,8 @@ export class TierSource implements CandidateSource<Life<TierSource>> {
     this.tiers.tried.add(t.index);
     this.skippedForRate++;
     if (retryAfterMs !== null) this.soonestTokenMs = Math.min(this.soonestTokenMs, retryAfterMs);
-    life.ledger.record({
-      attemptId: life.ledger.take(),
+    life.recordAttempt({
+      attemptId: life.nextAttemptId++,
       endpointId: t.endpointId,
       startMs: nowMs,
       endMs: nowMs,
