@@ -11,7 +11,7 @@
  * | `prefill_intervene_tokens`        | `ROUTING_PREFILL_INTERVENE_TOKENS`| 50 000  | `prefillInterveneTokens`      |
  * | `prefill_elephant_tokens`         | `ROUTING_PREFILL_ELEPHANT_TOKENS` | 200 000 | `prefillElephantTokens`       |
  * | `prefill_elephant_limit`          | `ROUTING_PREFILL_ELEPHANT_LIMIT`  | 1       | `prefillElephantLimit`        |
- * | `prefill_affinity_ceiling`        | `ROUTING_PREFILL_AFFINITY_CEILING`| 12 000  | `prefillAffinityCeilingTokens`|
+ * | `prefill_affinity_ceiling`        | `ROUTING_PREFILL_AFFINITY_CEILING`| 150 000 | `prefillAffinityCeilingTokens`|
  * | `prefill_affinity_exclude_own`    | `ROUTING_PREFILL_AFFINITY_EXCLUDE_OWN` | false | `prefillAffinityExcludeOwn` |
  * | `prefill_hint_ttl_sec`            | `ROUTING_PREFILL_HINT_TTL_SEC`    | 1 200   | `prefillHintTtlSec`           |
  * | `affinity_enabled`                | `ROUTING_AFFINITY_ENABLED`        | true    | `affinityEnabled`             |
@@ -45,14 +45,6 @@
  * slice of `bench/` the exemption let heavy callers pile onto their pinned replica and doubled
  * the `fixed` strategy's TTFT p99, so the spec's rule stays the default.
  *
- * The affinity ceiling's default is Switchyard's, not seed 000's (150 000). Affinity is keyed by
- * caller, and on the Mooncake trace with Zipf(1.1) callers the top two callers send 21 % and
- * 10 % of all requests; under a 150 000-token ceiling each stayed on one replica for ~97-99 % of
- * its requests in every minute, the busiest replica took 39 % of a minute's arrivals on average
- * (25.7 % under round robin), and `fixed` lost to `round_robin` at TTFT p99 and goodput. At
- * 12 000 the pin yields once about one prompt is queued ahead and `fixed` wins or ties on TTFT
- * p50, p99 and goodput on `experiments/default.yaml` and `experiments/cache-aware.yaml`.
- *
  * The first eight come from seed 000 ("prefill 感知的选路", "会话亲和"); the spec fixes the
  * affinity TTL (300 s) and sweep threshold (1 000) as constants — Switchyard exposes them so an
  * experiment can sweep them, with the spec's values as defaults.
@@ -73,9 +65,7 @@ export interface RoutingSettings {
   /** Concurrent elephants an endpoint takes before elephants avoid it. Integer ≥ 1. Default 1. */
   readonly prefillElephantLimit: number;
   /** A pinned endpoint whose prefill backlog exceeds this many tokens is bypassed and the pin
-   *  moves. Integer ≥ 0. Default 12 000: about one mean prompt of the Mooncake conversation
-   *  trace (12 035 tokens), the most prefill a prefix hit can save; a longer queue ahead costs
-   *  more than the hit saves. */
+   *  moves. Integer ≥ 0. Default 150 000. */
   readonly prefillAffinityCeilingTokens: number;
   /** Leave the caller's own requests still in prefill out of the backlog the ceiling compares
    *  (Switchyard's extension; seed 000 counts the whole backlog). Default false. */
@@ -124,7 +114,7 @@ export const DEFAULT_ROUTING_SETTINGS: Readonly<RoutingSettings> = Object.freeze
   prefillInterveneTokens: 50_000,
   prefillElephantTokens: 200_000,
   prefillElephantLimit: 1,
-  prefillAffinityCeilingTokens: 12_000,
+  prefillAffinityCeilingTokens: 150_000,
   prefillAffinityExcludeOwn: false,
   prefillHintTtlSec: 1_200,
   affinityEnabled: true,

@@ -64,13 +64,13 @@ describe('session affinity (fixed, defaults)', () => {
     expect(core.affinity.lookup('erin', 'm', 3)?.endpointId).toBe(r.endpoint);
   });
 
-  it('ceiling (12,000): a backlog of exactly 12,000 keeps the pin; 12,001 bypasses it and re-pins to the fresh choice', () => {
+  it('ceiling (150,000): a backlog of exactly 150,000 keeps the pin; 150,001 bypasses it and re-pins to the fresh choice', () => {
     const core = makeCore(routes);
     const pinned = route(core, 'fay', 0).endpoint;
-    const lease = core.prefill.acquire(pinned, null, 12_000, 0);
+    const lease = core.prefill.acquire(pinned, null, 150_000, 0);
     expect(route(core, 'fay', 1)).toEqual({ endpoint: pinned, reason: 'affinity' });
     core.prefill.release(lease);
-    core.prefill.acquire(pinned, null, 12_001, 0);
+    core.prefill.acquire(pinned, null, 150_001, 0);
     const r = route(core, 'fay', 2, seeded(11));
     expect(r.endpoint).not.toBe(pinned);
     expect(r.reason).toBe('affinity_ceiling');

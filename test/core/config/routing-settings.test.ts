@@ -16,7 +16,7 @@ describe('routing settings', () => {
       prefillInterveneTokens: 50_000,
       prefillElephantTokens: 200_000,
       prefillElephantLimit: 1,
-      prefillAffinityCeilingTokens: 12_000,
+      prefillAffinityCeilingTokens: 150_000,
       prefillAffinityExcludeOwn: false,
       prefillHintTtlSec: 1_200,
       affinityEnabled: true,
