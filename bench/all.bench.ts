@@ -16,7 +16,7 @@ const fmt = (n: number) => (n >= 100 ? n.toFixed(0) : n.toPrecision(3));
 console.log('micro (ns per operation; ratio = median / reference median, same run)');
 console.table((await runMicro()).map((r) => ({ op: r.name, 'median ns': fmt(r.medianNs), 'p99 ns': fmt(r.p99Ns), ratio: fmt(r.ratio) })));
 console.log('routing quality on the Mooncake reference slice (3,000 requests, 4 replicas, seed 1)');
-console.table((await runQuality()).map((q) => ({ strategy: q.strategy, 'TTFT p99 ms': fmt(q.ttftP99Ms), goodput: q.goodput.toFixed(3), '$/1k req': q.costUsdPer1k.toFixed(4) })));
+console.table((await runQuality()).map((q) => ({ strategy: q.strategy, 'TTFT p50 ms': fmt(q.ttftP50Ms), 'TTFT p99 ms': fmt(q.ttftP99Ms), 'prefix hit': q.prefixHitRate.toFixed(3), goodput: q.goodput.toFixed(3), '$/1k req': q.costUsdPer1k.toFixed(4) })));
 console.log('simulator speed (Mooncake conversation trace)');
 await import('./simulator.bench.ts');
 console.log('\nrequest log (gateway-thread append, writer thread, prefix hashes)');

@@ -11,13 +11,20 @@ import { ExperimentSchema } from '../simulator/experiment.ts';
 import { replayRun } from '../simulator/replay.ts';
 import { selectRows } from '../simulator/sim-command.ts';
 
-/** Per-model strategies gated on routing quality (multi-target orderers are gated by their contract suites). */
-export const QUALITY_STRATEGIES = ['fixed', 'round_robin'] as const;
+/**
+ * Per-model strategies gated on routing quality (multi-target orderers are gated by their contract
+ * suites): the default, round robin, and the cache-aware routers of llm-d, SGLang and Dynamo
+ * (`experiments/cache-aware.yaml` runs the same comparison on the whole trace over 5 seeds).
+ */
+export const QUALITY_STRATEGIES = ['fixed', 'round_robin', 'least_busy', 'llm_d', 'sglang_cache_aware', 'dynamo_kv'] as const;
 
 /** Quality of one strategy on the reference slice. */
 export interface QualityResult {
   strategy: string;
+  ttftP50Ms: number;
   ttftP99Ms: number;
+  /** Σ cached prompt tokens / Σ prompt tokens over all requests, 0–1. */
+  prefixHitRate: number;
   /** Fraction of requests ok within TTFT ≤ 5 s and TPOT ≤ 100 ms. */
   goodput: number;
   costUsdPer1k: number;
@@ -46,7 +53,9 @@ export async function runQuality(limit = 3_000): Promise<QualityResult[]> {
     const good = ok.filter((r) => r.ttftMs! <= 5_000 && (r.tpotMs === null || r.tpotMs <= 100)).length;
     out.push({
       strategy,
+      ttftP50Ms: quantile(ok.map((r) => r.ttftMs!), 0.5),
       ttftP99Ms: quantile(ok.map((r) => r.ttftMs!), 0.99),
+      prefixHitRate: res.requests.reduce((a, r) => a + r.cachedTokens, 0) / Math.max(1, res.requests.reduce((a, r) => a + r.inputTokens, 0)),
       goodput: good / res.requests.length,
       costUsdPer1k: (res.requests.reduce((a, r) => a + r.costUsd, 0) / res.requests.length) * 1000,
     });
