@@ -1,8 +1,9 @@
 // @ts-check
 /**
  * The request log's writer thread: owns the DuckDB file, appends the batches the gateway thread
- * posts (`{columns, rows, attemptColumns, attemptRows}`: the `requests` rows in
- * `REQUEST_LOG_COLUMNS` order, their attempts in `ATTEMPT_LOG_COLUMNS` order) as DuckDB data
+ * posts (`{columns, rows, attemptColumns, attemptCounts, attemptRows}`: the `requests` rows in
+ * `REQUEST_LOG_COLUMNS` order, their attempts' own fields, completed here to the
+ * `ATTEMPT_LOG_COLUMNS` order by `attemptSources`) as DuckDB data
  * chunks to the `requests` and `attempts` tables, and answers `{flush: id}` with `{flushed: id}`
  * once everything before it is
  * on disk, `{query: id, sql, params}` with `{queryId: id, rows}` (or `{queryId, queryError}`)
@@ -21,8 +22,8 @@ import { dirname } from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
 import { BOOLEAN, DOUBLE, DuckDBDataChunk, DuckDBInstance, INTEGER, LIST, listValue, VARCHAR } from '@duckdb/node-api';
 
-/** @type {{ path: string, memoryLimitMb: number, ddl: string, migrations: import('./log-layout.ts').LogMigration[], types: import('./log-row.ts').LogColumnType[], notNull: boolean[], attemptTypes: import('./log-row.ts').LogColumnType[], attemptNotNull: boolean[] }} */
-const { path, memoryLimitMb, ddl, migrations, types, notNull, attemptTypes, attemptNotNull } = workerData;
+/** @type {{ path: string, memoryLimitMb: number, ddl: string, migrations: import('./log-layout.ts').LogMigration[], types: import('./log-row.ts').LogColumnType[], notNull: boolean[], attemptTypes: import('./log-row.ts').LogColumnType[], attemptNotNull: boolean[], attemptSources: import('./log-layout.ts').WriterAttemptSource[] }} */
+const { path, memoryLimitMb, ddl, migrations, types, notNull, attemptTypes, attemptNotNull, attemptSources } = workerData;
 const port = /** @type {import('node:worker_threads').MessagePort} */ (parentPort);
 
 const DUCKDB_TYPES = { DOUBLE, VARCHAR, INTEGER, BOOLEAN, 'INTEGER[]': LIST(INTEGER), 'VARCHAR[]': LIST(VARCHAR), 'DOUBLE[]': LIST(DOUBLE) };
@@ -54,6 +55,34 @@ function nullInNotNull(table, columns, rows) {
     for (let r = 0; r < rows; r++) if (values[r] === null || values[r] === undefined) return `column ${c + 1} (NOT NULL) is null in row ${r + 1} of the batch`;
   }
   return null;
+}
+
+/**
+ * The `attempts` columns of a posted batch, in table order: the posted attempt columns, the
+ * request id and arrival repeated from each attempt's request row, the 1-based attempt index,
+ * offsets turned into Unix ms.
+ * @param {unknown[][]} columns the batch's `requests` columns
+ * @param {unknown[][]} posted its attempts' posted columns
+ * @param {number[]} counts attempts per request row
+ * @param {number} n attempts in all
+ * @returns {unknown[][]}
+ */
+function attemptColumnsOf(columns, posted, counts, n) {
+  const requestOf = new Array(n);
+  const index = new Array(n);
+  let k = 0;
+  for (let r = 0; r < counts.length; r++) for (let i = 1; i <= counts[r]; i++, k++) (requestOf[k] = r), (index[k] = i);
+  return attemptSources.map((s) => {
+    if ('request' in s) {
+      const values = columns[s.request];
+      return requestOf.map((r) => values[r]);
+    }
+    if ('index' in s) return index;
+    const values = posted[s.posted];
+    if (s.arrival < 0) return values;
+    const arrival = /** @type {number[]} */ (columns[s.arrival]);
+    return values.map((v, a) => arrival[requestOf[a]] + /** @type {number} */ (v));
+  });
 }
 
 /**
@@ -206,7 +235,7 @@ try {
     if ('columns' in m) {
       const columns = /** @type {unknown[][]} */ (m.columns);
       port.postMessage({ accepted: m.rows });
-      const attemptColumns = /** @type {unknown[][]} */ (m.attemptColumns);
+      const attemptColumns = m.attemptRows > 0 ? attemptColumnsOf(columns, m.attemptColumns, m.attemptCounts, m.attemptRows) : [];
       const refused = nullInNotNull(REQUESTS, columns, m.rows) ?? nullInNotNull(ATTEMPTS, attemptColumns, m.attemptRows);
       if (refused !== null) {
         lost(new Error(`a request-log batch was refused: ${refused}`), m.rows);
