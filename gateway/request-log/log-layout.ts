@@ -6,16 +6,31 @@
  */
 import { REQUEST_LOG_COLUMNS, type AttemptLogRow, type LogColumnType, type RequestLogRow } from './log-row.ts';
 
-/** A column of the `attempts` table: its name, type, nullability, and how a logged attempt fills it. */
+/**
+ * Where a column of the `attempts` table comes from. The gateway thread posts only what each
+ * attempt adds (`POSTED_ATTEMPT_FIELDS`) and each request's attempt count; the writer fills in the
+ * rest: `request` repeats a column of the attempt's request row, `index` is the 1-based attempt
+ * index, `attempt` is a posted field (plus the request's arrival when `plusArrival`: offsets
+ * become Unix ms).
+ */
+export type AttemptColumnSource = { readonly request: keyof RequestLogRow } | { readonly index: true } | { readonly attempt: PostedAttemptField; readonly plusArrival: boolean };
+
+/** A column of the `attempts` table: its name, type, nullability, and what fills it. */
 export interface AttemptLogColumn {
   readonly column: string;
   readonly type: LogColumnType;
   readonly notNull: boolean;
-  /** The value for attempt `a` (0-based `index`) of request `row`. */
-  readonly value: (row: RequestLogRow, a: AttemptLogRow, index: number) => unknown;
+  readonly source: AttemptColumnSource;
 }
 
-const acol = (column: string, type: LogColumnType, notNull: boolean, value: AttemptLogColumn['value']): AttemptLogColumn => ({ column, type, notNull, value });
+/** The attempt fields the gateway thread posts, one column each, in this order. */
+export const POSTED_ATTEMPT_FIELDS = ['endpointId', 'target', 'outcome', 'reason', 'startOffsetMs', 'endOffsetMs', 'inputTokens', 'outputTokens', 'cachedTokens'] as const satisfies ReadonlyArray<keyof AttemptLogRow>;
+
+/** One of `POSTED_ATTEMPT_FIELDS`. */
+export type PostedAttemptField = (typeof POSTED_ATTEMPT_FIELDS)[number];
+
+const acol = (column: string, type: LogColumnType, notNull: boolean, source: AttemptColumnSource): AttemptLogColumn => ({ column, type, notNull, source });
+const posted = (attempt: PostedAttemptField, plusArrival = false): AttemptColumnSource => ({ attempt, plusArrival });
 
 /**
  * The `attempts` table's columns, in table order: the request's id and arrival (Unix ms), the
@@ -23,19 +38,34 @@ const acol = (column: string, type: LogColumnType, notNull: boolean, value: Atte
  * and the attempt's tokens (null only in rows migrated from a file that did not record them).
  */
 export const ATTEMPT_LOG_COLUMNS: readonly AttemptLogColumn[] = [
-  acol('request_id', 'VARCHAR', true, (r) => r.requestId),
-  acol('arrival_unix_ms', 'DOUBLE', true, (r) => r.arrivalUnixMs),
-  acol('attempt_index', 'INTEGER', true, (_r, _a, i) => i + 1),
-  acol('endpoint_id', 'VARCHAR', true, (_r, a) => a.endpointId),
-  acol('target', 'VARCHAR', false, (_r, a) => a.target),
-  acol('outcome', 'VARCHAR', true, (_r, a) => a.outcome),
-  acol('reason', 'VARCHAR', true, (_r, a) => a.reason),
-  acol('start_unix_ms', 'DOUBLE', true, (r, a) => r.arrivalUnixMs + a.startOffsetMs),
-  acol('end_unix_ms', 'DOUBLE', true, (r, a) => r.arrivalUnixMs + a.endOffsetMs),
-  acol('input_tokens', 'INTEGER', false, (_r, a) => a.inputTokens),
-  acol('output_tokens', 'INTEGER', false, (_r, a) => a.outputTokens),
-  acol('cached_tokens', 'INTEGER', false, (_r, a) => a.cachedTokens),
+  acol('request_id', 'VARCHAR', true, { request: 'requestId' }),
+  acol('arrival_unix_ms', 'DOUBLE', true, { request: 'arrivalUnixMs' }),
+  acol('attempt_index', 'INTEGER', true, { index: true }),
+  acol('endpoint_id', 'VARCHAR', true, posted('endpointId')),
+  acol('target', 'VARCHAR', false, posted('target')),
+  acol('outcome', 'VARCHAR', true, posted('outcome')),
+  acol('reason', 'VARCHAR', true, posted('reason')),
+  acol('start_unix_ms', 'DOUBLE', true, posted('startOffsetMs', true)),
+  acol('end_unix_ms', 'DOUBLE', true, posted('endOffsetMs', true)),
+  acol('input_tokens', 'INTEGER', false, posted('inputTokens')),
+  acol('output_tokens', 'INTEGER', false, posted('outputTokens')),
+  acol('cached_tokens', 'INTEGER', false, posted('cachedTokens')),
 ];
+
+/**
+ * `ATTEMPT_LOG_COLUMNS`' sources as the writer thread reads them: `{request: c}` (column `c` of
+ * the posted requests), `{index: true}`, or `{posted: c, arrival: c | -1}` (posted attempt column
+ * `c`, plus requests column `arrival` unless -1).
+ */
+export type WriterAttemptSource = { request: number } | { index: true } | { posted: number; arrival: number };
+
+/** `ATTEMPT_LOG_COLUMNS`' sources for the writer thread, in table order. */
+export const WRITER_ATTEMPT_SOURCES: readonly WriterAttemptSource[] = ATTEMPT_LOG_COLUMNS.map(({ source: s }) => {
+  const requestColumn = (f: keyof RequestLogRow): number => REQUEST_LOG_COLUMNS.findIndex((c) => c.field === f);
+  if ('request' in s) return { request: requestColumn(s.request) };
+  if ('index' in s) return { index: true };
+  return { posted: POSTED_ATTEMPT_FIELDS.indexOf(s.attempt), arrival: s.plusArrival ? requestColumn('arrivalUnixMs') : -1 };
+});
 
 /** DDL of the `attempts` table, from `ATTEMPT_LOG_COLUMNS`. */
 export const ATTEMPTS_DDL = `CREATE TABLE IF NOT EXISTS attempts (

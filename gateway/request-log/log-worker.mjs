@@ -1,8 +1,9 @@
 // @ts-check
 /**
  * The request log's writer thread: owns the DuckDB file, appends the batches the gateway thread
- * posts (`{columns, rows, attemptColumns, attemptRows}`: the `requests` rows in
- * `REQUEST_LOG_COLUMNS` order, their attempts in `ATTEMPT_LOG_COLUMNS` order) as DuckDB data
+ * posts (`{columns, rows, attemptColumns, attemptCounts, attemptRows}`: the `requests` rows in
+ * `REQUEST_LOG_COLUMNS` order, their attempts' own fields, completed here to the
+ * `ATTEMPT_LOG_COLUMNS` order by `attemptSources`) as DuckDB data
  * chunks to the `requests` and `attempts` tables, and answers `{flush: id}` with `{flushed: id}`
  * once everything before it is
  * on disk, `{query: id, sql, params}` with `{queryId: id, rows}` (or `{queryId, queryError}`)
@@ -21,8 +22,8 @@ import { dirname } from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
 import { BOOLEAN, DOUBLE, DuckDBDataChunk, DuckDBInstance, INTEGER, LIST, listValue, VARCHAR } from '@duckdb/node-api';
 
-/** @type {{ path: string, memoryLimitMb: number, ddl: string, migrations: import('./log-layout.ts').LogMigration[], types: import('./log-row.ts').LogColumnType[], notNull: boolean[], attemptTypes: import('./log-row.ts').LogColumnType[], attemptNotNull: boolean[] }} */
-const { path, memoryLimitMb, ddl, migrations, types, notNull, attemptTypes, attemptNotNull } = workerData;
+/** @type {{ path: string, memoryLimitMb: number, ddl: string, migrations: import('./log-layout.ts').LogMigration[], types: import('./log-row.ts').LogColumnType[], notNull: boolean[], attemptTypes: import('./log-row.ts').LogColumnType[], attemptNotNull: boolean[], attemptSources: import('./log-layout.ts').WriterAttemptSource[] }} */
+const { path, memoryLimitMb, ddl, migrations, types, notNull, attemptTypes, attemptNotNull, attemptSources } = workerData;
 const port = /** @type {import('node:worker_threads').MessagePort} */ (parentPort);
 
 const DUCKDB_TYPES = { DOUBLE, VARCHAR, INTEGER, BOOLEAN, 'INTEGER[]': LIST(INTEGER), 'VARCHAR[]': LIST(VARCHAR), 'DOUBLE[]': LIST(DOUBLE) };
@@ -54,6 +55,34 @@ function nullInNotNull(table, columns, rows) {
     for (let r = 0; r < rows; r++) if (values[r] === null || values[r] === undefined) return `column ${c + 1} (NOT NULL) is null in row ${r + 1} of the batch`;
   }
   return null;
+}
+
+/**
+ * The `attempts` columns of a posted batch, in table order: the posted attempt columns, the
+ * request id and arrival repeated from each attempt's request row, the 1-based attempt index,
+ * offsets turned into Unix ms.
+ * @param {unknown[][]} columns the batch's `requests` columns
+ * @param {unknown[][]} posted its attempts' posted columns
+ * @param {number[]} counts attempts per request row
+ * @param {number} n attempts in all
+ * @returns {unknown[][]}
+ */
+function attemptColumnsOf(columns, posted, counts, n) {
+  const requestOf = new Array(n);
+  const index = new Array(n);
+  let k = 0;
+  for (let r = 0; r < counts.length; r++) for (let i = 1; i <= counts[r]; i++, k++) (requestOf[k] = r), (index[k] = i);
+  return attemptSources.map((s) => {
+    if ('request' in s) {
+      const values = columns[s.request];
+      return requestOf.map((r) => values[r]);
+    }
+    if ('index' in s) return index;
+    const values = posted[s.posted];
+    if (s.arrival < 0) return values;
+    const arrival = /** @type {number[]} */ (columns[s.arrival]);
+    return values.map((v, a) => arrival[requestOf[a]] + /** @type {number} */ (v));
+  });
 }
 
 /**
@@ -115,69 +144,88 @@ try {
   }
   /** Reads (operators' reports) run here, beside the appender's connection. */
   const reader = await instance.connect();
-  // One appender for the thread's life. Posted batches are appended as they arrive (a backlog
-  // stays in the port's queue as compact serialized bytes) and acknowledged then (`accepted`:
-  // they no longer count against the gateway thread's bound), and committed together: a commit
-  // per COMMIT_ROWS rows or COMMIT_INTERVAL_MS, whichever comes first, because each commit costs
+  // One appender per table for the thread's life, both on `conn`, which always holds an open
+  // transaction. Posted batches are appended as they arrive (a backlog stays in the port's queue
+  // as compact serialized bytes) and acknowledged then (`accepted`: they no longer count against
+  // the gateway thread's bound), and committed together: both appenders are flushed into the
+  // open transaction and it is committed (one WAL write for both tables), a commit per
+  // COMMIT_ROWS rows or COMMIT_INTERVAL_MS, whichever comes first, because each commit costs
   // about as much as appending a few hundred rows (measured: 33 µs per row committing every 200
-  // rows vs 12.5 µs every 1,000). A flush or close message commits first, so it answers after
-  // every earlier row is on disk. Lost rows are reported as `{error, lostRows}`.
-  // A request's attempts go to a second appender; they are committed first, so a request row
-  // is never on disk without its attempts (an interrupted commit can only leave attempts whose
-  // request row is missing, which every report reaches through `requests` and so ignores).
+  // rows vs 12.5 µs every 1,000). A crash loses the rows appended since the last commit (at most
+  // COMMIT_ROWS rows or COMMIT_INTERVAL_MS of them, plus what the port still queued); a request's
+  // attempts are committed in the same transaction as the request, so the file never holds a
+  // request row without its attempts. A flush, query or close message commits first, so it
+  // answers after every earlier row is on disk. Lost rows are reported as `{error, lostRows}`.
   let appender = await conn.createAppender('requests');
   let attemptAppender = await conn.createAppender('attempts');
+  await conn.run('BEGIN TRANSACTION');
   /** Rows appended and not yet committed. */
   let pending = 0;
   /** @type {NodeJS.Timeout | null} */
   let commitTimer = null;
   /**
-   * Messages that arrived while a broken appender was being replaced, in order; else null.
+   * Messages that arrived while a commit or an appender replacement was under way, in order
+   * (handled once it is done); else null.
    * @type {import('./request-log.ts').LogWorkerMessage[] | null}
    */
   let held = null;
   const lost = (/** @type {unknown} */ e, /** @type {number} */ rows) => port.postMessage({ error: /** @type {Error} */ (e).message, lostRows: rows });
+  /**
+   * Runs `f` with every message that arrives meanwhile held, then handles those in order.
+   * @param {() => Promise<void>} f
+   */
+  const exclusive = (f) => {
+    held = [];
+    void f()
+      .catch((e) => port.postMessage({ error: /** @type {Error} */ (e).message }))
+      .finally(() => {
+        const later = /** @type {import('./request-log.ts').LogWorkerMessage[]} */ (held);
+        held = null;
+        for (const m of later) handle(m);
+        if (held === null && pending > 0 && commitTimer === null) commitTimer = setTimeout(commit, COMMIT_INTERVAL_MS);
+      });
+  };
+  /** Closes both appenders (errors ignored: the caller has counted their rows) and opens new ones. */
+  const newAppenders = async () => {
+    for (const a of [attemptAppender, appender]) {
+      try {
+        a.closeSync();
+      } catch {
+        // Reported by the caller.
+      }
+    }
+    appender = await conn.createAppender('requests');
+    attemptAppender = await conn.createAppender('attempts');
+  };
+  /**
+   * Starts committing the pending rows; messages are held until it is done.
+   * @returns {boolean} whether a commit was started (false: nothing pending, or one is under way)
+   */
   const commit = () => {
     if (commitTimer !== null) clearTimeout(commitTimer);
     commitTimer = null;
-    if (pending === 0 || held !== null) return;
+    if (pending === 0 || held !== null) return false;
     const rows = pending;
     pending = 0;
-    try {
-      attemptAppender.flushSync();
-      appender.flushSync();
-      port.postMessage({ committed: rows });
-    } catch (e) {
-      lost(e, rows);
-      void replaceAppender();
-    }
+    exclusive(async () => {
+      try {
+        attemptAppender.flushSync();
+        appender.flushSync();
+        await conn.run('COMMIT');
+        port.postMessage({ committed: rows });
+      } catch (e) {
+        // The transaction is aborted: closing the appenders cannot write their rest into it, and
+        // the rollback takes both tables' rows with it.
+        lost(e, rows);
+        await newAppenders();
+        await conn.run('ROLLBACK').catch(() => {});
+      }
+      await conn.run('BEGIN TRANSACTION');
+    });
+    return true;
   };
-  const replaceAppender = async () => {
-    held = [];
-    // Closing commits what the old appender still holds, when it can.
-    const rows = pending;
-    pending = 0;
-    try {
-      attemptAppender.closeSync();
-    } catch {
-      // The requests appender's close below reports what is lost; orphan attempts are harmless.
-    }
-    try {
-      appender.closeSync();
-      if (rows > 0) port.postMessage({ committed: rows });
-    } catch (e) {
-      if (rows > 0) lost(e, rows);
-    }
-    try {
-      appender = await conn.createAppender('requests');
-      attemptAppender = await conn.createAppender('attempts');
-    } catch (e) {
-      port.postMessage({ error: /** @type {Error} */ (e).message });
-    }
-    const later = held;
-    held = null;
-    for (const m of later) handle(m);
-  };
+  /** Replaces appenders that refused a chunk; what they hold stays in the open transaction. */
+  const replaceAppenders = () => exclusive(newAppenders);
   /** @param {import('./request-log.ts').LogWorkerMessage} m */
   const handle = (m) => {
     if (held !== null) {
@@ -187,7 +235,7 @@ try {
     if ('columns' in m) {
       const columns = /** @type {unknown[][]} */ (m.columns);
       port.postMessage({ accepted: m.rows });
-      const attemptColumns = /** @type {unknown[][]} */ (m.attemptColumns);
+      const attemptColumns = m.attemptRows > 0 ? attemptColumnsOf(columns, m.attemptColumns, m.attemptCounts, m.attemptRows) : [];
       const refused = nullInNotNull(REQUESTS, columns, m.rows) ?? nullInNotNull(ATTEMPTS, attemptColumns, m.attemptRows);
       if (refused !== null) {
         lost(new Error(`a request-log batch was refused: ${refused}`), m.rows);
@@ -198,7 +246,7 @@ try {
       } catch (e) {
         // None of the batch's requests were appended; attempts of it already in the appender stay as orphans.
         lost(e, m.rows);
-        void replaceAppender();
+        replaceAppenders();
         return;
       }
       try {
@@ -208,23 +256,23 @@ try {
         const appended = /** @type {{ appendedRows?: number }} */ (e).appendedRows ?? 0;
         pending += appended;
         lost(e, m.rows - appended);
-        void replaceAppender();
+        replaceAppenders();
         return;
       }
       if (pending >= COMMIT_ROWS) commit();
       else if (commitTimer === null) commitTimer = setTimeout(commit, COMMIT_INTERVAL_MS);
+    } else if (commit()) {
+      // Answered once the rows before it are committed.
+      /** @type {import('./request-log.ts').LogWorkerMessage[]} */ (held).push(m);
     } else if ('query' in m) {
-      commit();
       const id = m.query;
       reader.runAndReadAll(m.sql, /** @type {never} */ (m.params)).then(
         (r) => port.postMessage({ queryId: id, rows: r.getRowObjectsJson() }),
         (e) => port.postMessage({ queryId: id, queryError: /** @type {Error} */ (e).message }),
       );
     } else if ('flush' in m) {
-      commit();
       port.postMessage({ flushed: m.flush });
     } else {
-      commit();
       try {
         attemptAppender.closeSync();
         appender.closeSync();

@@ -9,23 +9,25 @@
  * every row appended before it returns and waits until the writer has closed the file.
  */
 import { Worker } from 'node:worker_threads';
-import { ATTEMPT_LOG_COLUMNS, REQUEST_LOG_MIGRATIONS } from './log-layout.ts';
+import { ATTEMPT_LOG_COLUMNS, POSTED_ATTEMPT_FIELDS, REQUEST_LOG_MIGRATIONS, WRITER_ATTEMPT_SOURCES } from './log-layout.ts';
 import { REQUEST_LOG_COLUMNS, REQUEST_LOG_DDL, type RequestLogRow } from './log-row.ts';
 
 /**
  * What the gateway thread posts to the writer (`log-worker.mjs`). Rows travel as columns, in
- * `REQUEST_LOG_COLUMNS` order (`columns[c][r]`), and their attempts as columns of the `attempts`
- * table (`ATTEMPT_LOG_COLUMNS`, `attemptRows` of them): cheaper to post than one object per row,
- * and no row object outlives its request (none is promoted to the old generation while it waits).
+ * `REQUEST_LOG_COLUMNS` order (`columns[c][r]`), and their attempts as the columns of
+ * `POSTED_ATTEMPT_FIELDS` (`attemptRows` of them, in request order; `attemptCounts[r]` of them
+ * belong to row `r`; the writer adds the request's id and arrival and the attempt index): cheaper
+ * to post than one object per row, and no row object outlives its request (none is promoted to
+ * the old generation while it waits).
  */
 export type LogWorkerMessage =
-  | { columns: unknown[][]; rows: number; attemptColumns: unknown[][]; attemptRows: number }
+  | { columns: unknown[][]; rows: number; attemptColumns: unknown[][]; attemptCounts: number[]; attemptRows: number }
   | { flush: number }
   | { query: number; sql: string; params: unknown[] }
   | { close: true };
 
 const newColumns = (): unknown[][] => REQUEST_LOG_COLUMNS.map(() => []);
-const newAttemptColumns = (): unknown[][] => ATTEMPT_LOG_COLUMNS.map(() => []);
+const newAttemptColumns = (): unknown[][] => POSTED_ATTEMPT_FIELDS.map(() => []);
 
 /** Options of `RequestLog.open`. */
 export interface RequestLogOptions {
@@ -51,6 +53,7 @@ export class RequestLog {
   /** Buffered rows, as columns. */
   private columns = newColumns();
   private attemptColumns = newAttemptColumns();
+  private attemptCounts: number[] = [];
   private bufferedAttempts = 0;
   private buffered = 0;
   private dropped = 0;
@@ -131,6 +134,7 @@ export class RequestLog {
         notNull: REQUEST_LOG_COLUMNS.map((c) => c.notNull),
         attemptTypes: ATTEMPT_LOG_COLUMNS.map((c) => c.type),
         attemptNotNull: ATTEMPT_LOG_COLUMNS.map((c) => c.notNull),
+        attemptSources: WRITER_ATTEMPT_SOURCES,
       },
       // The writer allocates little: a small young generation keeps its resident memory down.
       resourceLimits: { maxYoungGenerationSizeMb: WRITER_YOUNG_GEN_MB },
@@ -179,11 +183,13 @@ export class RequestLog {
     const cols = this.columns;
     for (let c = 0; c < cols.length; c++) cols[c]!.push(row[REQUEST_LOG_COLUMNS[c]!.field]);
     const acols = this.attemptColumns;
-    for (let i = 0; i < row.attemptLog.length; i++) {
-      const a = row.attemptLog[i]!;
-      for (let c = 0; c < acols.length; c++) acols[c]!.push(ATTEMPT_LOG_COLUMNS[c]!.value(row, a, i));
+    const log = row.attemptLog;
+    for (let i = 0; i < log.length; i++) {
+      const a = log[i]!;
+      for (let c = 0; c < acols.length; c++) acols[c]!.push(a[POSTED_ATTEMPT_FIELDS[c]!]);
     }
-    this.bufferedAttempts += row.attemptLog.length;
+    this.attemptCounts.push(log.length);
+    this.bufferedAttempts += log.length;
     this.buffered++;
     if (this.buffered >= this.opts.batchRows) this.post();
   }
@@ -236,9 +242,10 @@ export class RequestLog {
 
   private post(): void {
     if (this.buffered === 0 || this.exited) return;
-    const msg: LogWorkerMessage = { columns: this.columns, rows: this.buffered, attemptColumns: this.attemptColumns, attemptRows: this.bufferedAttempts };
+    const msg: LogWorkerMessage = { columns: this.columns, rows: this.buffered, attemptColumns: this.attemptColumns, attemptCounts: this.attemptCounts, attemptRows: this.bufferedAttempts };
     this.columns = newColumns();
     this.attemptColumns = newAttemptColumns();
+    this.attemptCounts = [];
     this.bufferedAttempts = 0;
     this.inFlight += this.buffered;
     this.buffered = 0;
