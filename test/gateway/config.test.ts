@@ -48,6 +48,8 @@ describe('the bundled example', () => {
     expect(c.settings.server.port).toBe(8080);
     expect(c.settings).not.toHaveProperty('emulators');
     expect(c.models.models[0]!.route[2]!.api_key).toBe('demo-hosted-key');
+    // Every demo route declares its window, so an oversized request is refused at once.
+    expect(c.models.models[0]!.route.map((r) => r.context_length)).toEqual([4096, 4096, 32768]);
     expect(loadGatewayConfig(join(root, 'gateway/example'), { DEMO_HOSTED_API_KEY: 'k2', SWITCHYARD_PORT: '9090' }).settings.server.port).toBe(9090);
   });
 });
