@@ -47,6 +47,9 @@ function navigate(page: PageName, params: ParamPatch, replace: boolean, route: R
     route.params = parseRoute(hash).params;
     renderNav(route);
   } else if (hash !== location.hash) {
+    // The hashchange event (and so render) comes a task later; until then the page on
+    // screen is stale, so say so now rather than let a reader act on the old view.
+    app.dataset.ready = 'false';
     location.hash = hash;
   }
 }
