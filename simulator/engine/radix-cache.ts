@@ -201,7 +201,8 @@ export class RadixCache {
 
   /**
    * Send KV events to `sink` from now on (null: stop). A new sink first hears one `stored` event
-   * with the distinct hashes already cached (none when the tree is empty), so its mirror starts equal to the tree; O(nodes).
+   * with the distinct hashes already cached (none when the tree is empty), so its mirror starts
+   * equal to the tree; O(nodes).
    */
   setKvEventSink(sink: ((e: KvEvent) => void) | null): void {
     this.kvSink = sink;
