@@ -75,8 +75,9 @@ function initialState(opts: ReplayOptions): ReplayState {
     engine: i < replicaCount ? new EngineEndpoint(opts.makeReplica(i), () => opts.makeReplica(i)) : null,
     provider: i < replicaCount ? null : new HostedProvider(providerSpecs[i - replicaCount]!, seed, hashBlockTokens),
   }));
-  // A planner that reads engine signals hears each replica's KV events (vLLM's BlockStored /
-  // BlockRemoved), as Dynamo's KvIndexer does; others skip the cost.
+  // A planner that reads engine signals hears each replica's KV events (BlockStored /
+  // BlockRemoved from a vLLM block pool or an SGLang radix cache), as Dynamo's KvIndexer does;
+  // others skip the cost (an engine with no sink counts nothing).
   if (core.model(exp.model)?.planner.readsEngineSignals) {
     for (const ep of endpoints) ep.engine?.setKvEventSink((e) => core.engineSignals.applyKvEvent(ep.endpointId, e));
   }

@@ -10,7 +10,19 @@
  * `inc_lock_ref`); unlocked nodes are evictable, leaves first, least recently used first
  * (`evict`, as SGLang's heap over leaves by `last_access_time`). Recency is a deterministic access
  * counter, not a clock. Sizes are tokens.
+ *
+ * KV events (SGLang's `--kv-events-config` publisher: `BlockStored` when `insert` adds a node,
+ * `BlockRemoved` when `evict` deletes one, `AllBlocksCleared` on `reset`), for a KV-aware router:
+ * one event hash per tree node, the node's trace hash id. That is the key the router uses too
+ * (a request's `prefixHashes` are the trace's hash ids, and the vLLM model publishes the same ids,
+ * one per cache entry of hashBlockTokens / block_size blocks). SGLang itself hashes each page of
+ * `page_size` tokens (default 1); one trace hash block stands for the hashBlockTokens / page_size
+ * pages it covers, all stored and evicted together here, since the trace names nothing finer and
+ * a prompt's partial tail block is never inserted. The router only sees a set of hashes per
+ * engine, so a hash is stored when the first live node carries it and removed when the last one
+ * goes (two paths may hold the same id). Nothing is counted or allocated unless a sink listens.
  */
+import type { KvEvent } from '../../core/index.ts';
 
 /** A tree node: one hash block under its parent. */
 export interface RadixNode {
@@ -39,6 +51,10 @@ export class RadixCache {
   private heapKeys: number[] = [];
   /** Key of the entry `popLeaf` returned last. */
   private poppedKey = 0;
+  /** Receiver of KV events; null = nobody listens. */
+  private kvSink: ((e: KvEvent) => void) | null = null;
+  /** Live nodes per hash id, kept only while `kvSink` listens (module doc). */
+  private liveByHash: Map<number, number> | null = null;
 
   /** @throws Error when blockTokens is not a positive integer. */
   constructor(blockTokens: number) {
@@ -86,6 +102,8 @@ export class RadixCache {
    */
   insert(hashIds: readonly number[], blocks: number): RadixNode {
     const t = ++this.clock;
+    const live = this.liveByHash;
+    let stored: number[] | null = null;
     let node = this.root;
     const n = Math.min(blocks, hashIds.length);
     for (let k = 0; k < n; k++) {
@@ -96,10 +114,16 @@ export class RadixCache {
         node.children.set(h, child);
         this.nodes++;
         this.evictableNodes++;
+        if (live !== null) {
+          const c = live.get(h) ?? 0;
+          live.set(h, c + 1);
+          if (c === 0) (stored ??= []).push(h);
+        }
       } else child.lastAccess = t;
       node = child;
     }
     if (node !== this.root && node.children.size === 0 && node.lockRef === 0) this.pushLeaf(node);
+    if (stored !== null) this.kvSink!({ kind: 'stored', hashes: stored });
     return node;
   }
 
@@ -126,6 +150,8 @@ export class RadixCache {
    * nothing is evictable. Returns the tokens freed.
    */
   evict(tokens: number): number {
+    const live = this.liveByHash;
+    let removed: number[] | null = null;
     let freed = 0;
     while (freed < tokens && this.heapNodes.length > 0) {
       const node = this.popLeaf();
@@ -140,10 +166,70 @@ export class RadixCache {
       this.nodes--;
       this.evictableNodes--;
       freed += this.blockTokens;
+      if (live !== null) {
+        const c = live.get(node.hash)!;
+        if (c === 1) {
+          live.delete(node.hash);
+          (removed ??= []).push(node.hash);
+        } else live.set(node.hash, c - 1);
+      }
       const p = node.parent!;
       if (p !== this.root && p.children.size === 0 && p.lockRef === 0) this.pushLeaf(p);
     }
+    if (removed !== null) this.kvSink!({ kind: 'removed', hashes: removed });
     return freed;
+  }
+
+  /**
+   * Drop every node (SGLang `RadixCache.reset`, which `flush_cache` runs only when no request
+   * holds KV) and, when a sink listens, send `cleared`.
+   * @throws Error when a node is locked (a running request still uses it).
+   */
+  reset(): void {
+    if (this.evictableNodes !== this.nodes) throw new Error(`RadixCache.reset: ${this.nodes - this.evictableNodes} blocks are locked`);
+    for (const c of this.root.children.values()) markDead(c);
+    this.root.children.clear();
+    this.nodes = 0;
+    this.evictableNodes = 0;
+    this.heapNodes = [];
+    this.heapKeys = [];
+    if (this.liveByHash !== null) {
+      this.liveByHash.clear();
+      this.kvSink!({ kind: 'cleared' });
+    }
+  }
+
+  /**
+   * Send KV events to `sink` from now on (null: stop). A new sink first hears one `stored` event
+   * with the distinct hashes already cached (none when the tree is empty), so its mirror starts
+   * equal to the tree; O(nodes).
+   */
+  setKvEventSink(sink: ((e: KvEvent) => void) | null): void {
+    this.kvSink = sink;
+    if (sink === null) {
+      this.liveByHash = null;
+      return;
+    }
+    const live = this.countHashes();
+    this.liveByHash = live;
+    if (live.size > 0) sink({ kind: 'stored', hashes: [...live.keys()] });
+  }
+
+  /** Distinct hash ids held by the tree, in no particular order; O(nodes). */
+  cachedHashes(): Set<number> {
+    return new Set(this.countHashes().keys());
+  }
+
+  /** Live nodes per hash id over the whole tree (depth-first); O(nodes). */
+  private countHashes(): Map<number, number> {
+    const counts = new Map<number, number>();
+    const stack = [...this.root.children.values()];
+    while (stack.length > 0) {
+      const n = stack.pop()!;
+      counts.set(n.hash, (counts.get(n.hash) ?? 0) + 1);
+      for (const ch of n.children.values()) stack.push(ch);
+    }
+    return counts;
   }
 
   /**
@@ -153,10 +239,12 @@ export class RadixCache {
   invariants(): void {
     let nodes = 0;
     let evictable = 0;
+    const live = this.liveByHash;
     const walk = (n: RadixNode): number => {
       let childLocks = 0;
       for (const c of n.children.values()) {
         if (c.parent !== n || !c.live) throw new Error(`RadixCache invariant: block ${c.hash} misparented or dead`);
+        if (live !== null && live.get(c.hash) === undefined) throw new Error(`RadixCache invariant: block ${c.hash} cached but not counted for KV events`);
         nodes++;
         if (c.lockRef === 0) evictable++;
         if (c.lockRef < 0) throw new Error(`RadixCache invariant: block ${c.hash} lock ${c.lockRef} < 0`);
@@ -168,6 +256,17 @@ export class RadixCache {
     walk(this.root);
     if (nodes !== this.nodes || evictable !== this.evictableNodes) {
       throw new Error(`RadixCache invariant: counted ${nodes} nodes / ${evictable} evictable, tracked ${this.nodes} / ${this.evictableNodes}`);
+    }
+    if (live !== null) {
+      // Cheap form (this runs after every simulated event in checked replays): every node's hash
+      // is counted, every count is ≥ 1, and the counts add up to the nodes; tests compare the
+      // full hash sets.
+      let sum = 0;
+      for (const c of live.values()) {
+        if (!(c >= 1)) throw new Error(`RadixCache invariant: KV-event count ${c} < 1`);
+        sum += c;
+      }
+      if (sum !== nodes) throw new Error(`RadixCache invariant: KV-event counts add to ${sum}, tree has ${nodes} nodes`);
     }
   }
 
@@ -224,6 +323,16 @@ export class RadixCache {
       seen.add(n);
       this.pushLeaf(n);
     }
+  }
+}
+
+/** Marks `node` and its subtree as evicted (iteratively: a long prompt is a deep path). */
+function markDead(node: RadixNode): void {
+  const stack = [node];
+  while (stack.length > 0) {
+    const n = stack.pop()!;
+    n.live = false;
+    for (const c of n.children.values()) stack.push(c);
   }
 }
 

@@ -14,7 +14,8 @@
  * (`radix-cache.ts`, at trace hash-block granularity) and the requests' private tokens. A request
  * locks its matched prefix while it runs; after its prompt is prefilled the prompt's full hash
  * blocks are inserted into the tree (SGLang `cache_unfinished_req`); when it finishes its lock is
- * released and the prompt stays cached until evicted (LRU leaves first).
+ * released and the prompt stays cached until evicted (LRU leaves first). The tree reports its
+ * changes as KV events, by trace hash id, when a driver subscribes (`setKvEventSink`).
  *
  * Step coalescing (opt-in, `coalesceDecodeSteps`) works as in `VllmReplica` (`decode-run.ts`): a
  * decode batch that nothing can change for k steps (no waiting or chunked request, no finish
@@ -23,6 +24,7 @@
  *
  * Deterministic, no clock: times are the virtual ms handed in by the loop.
  */
+import type { KvEvent } from '../../core/index.ts';
 import type { EngineEvent, EngineLoad, EngineModel, EngineRequest } from './engine-model.ts';
 import { DecodeRun, MAX_COALESCED_STEPS, stepsUntilFirstFinish } from './decode-run.ts';
 import { CHUNKED, NONE, PREFILLING, RUNNING, SglangScheduler, type SglangRequest, WAITING } from './sglang-scheduler.ts';
@@ -218,6 +220,30 @@ export class SglangReplica extends SglangScheduler implements EngineModel {
   /** Tokens held by the radix tree (cached prefixes, locked or not). */
   cachedTokens(): number {
     return this.pool.radix.totalTokens;
+  }
+
+  /** Distinct trace hash ids the radix tree holds (what its KV events have left stored); O(tree). */
+  cachedHashes(): Set<number> {
+    return this.pool.radix.cachedHashes();
+  }
+
+  /**
+   * Sends the radix cache's KV events to `sink` (null: none): `stored` when a prefilled prompt's
+   * hash blocks enter the tree, `removed` when eviction drops them, `cleared` on `flushCache`
+   * (`radix-cache.ts` has the hash mapping). With the radix cache off nothing is ever sent.
+   */
+  setKvEventSink(sink: ((e: KvEvent) => void) | null): void {
+    this.pool.radix.setKvEventSink(sink);
+  }
+
+  /**
+   * Empty the radix cache (SGLang `flush_cache`), which SGLang does only when no request is
+   * queued or running. Returns false, changing nothing, when one is.
+   */
+  flushCache(): boolean {
+    if (this.byId.size > 0) return false;
+    this.pool.radix.reset();
+    return true;
   }
 
   /**

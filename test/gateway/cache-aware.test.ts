@@ -1,7 +1,9 @@
 // The gateway runs a cache-aware strategy end to end: two emulated engines, a model whose router
-// is llm_d or sglang_cache_aware. The gateway hashes each prompt's prefix blocks for such a
-// model, so a session's second turn lands where its first turn's prefix went, and a new session
-// goes to the other engine (SGLang: the smaller tree; llm-d: no prefix anywhere, the draw).
+// is llm_d, sglang_cache_aware or dynamo_kv. The gateway hashes each prompt's prefix blocks for
+// such a model, so a session's second turn lands where its first turn's prefix went, and a new
+// session goes to the other engine (SGLang: the smaller tree; llm-d: no prefix anywhere, the draw).
+// Upstreams send the gateway no KV events, so dynamo_kv runs on its approximation: the blocks it
+// believes each engine holds are the prefix hashes it sent there.
 import { afterAll, describe, expect, it } from 'vitest';
 import pino from 'pino';
 import { endpointId } from '../../core/index.ts';
@@ -11,6 +13,7 @@ import { startGateway, type RunningGateway } from '../../gateway/gateway.ts';
 import { startEmulator, type RunningEmulator } from '../../simulator/emulator/emulator.ts';
 import { routeRequestOf } from '../../gateway/server/route-request.ts';
 import { prefixBlockHashes, serializedPrompt } from '../../gateway/request-log/prefix-hashes.ts';
+import { DynamoKvPlanner } from '../../core/strategies/dynamo-kv/dynamo-kv.ts';
 
 const KEY = 'sk-cache-aware';
 const running: Array<{ close(): Promise<void> }> = [];
@@ -55,6 +58,25 @@ describe('gateway: cache-aware strategies end to end', () => {
       if (router === 'sglang_cache_aware') expect(await servedBy(gw, [system('beta'), { role: 'user', content: 'q' }])).not.toBe(first);
     });
   }
+
+  it('dynamo_kv: with no KV events from upstreams, overlap comes from the prefix hashes the gateway sent', async () => {
+    const { gw, ids } = await stack('dynamo_kv');
+    const turn1 = [system('alpha'), { role: 'user', content: 'first question' }];
+    const first = await servedBy(gw, turn1);
+    expect(ids).toContain(first);
+    const planner = gw.core.model('demo')!.planner as DynamoKvPlanner;
+    const sent1 = prefixBlockHashes(serializedPrompt({ model: 'demo', messages: turn1, max_tokens: 4 }));
+    expect(sent1.length).toBeGreaterThanOrEqual(5);
+    // What the planner believes `first` holds is exactly what was sent there; the other holds nothing.
+    expect(planner.index.size(first)).toBe(sent1.length);
+    expect(planner.index.size(ids.find((i) => i !== first)!)).toBe(0);
+    const turn2 = [...turn1, { role: 'assistant', content: 'ok' }, { role: 'user', content: 'second question' }];
+    const sent2 = prefixBlockHashes(serializedPrompt({ model: 'demo', messages: turn2, max_tokens: 4 }));
+    const shared = planner.index.matchedBlocks(first, sent2, performance.now()); // the gateway's clock
+    expect(shared).toBeGreaterThanOrEqual(5); // the system prompt's full blocks
+    for (let i = 0; i < 3; i++) expect(await servedBy(gw, turn2)).toBe(first);
+    for (const id of ids) expect(gw.core.engineSignals.reportsKvEvents(id)).toBe(false);
+  });
 
   it('routeRequestOf hashes the prompt only when asked, with the request log’s blocks', () => {
     const body = { model: 'demo', messages: [system('alpha')] };

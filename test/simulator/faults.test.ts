@@ -9,6 +9,8 @@ import { replayRun, type RunResult } from '../../simulator/replay.ts';
 import { selectRows } from '../../simulator/sim-command.ts';
 import type { AttemptRow, RequestRow } from '../../simulator/results/result-rows.ts';
 import { EngineEndpoint } from '../../simulator/engine-endpoint.ts';
+import { SglangReplica } from '../../simulator/engine/sglang-replica.ts';
+import { EngineSignals, type KvEvent } from '../../core/index.ts';
 import type { EngineEvent, EngineModel, EngineRequest } from '../../simulator/engine/engine-model.ts';
 import { FaultSchema } from '../../simulator/faults/fault-config.ts';
 import { FaultPlan } from '../../simulator/faults/fault-plan.ts';
@@ -279,5 +281,32 @@ describe('EngineEndpoint', () => {
     expect(ep.load(0).running).toBe(0);
     expect(() => ep.completeStep(10, () => {})).toThrow(/no step in flight/);
     expect(ep.enqueue(req(2), 6, () => {})).toBe(16);
+  });
+
+  it('a crashed SGLang replica reports cleared, and its fresh engine reports its own radix tree', () => {
+    const stepTime = { stepMs: () => 10 };
+    const engines: SglangReplica[] = [];
+    const make = () => (engines.push(new SglangReplica({ stepTime, kvTokens: 100_000, hashBlockTokens: 16 })), engines.at(-1)!);
+    const ep = new EngineEndpoint(make(), make);
+    const events: KvEvent[] = [];
+    const mirror = new EngineSignals();
+    expect(
+      ep.setKvEventSink((e) => {
+        events.push(e);
+        mirror.applyKvEvent('r', e);
+      }),
+    ).toBe(true);
+    const serve = (id: number, hashIds: number[], t: number) => {
+      let end = ep.enqueue({ attemptId: id, inputTokens: 16 * hashIds.length + 1, outputTokens: 2, hashIds }, t, () => {});
+      while (end !== null) end = ep.completeStep(end, () => {});
+    };
+    serve(1, [1, 2, 3], 0);
+    expect(events).toEqual([{ kind: 'stored', hashes: [1, 2, 3] }]);
+    ep.crash(100);
+    expect(events.at(-1)).toEqual({ kind: 'cleared' });
+    serve(2, [1, 4], 200);
+    expect(events.at(-1)).toEqual({ kind: 'stored', hashes: [1, 4] });
+    expect(mirror.cachedBlockCount('r')).toBe(engines.at(-1)!.cachedHashes().size);
+    expect(mirror.cachedPrefixBlocks('r', [1, 2, 3])).toBe(1);
   });
 });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { EngineEvent, EngineRequest } from '../../../simulator/engine/engine-model.ts';
 import { SglangReplica } from '../../../simulator/engine/sglang-replica.ts';
+import { EngineSignals } from '../../../core/index.ts';
 import type { BatchShape, StepTimeModel } from '../../../simulator/engine/step-time.ts';
 import { type Arrival, drive, runAlone } from './drive.ts';
 
@@ -145,5 +146,59 @@ describe('SglangReplica', () => {
     expect(r.enqueue(req(1, 900, 200), 5, (e) => ev.push(e))).toBeNull();
     expect(ev).toEqual([{ kind: 'rejected', attemptId: 1, atMs: 5, reason: 'context_too_long' }]);
     expect(() => r.completeStep(0, () => {})).toThrow(/no step is running/);
+  });
+});
+
+describe('SglangReplica KV events', () => {
+  it('a mirror fed only by its KV events equals the radix tree after every step, evictions and a flush included', () => {
+    // 40 sessions of 2–6 blocks of 64 tokens sharing a 2-block system prompt, on a pool that holds
+    // about 8 prompts: the tree fills, leaves are evicted, and later turns hit what is left.
+    const r = new SglangReplica({ stepTime: simple, kvTokens: 4000, hashBlockTokens: 64 });
+    const mirror = new EngineSignals();
+    const seen = new Set<number>();
+    let stored = 0;
+    let removed = 0;
+    r.setKvEventSink((e) => {
+      mirror.applyKvEvent('r', e);
+      if (e.kind === 'stored') {
+        stored += e.hashes.length;
+        for (const h of e.hashes) seen.add(h);
+      } else if (e.kind === 'removed') {
+        removed += e.hashes.length;
+        for (const h of e.hashes) seen.delete(h);
+      } else seen.clear();
+    });
+    const arrivals: Arrival[] = [];
+    for (let i = 0; i < 120; i++) {
+      const s = i % 40;
+      const blocks = 2 + (s % 5);
+      const ids = [1, 2, ...Array.from({ length: blocks - 2 }, (_, k) => 1000 * (s + 1) + k)];
+      arrivals.push({ atMs: i * 15, req: req(i, blocks * 64 + 10, 20, ids) });
+    }
+    drive([r], arrivals, (x) => {
+      x.invariants();
+      const tree = (x as SglangReplica).cachedHashes();
+      expect(seen).toEqual(tree);
+      expect(mirror.cachedBlockCount('r')).toBe(tree.size);
+    });
+    expect(stored).toBeGreaterThan(r.cachedTokens() / 64); // some were evicted…
+    expect(removed).toBe(stored - r.cachedHashes().size); // …and each eviction was reported
+    expect(mirror.cachedPrefixBlocks('r', [1, 2])).toBe(2); // the shared system prompt stays hot
+    expect(r.flushCache()).toBe(true);
+    expect(r.cachedTokens()).toBe(0);
+    expect(mirror.cachedBlockCount('r')).toBe(0);
+    expect(mirror.reportsKvEvents('r')).toBe(true);
+  });
+
+  it('flushCache refuses while a request is in the replica; no sink, no events; radix off, none either', () => {
+    const r = new SglangReplica({ stepTime: simple, kvTokens: 100_000, hashBlockTokens: 512 });
+    const ev: EngineEvent[] = [];
+    expect(r.enqueue(req(1, 2000, 50, [1, 2, 3]), 0, (e) => ev.push(e))).not.toBeNull();
+    expect(r.flushCache()).toBe(false);
+    const off = new SglangReplica({ stepTime: simple, kvTokens: 100_000, radixCache: false });
+    let n = 0;
+    off.setKvEventSink(() => n++);
+    runAlone(off, req(1, 2000, 5, [1, 2, 3]));
+    expect(n).toBe(0);
   });
 });
