@@ -63,6 +63,8 @@ export interface AdminDeps {
    */
   writesRefused: string | null;
   log: Logger;
+  /** Further route families (runtime routes, offload policies), tried after the built-in ones; each answers null for a call not its own. */
+  modules?: ReadonlyArray<{ route(call: AdminCall): Promise<{ answer: AdminAnswer; change?: { before: unknown; after: unknown } }> | null }>;
   /** Extra read-only routes (e.g. the request log's reports), tried after the built-in ones. */
   extraRoutes?: (call: AdminCall) => Promise<AdminAnswer> | null;
   /** Options of the refused-call bound (`refused-audit.ts`; tests shorten the window). */
@@ -137,6 +139,10 @@ export class AdminApi {
     if (w && (method === 'PUT' || method === 'DELETE')) return this.writeWeight(call, decode(w[1]!), decode(w[2]!));
     const p = PROVIDER_PATH.exec(path);
     if (p && method === 'PUT') return this.writeProvider(call, decode(p[1]!));
+    for (const m of this.d.modules ?? []) {
+      const r = m.route(call);
+      if (r) return r;
+    }
     const extra = this.d.extraRoutes?.(call);
     if (extra) return { answer: await extra };
     return { answer: { status: 404, body: error('not_found', `Unknown admin URL: ${method} ${path}.`, null) } };
