@@ -175,7 +175,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       control.overlay = before;
       throw e;
     }
-    log.info({ generation, weightOverrides: next.weights.filter((w) => w.weight !== null).length, disabledProviders: next.providers.filter((p) => p.disabled).map((p) => p.provider) }, 'overlay applied');
+    log.info({ generation, weightOverrides: next.weights.filter((w) => w.weight !== null).length, disabledProviders: next.providers.filter((p) => p.disabled).map((p) => p.provider), routingRecords: next.routing.filter((r) => r.value !== null).length }, 'overlay applied');
   };
   const routingDeps: RoutingAdminDeps = {
     repo: control.repo,

@@ -176,7 +176,12 @@ export async function commit(
       },
     };
   }
-  d.apply(await d.repo.load());
+  try {
+    d.apply(await d.repo.load());
+  } catch (e) {
+    // Checked above, so only a change written meanwhile through another replica can get here.
+    return refuse(500, 'apply_failed', `The change was saved but this gateway could not apply the store's configuration (${(e as Error).message}); it keeps serving on its current one. Fix or undo the last change.`, null);
+  }
   return {
     answer: { status: opts.status ?? 200, etag: `"${r.after[0]!.version}"`, body: { ...opts.body(), records: r.after.map(recordView), generation: d.generation() } },
     change: { before: r.before.map((x) => x && recordView(x)), after: r.after.map(recordView) },

@@ -253,6 +253,21 @@ function scenario(kind: 'pglite' | 'postgres', makeStore: () => Promise<StoreBlo
     expect(await servedBy(RT)).toBe(rtId(spare));
     expect((await call('GET', '/admin/routing/provider-routes')).body.ignored).toEqual([]);
   });
+
+  it.runIf(kind === 'postgres')(`${kind}: a replica on the same store picks up a runtime route and serves it`, async () => {
+    const b = await start();
+    try {
+      const add = await call('POST', '/admin/routing/provider-route-models', { body: { model_id: 'replicated', route: { base_url: spare.baseUrl } } });
+      expect(add.status).toBe(201);
+      const until = performance.now() + 5_000;
+      while (!b.core.model('replicated') && performance.now() < until) await new Promise((r) => setTimeout(r, 50));
+      const client = new OpenAI({ baseURL: `${b.url}/v1`, apiKey: KEYS.admin, maxRetries: 0, timeout: 10_000 });
+      const { response } = await client.chat.completions.create({ model: 'replicated', messages: hello, max_tokens: 1 }).withResponse();
+      expect(response.headers.get('x-switchyard-served-by')).toBe(endpointId('replicated', 'openai_compat', spare.baseUrl));
+    } finally {
+      await b.close();
+    }
+  });
 }
 
 describe('runtime routing admin, PGlite store', () => {
