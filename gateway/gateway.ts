@@ -9,8 +9,9 @@
  * Operations: `reload(config)` builds a new configuration generation (core, routes, keys) and
  * swaps it in one assignment; requests already running finish on the generation they started
  * with; a configuration the core rejects leaves the old one in place. Admin changes of the
- * overlay (`admin/control-plane.ts`: weight overrides, disabled providers) build a new
- * generation the same way. Either way the new core shares the learned state of the old one
+ * overlay (`admin/control-plane.ts`: weight overrides, disabled providers; runtime models and
+ * routes, re-points, router switches and offload policies laid over the YAML registry by
+ * `admin/effective-models.ts`) build a new generation the same way. Either way the new core shares the learned state of the old one
  * (breakers, claims, affinity pins, prefill hints, outbound limits, latency stats), so every
  * endpoint whose id is unchanged keeps it (`RoutingCoreOptions.carryFrom`). Listener, pool,
  * admin, store and request-log settings need a restart (a reload that changes them says so in

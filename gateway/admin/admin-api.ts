@@ -1,6 +1,7 @@
 /**
  * The runtime admin API under `/admin/…` (seed 000, "API endpoints"): the routing view, weight
- * overrides, provider labels disabled and enabled, and the audit log. The HTTP layer
+ * overrides, provider labels disabled and enabled, and the audit log; runtime models and routes
+ * (`route-admin.ts`) and offload policies (`offload-admin.ts`) are modules tried after these. The HTTP layer
  * (`server/uws.ts`) authenticates the caller as an admin on whichever listener the call came in,
  * reads the body and hands the call here; every call is answered with JSON and audited (who,
  * from where, when, what, and for a change the records before and after). Calls refused before

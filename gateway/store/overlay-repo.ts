@@ -1,6 +1,7 @@
 /**
- * The overlay operators edit at run time — weight overrides per (model, endpoint) and disabled
- * provider labels — and the admin audit log, kept in the store (`SqlOverlayRepo`) or, on a
+ * The overlay operators edit at run time — weight overrides per (model, endpoint), disabled
+ * provider labels, and the routing records of `routing-records.ts` (runtime models and routes,
+ * re-points, router switches, offload policies) — and the admin audit log, kept in the store (`SqlOverlayRepo`) or, on a
  * gateway without `store:`, in this process only (`MemoryOverlayRepo`, lost at exit).
  *
  * Optimistic concurrency: every record carries a version (an absent record is version 0; each
