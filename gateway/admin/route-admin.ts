@@ -247,10 +247,11 @@ export class RouteAdmin {
     return commit(this.d, call, fresh, writes, { from: pre.from, param: 'router', body: () => ({ model_id: model.modelId, router: body.value.router }) });
   }
 
-  /** Whether `r` is the route the model's offload policy names. */
+  /** Whether `r` is the route the model's offload policy names (by route id, endpoint id or, in YAML, provider label). */
   private isOffloadRoute(m: ModelOrigin, r: RouteOrigin): boolean {
     const o = m.offload;
-    return o !== null && (o.routeId === r.routeId || o.value.route_id === r.endpointId);
+    if (o === null) return false;
+    return o.routeId === r.routeId || o.value.route_id === r.endpointId || this.d.core().model(m.modelId)?.offload?.endpointId === r.endpointId;
   }
 
   /** 409 when `route` derives an endpoint id another route of `m` (other than `self`) has. */
