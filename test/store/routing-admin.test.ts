@@ -193,6 +193,13 @@ function scenario(kind: 'pglite' | 'postgres', makeStore: () => Promise<StoreBlo
     expect(hybrid.status, JSON.stringify(hybrid.body)).toBe(201);
     await call('POST', '/admin/routing/provider-route-candidates/hybrid', { body: { base_url: emus[0]!.baseUrl } });
     await bad('PUT', '/admin/routing/offload-routes/hybrid', { route_id: endpointId('hybrid', 'openai_compat', spare.baseUrl), wait_sec: 2 }, 409, 'hybrid_composition', 'model_id');
+    await bad('PATCH', '/admin/routing/provider-route-strategies/nope', { router: 'fixed' }, 404, 'model_not_found', 'model_id');
+    await bad('PUT', off, { route_id: ids[1], wait_sec: 2, colour: 'red' }, 400, 'invalid_request', 'colour', /allowed: route_id, wait_sec/);
+    // A policy on a model's only route is kept but inactive.
+    const otherId = endpointId('other', 'openai_compat', emus[0]!.baseUrl);
+    const only = await call('PUT', '/admin/routing/offload-routes/other', { body: { route_id: otherId, wait_sec: 1 } });
+    expect([only.status, only.body.policy?.active, only.body.policy?.inactive_reason]).toEqual([200, false, 'only_route']);
+    expect((await call('DELETE', '/admin/routing/offload-routes/other', { ifMatch: '"1"' })).status).toBe(200);
     // Clearing.
     const clear = await call('DELETE', off);
     expect([clear.status, clear.body.cleared, clear.body.policy]).toEqual([200, true, null]);
