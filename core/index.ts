@@ -11,6 +11,7 @@ export {
   parseModelsConfig,
   formatConfigError,
   ModelsConfigSchema,
+  RouteSchema,
   type ModelsConfig,
   type ModelConfig,
   type RouteConfig,

@@ -9,8 +9,9 @@
  * Operations: `reload(config)` builds a new configuration generation (core, routes, keys) and
  * swaps it in one assignment; requests already running finish on the generation they started
  * with; a configuration the core rejects leaves the old one in place. Admin changes of the
- * overlay (`admin/control-plane.ts`: weight overrides, disabled providers) build a new
- * generation the same way. Either way the new core shares the learned state of the old one
+ * overlay (`admin/control-plane.ts`: weight overrides, disabled providers; runtime models and
+ * routes, re-points, router switches and offload policies laid over the YAML registry by
+ * `admin/effective-models.ts`) build a new generation the same way. Either way the new core shares the learned state of the old one
  * (breakers, claims, affinity pins, prefill hints, outbound limits, latency stats), so every
  * endpoint whose id is unchanged keeps it (`RoutingCoreOptions.carryFrom`). Listener, pool,
  * admin, store and request-log settings need a restart (a reload that changes them says so in
@@ -29,7 +30,7 @@ import { randomInt } from 'node:crypto';
 import uWS from '@trufflesuite/uws-js-unofficial';
 import type { TemplatedApp, us_listen_socket } from '@trufflesuite/uws-js-unofficial';
 import pino from 'pino';
-import { IntrusiveList, ProbeGate } from '../core/index.ts';
+import { IntrusiveList, ProbeGate, RoutingCore } from '../core/index.ts';
 import { requestLogMemoryLimitMb } from './config/gateway-settings.ts';
 import type { GatewayConfig } from './config/load.ts';
 import { restartOnly } from './config/restart-only.ts';
@@ -42,6 +43,12 @@ import { aggregateMetricsText, mergeDeepHealth, type WorkerSnapshot } from './se
 import { UpstreamPools } from './upstream/pools.ts';
 import { AdminApi } from './admin/admin-api.ts';
 import { ControlPlane } from './admin/control-plane.ts';
+import { composeModels } from './admin/effective-models.ts';
+import { OffloadAdmin } from './admin/offload-admin.ts';
+import { RouteAdmin } from './admin/route-admin.ts';
+import type { RoutingAdminDeps } from './admin/routing-admin-kit.ts';
+import { healthOptions, workerScopeError } from './config/load.ts';
+import { defaultEndpoints } from './upstream/adapters.ts';
 import { requestReports } from './admin/request-reports.ts';
 import type { OverlaySnapshot } from './store/overlay-repo.ts';
 import { buildGeneration } from './generation.ts';
@@ -106,8 +113,14 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   // request_log settings take effect at restart only (a reload says so): log_prompts too, since
   // the writer's memory limit was sized for it at start.
   const logPrompts = rl.log_prompts;
+  // The YAML registry with the overlay's runtime models, routes, re-points, router switches and
+  // offload policies laid over it (`admin/effective-models.ts`); weights and labels go to the core.
+  const withOverlay = (c: GatewayConfig, o: OverlaySnapshot): GatewayConfig => {
+    const models = composeModels(c.models, o.routing).config;
+    return models === c.models ? c : { ...c, models };
+  };
   const build = (c: GatewayConfig, prev: Generation | null): Generation =>
-    buildGeneration(c, { seed, worker, pools, log, metrics, requestLog, logPrompts, overlay: control.routeOverlay(), carryFrom: prev?.core ?? null });
+    buildGeneration(withOverlay(c, control.overlay), { seed, worker, pools, log, metrics, requestLog, logPrompts, overlay: control.routeOverlay(), carryFrom: prev?.core ?? null });
   ctx.gen = build(config, null);
   /** The YAML configuration in force (the overlay is applied on top of it). */
   let base = config;
@@ -163,7 +176,22 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       control.overlay = before;
       throw e;
     }
-    log.info({ generation, weightOverrides: next.weights.filter((w) => w.weight !== null).length, disabledProviders: next.providers.filter((p) => p.disabled).map((p) => p.provider) }, 'overlay applied');
+    log.info({ generation, weightOverrides: next.weights.filter((w) => w.weight !== null).length, disabledProviders: next.providers.filter((p) => p.disabled).map((p) => p.provider), routingRecords: next.routing.filter((r) => r.value !== null).length }, 'overlay applied');
+  };
+  const routingDeps: RoutingAdminDeps = {
+    repo: control.repo,
+    core: () => ctx.gen.core,
+    overlay: () => control.overlay,
+    yaml: () => base.models,
+    check: (next) => {
+      const c = withOverlay(base, next);
+      const scope = workerScopeError(c.models, s.server.workers);
+      if (scope) throw new Error(scope);
+      new RoutingCore(c.models, { health: healthOptions(c.settings), settings: c.routingSettings, overlay: control.routeOverlay(next), defaultEndpoints });
+    },
+    apply: (next) => applyOverlay(next),
+    generation: () => generation,
+    writesRefused: control.store === null && s.server.workers > 1 ? `This gateway runs ${s.server.workers} workers and has no store, so a change would reach only the worker that took it; configure store: (kind: postgres) to change routing at run time.` : null,
   };
   (ctx as { admin: AdminApi | null }).admin = new AdminApi({
     repo: control.repo,
@@ -174,6 +202,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     persistent: control.store !== null,
     writesRefused: control.store === null && s.server.workers > 1 ? `This gateway runs ${s.server.workers} workers and has no store, so a change would reach only the worker that took it; configure store: (kind: postgres) to change routing at run time.` : null,
     log,
+    modules: [new RouteAdmin(routingDeps), new OffloadAdmin(routingDeps)],
     extraRoutes: requestReports(requestLog, () => Date.now()),
     ...(opts.refusedAudit && { refusedAudit: opts.refusedAudit }),
   });

@@ -1,6 +1,7 @@
 /**
  * The runtime admin API under `/admin/…` (seed 000, "API endpoints"): the routing view, weight
- * overrides, provider labels disabled and enabled, and the audit log. The HTTP layer
+ * overrides, provider labels disabled and enabled, and the audit log; runtime models and routes
+ * (`route-admin.ts`) and offload policies (`offload-admin.ts`) are modules tried after these. The HTTP layer
  * (`server/uws.ts`) authenticates the caller as an admin on whichever listener the call came in,
  * reads the body and hands the call here; every call is answered with JSON and audited (who,
  * from where, when, what, and for a change the records before and after). Calls refused before
@@ -63,6 +64,8 @@ export interface AdminDeps {
    */
   writesRefused: string | null;
   log: Logger;
+  /** Further route families (runtime routes, offload policies), tried after the built-in ones; each answers null for a call not its own. */
+  modules?: ReadonlyArray<{ route(call: AdminCall): Promise<{ answer: AdminAnswer; change?: { before: unknown; after: unknown } }> | null }>;
   /** Extra read-only routes (e.g. the request log's reports), tried after the built-in ones. */
   extraRoutes?: (call: AdminCall) => Promise<AdminAnswer> | null;
   /** Options of the refused-call bound (`refused-audit.ts`; tests shorten the window). */
@@ -137,6 +140,10 @@ export class AdminApi {
     if (w && (method === 'PUT' || method === 'DELETE')) return this.writeWeight(call, decode(w[1]!), decode(w[2]!));
     const p = PROVIDER_PATH.exec(path);
     if (p && method === 'PUT') return this.writeProvider(call, decode(p[1]!));
+    for (const m of this.d.modules ?? []) {
+      const r = m.route(call);
+      if (r) return r;
+    }
     const extra = this.d.extraRoutes?.(call);
     if (extra) return { answer: await extra };
     return { answer: { status: 404, body: error('not_found', `Unknown admin URL: ${method} ${path}.`, null) } };

@@ -46,9 +46,10 @@ const FIXES: Record<string, string> = {
 
 /**
  * Parses a JSON body (empty ⇒ `{}`) against `schema`.
+ * @param fixes the fix to name for a field, by dotted path, besides the built-in ones.
  * @returns the value, or the problem to answer with 400.
  */
-export function parseBody<T>(schema: z.ZodType<T>, text: string): { ok: true; value: T } | { ok: false; problem: BodyProblem } {
+export function parseBody<T>(schema: z.ZodType<T>, text: string, fixes: Readonly<Record<string, string>> = {}): { ok: true; value: T } | { ok: false; problem: BodyProblem } {
   let raw: unknown = {};
   if (text.trim().length > 0) {
     try {
@@ -57,7 +58,7 @@ export function parseBody<T>(schema: z.ZodType<T>, text: string): { ok: true; va
       return { ok: false, problem: { message: `The body is not valid JSON (${(e as Error).message}); send a JSON object.`, param: null } };
     }
   }
-  return check(schema, raw);
+  return check(schema, raw, fixes);
 }
 
 /** Checks a query string against `schema` (every parameter a string before coercion). */
@@ -65,23 +66,34 @@ export function parseQuery<T>(schema: z.ZodType<T>, query: URLSearchParams): { o
   return check(schema, Object.fromEntries(query.entries()));
 }
 
-function check<T>(schema: z.ZodType<T>, raw: unknown): { ok: true; value: T } | { ok: false; problem: BodyProblem } {
+function check<T>(schema: z.ZodType<T>, raw: unknown, fixes: Readonly<Record<string, string>> = {}): { ok: true; value: T } | { ok: false; problem: BodyProblem } {
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return { ok: false, problem: { message: 'The body must be a JSON object.', param: null } };
   const r = schema.safeParse(raw);
   if (r.success) return { ok: true, value: r.data };
   // An unknown field is named first: a misspelt one ('wieght') is also why its real one is missing.
   const unknown = r.error.issues.find((i) => i.code === 'unrecognized_keys');
   if (unknown) {
-    const key = unknown.keys[0]!;
-    const allowed = Object.keys((schema as unknown as z.ZodObject).shape);
-    const near = closestName(key, allowed);
+    const key = [...unknown.path.map(String), unknown.keys[0]!].join('.');
+    const allowed = Object.keys(objectAt(schema, unknown.path.map(String))?.shape ?? {});
+    const near = closestName(unknown.keys[0]!, allowed);
     return { ok: false, problem: { message: `Unknown field '${key}'${near ? ` (did you mean '${near}'?)` : ''}: remove it (allowed: ${allowed.join(', ')}).`, param: key } };
   }
   const issue = r.error.issues[0]!;
   const field = issue.path.map(String).join('.') || null;
-  const fix = field ? FIXES[field] : undefined;
+  const fix = field ? (fixes[field] ?? FIXES[field]) : undefined;
   const missing = issue.code === 'invalid_type' && (raw as Record<string, unknown>)[field ?? ''] === undefined;
   return { ok: false, problem: { message: `'${field ?? '(body)'}' ${missing ? 'is required' : `is invalid: ${issue.message}`}${fix ? `; ${fix}` : ''}.`, param: field } };
+}
+
+/** The object schema at `path` inside `schema` (through optional / default wrappers), if any. */
+function objectAt(schema: z.ZodType, path: readonly string[]): z.ZodObject | null {
+  let s: unknown = schema;
+  for (let i = 0; ; i++) {
+    while (s instanceof z.ZodOptional || s instanceof z.ZodDefault || s instanceof z.ZodNullable) s = s.unwrap();
+    if (!(s instanceof z.ZodObject)) return null;
+    if (i === path.length) return s;
+    s = s.shape[path[i]!];
+  }
 }
 
 /**

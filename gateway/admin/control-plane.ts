@@ -42,7 +42,7 @@ export class ControlPlane {
    *   migrated, or its schema is newer than this gateway's: the gateway refuses to start.
    */
   static async open(store: StoreConfig | undefined, log: Logger): Promise<ControlPlane> {
-    if (!store) return new ControlPlane(null, new MemoryOverlayRepo(), { weights: [], providers: [] }, log);
+    if (!store) return new ControlPlane(null, new MemoryOverlayRepo(), { weights: [], providers: [], routing: [] }, log);
     const { openStore } = await import('../store/sql-store.ts');
     const db = await openStore(store);
     const repo = new SqlOverlayRepo(db);
@@ -56,11 +56,11 @@ export class ControlPlane {
     }
   }
 
-  /** The core's view of the overlay: active overrides, disabled labels, and the split rule. */
-  routeOverlay(): RouteOverlay {
+  /** The core's view of an overlay (default: the one in force): active overrides, disabled labels, and the split rule. */
+  routeOverlay(overlay: OverlaySnapshot = this.overlay): RouteOverlay {
     const weightOverrides = new Map<string, number>();
-    for (const w of this.overlay.weights) if (w.weight !== null) weightOverrides.set(w.endpointId, w.weight);
-    const disabledProviders = new Set(this.overlay.providers.filter((p) => p.disabled).map((p) => p.provider));
+    for (const w of overlay.weights) if (w.weight !== null) weightOverrides.set(w.endpointId, w.weight);
+    const disabledProviders = new Set(overlay.providers.filter((p) => p.disabled).map((p) => p.provider));
     return { weightOverrides, disabledProviders, ignoreLocalWeightShare: this.store !== null };
   }
 

@@ -52,6 +52,23 @@ CREATE TABLE audit_log (
     description: 'the remote address of each audited admin call',
     sql: `ALTER TABLE audit_log ADD COLUMN remote_addr text`,
   },
+  {
+    version: 3,
+    description: 'runtime models and routes, re-pointed routes, strategy switches and offload policies',
+    sql: `
+CREATE SEQUENCE routing_record_seq;
+CREATE TABLE routing_records (
+  kind text NOT NULL CHECK (kind IN ('model', 'route', 'repoint', 'strategy', 'offload')),
+  model_id text NOT NULL,
+  key text NOT NULL,
+  value jsonb,
+  seq bigint NOT NULL,
+  version integer NOT NULL,
+  updated_by text NOT NULL,
+  updated_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (kind, model_id, key)
+)`,
+  },
 ];
 
 /** The newest schema version this code knows. */

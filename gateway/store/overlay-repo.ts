@@ -1,6 +1,7 @@
 /**
- * The overlay operators edit at run time — weight overrides per (model, endpoint) and disabled
- * provider labels — and the admin audit log, kept in the store (`SqlOverlayRepo`) or, on a
+ * The overlay operators edit at run time — weight overrides per (model, endpoint), disabled
+ * provider labels, and the routing records of `routing-records.ts` (runtime models and routes,
+ * re-points, router switches, offload policies) — and the admin audit log, kept in the store (`SqlOverlayRepo`) or, on a
  * gateway without `store:`, in this process only (`MemoryOverlayRepo`, lost at exit).
  *
  * Optimistic concurrency: every record carries a version (an absent record is version 0; each
@@ -9,6 +10,7 @@
  * refused with the current record (`conflict`) instead of overwriting a change it never saw.
  */
 import type { Queryer, SqlStore } from './sql-store.ts';
+import { MemoryRoutingRecords, SqlRoutingRecords, type RoutingRecord, type RoutingWrite, type RoutingWriteResult } from './routing-records.ts';
 
 /** A weight override; `weight` null once cleared (the record keeps its version). */
 export interface WeightOverrideRecord {
@@ -35,6 +37,8 @@ export interface ProviderRecord {
 export interface OverlaySnapshot {
   weights: WeightOverrideRecord[];
   providers: ProviderRecord[];
+  /** Runtime models and routes, re-points, strategy switches, offload policies (`routing-records.ts`). */
+  routing: RoutingRecord[];
 }
 
 /** One audited admin call. */
@@ -66,6 +70,8 @@ export interface OverlayRepo {
   writeWeight(modelId: string, endpointId: string, weight: number | null, expectedVersion: number | null, by: string): Promise<WriteResult<WeightOverrideRecord>>;
   /** Disables or enables a provider label (same version rule). */
   writeProvider(provider: string, disabled: boolean, expectedVersion: number | null, by: string): Promise<WriteResult<ProviderRecord>>;
+  /** Writes a batch of routing records in one transaction (`routing-records.ts`). */
+  writeRouting(writes: readonly RoutingWrite[], by: string): Promise<RoutingWriteResult>;
   appendAudit(e: Omit<AuditEntry, 'id' | 'at'>): Promise<void>;
   /** Newest first, at most `limit`. */
   listAudit(limit: number): Promise<AuditEntry[]>;
@@ -79,12 +85,17 @@ export class MemoryOverlayRepo implements OverlayRepo {
   private readonly providers = new Map<string, ProviderRecord>();
   private readonly audit: AuditEntry[] = [];
   private nextAuditId = 1;
+  private readonly routing = new MemoryRoutingRecords();
 
   /** @param auditLimit entries kept (oldest dropped first). */
   constructor(private readonly auditLimit = 10_000) {}
 
   async load(): Promise<OverlaySnapshot> {
-    return { weights: [...this.weights.values()].map((r) => ({ ...r })), providers: [...this.providers.values()].map((r) => ({ ...r })) };
+    return { weights: [...this.weights.values()].map((r) => ({ ...r })), providers: [...this.providers.values()].map((r) => ({ ...r })), routing: this.routing.load() };
+  }
+
+  async writeRouting(writes: readonly RoutingWrite[], by: string): Promise<RoutingWriteResult> {
+    return this.routing.write(writes, by);
   }
 
   async writeWeight(modelId: string, endpointId: string, weight: number | null, expectedVersion: number | null, by: string): Promise<WriteResult<WeightOverrideRecord>> {
@@ -141,12 +152,20 @@ const providerRecord = (r: ProviderRow): ProviderRecord => ({ provider: r.provid
 
 /** The overlay in the SQL store (PGlite or PostgreSQL; the same statements). */
 export class SqlOverlayRepo implements OverlayRepo {
-  constructor(private readonly store: SqlStore) {}
+  private readonly routing: SqlRoutingRecords;
+
+  constructor(private readonly store: SqlStore) {
+    this.routing = new SqlRoutingRecords(store);
+  }
 
   async load(): Promise<OverlaySnapshot> {
     const w = await this.store.query<WeightRow>('SELECT * FROM weight_overrides ORDER BY model_id, endpoint_id');
     const p = await this.store.query<ProviderRow>('SELECT * FROM disabled_providers ORDER BY provider');
-    return { weights: w.rows.map(weightRecord), providers: p.rows.map(providerRecord) };
+    return { weights: w.rows.map(weightRecord), providers: p.rows.map(providerRecord), routing: await this.routing.load() };
+  }
+
+  writeRouting(writes: readonly RoutingWrite[], by: string): Promise<RoutingWriteResult> {
+    return this.routing.write(writes, by);
   }
 
   writeWeight(modelId: string, endpointId: string, weight: number | null, expectedVersion: number | null, by: string): Promise<WriteResult<WeightOverrideRecord>> {

@@ -1,0 +1,189 @@
+/**
+ * What the runtime-routing admin calls (`route-admin.ts`, `offload-admin.ts`) share: their
+ * dependencies, the path split (model ids may contain `/`), the version precondition, error
+ * bodies, and the write path — check the changed overlay as a whole configuration first (a change
+ * the core would refuse is a 400 and is never stored), write the records in one transaction, read
+ * the overlay back and apply it as a new generation, so the next request already routes with it.
+ */
+import type { ModelsConfig, RoutingCore } from '../../core/index.ts';
+import type { OverlayRepo, OverlaySnapshot } from '../store/overlay-repo.ts';
+import type { RoutingRecord, RoutingWrite } from '../store/routing-records.ts';
+import type { AdminAnswer, AdminCall } from './admin-api.ts';
+import { parseIfMatch, type BodyProblem } from './admin-bodies.ts';
+import { composeModels, type EffectiveModels, type ModelOrigin, type RouteOrigin } from './effective-models.ts';
+
+/** What the runtime-routing calls need from the gateway. */
+export interface RoutingAdminDeps {
+  repo: OverlayRepo;
+  /** The current generation's core. */
+  core(): RoutingCore;
+  /** The overlay the current generation was built with. */
+  overlay(): OverlaySnapshot;
+  /** The YAML registry in force (the overlay is laid over it). */
+  yaml(): ModelsConfig;
+  /**
+   * Builds (and drops) the configuration `next` would give, without putting it in force.
+   * @throws Error naming the model and field when the core or the worker scope refuses it.
+   */
+  check(next: OverlaySnapshot): void;
+  /** Applies `next` as a new generation. @throws Error when the core refuses it. */
+  apply(next: OverlaySnapshot): void;
+  generation(): number;
+  /** Why changes are refused on this gateway, or null (see `AdminDeps.writesRefused`). */
+  writesRefused: string | null;
+}
+
+/** An answer and, for a change, the records before and after (audited). */
+export interface RoutingResult {
+  answer: AdminAnswer;
+  change?: { before: unknown; after: unknown };
+}
+
+/** The OpenAI-style error body the rest of the gateway uses. */
+export function error(code: string, message: string, param: string | null): { error: { message: string; type: string; param: string | null; code: string } } {
+  return { error: { message, type: 'invalid_request_error', param, code } };
+}
+
+/** A 400 for a body problem. */
+export function badRequest(p: BodyProblem): RoutingResult {
+  return { answer: { status: 400, body: error('invalid_request', p.message, p.param) } };
+}
+
+/** An answer with `status` and an error body. */
+export function refuse(status: number, code: string, message: string, param: string | null): RoutingResult {
+  return { answer: { status, body: error(code, message, param) } };
+}
+
+/** 409 on a gateway that cannot keep changes consistent, else null. */
+export function writesRefused(d: RoutingAdminDeps): RoutingResult | null {
+  return d.writesRefused ? refuse(409, 'store_required', d.writesRefused, null) : null;
+}
+
+function decode(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+}
+
+/**
+ * The model id of a path tail (`Qwen%2FQwen3-8B` or `Qwen/Qwen3-8B`), or null when empty.
+ */
+export function modelTail(tail: string): string | null {
+  const t = tail.replace(/^\/+/, '');
+  return t.length === 0 ? null : decode(t);
+}
+
+/**
+ * Model id and route id of a path tail: the last segment is the route id (route ids have no
+ * `/`), everything before it the model id (encoded or not).
+ */
+export function modelRouteTail(tail: string): { modelName: string; routeId: string } | null {
+  const t = tail.replace(/^\/+/, '');
+  const cut = t.lastIndexOf('/');
+  if (cut <= 0 || cut === t.length - 1) return null;
+  return { modelName: decode(t.slice(0, cut)), routeId: decode(t.slice(cut + 1)) };
+}
+
+/** The composition of the YAML with `overlay`. */
+export function effective(d: RoutingAdminDeps, overlay: OverlaySnapshot): EffectiveModels {
+  return composeModels(d.yaml(), overlay.routing);
+}
+
+/** A direct model by id or alias, or the 404. */
+export function findModel(eff: EffectiveModels, name: string): { ok: true; model: ModelOrigin } | { ok: false; result: RoutingResult } {
+  const id = eff.names.get(name);
+  const m = id === undefined ? undefined : eff.models.get(id);
+  if (m) return { ok: true, model: m };
+  const why = id === undefined ? `No model '${name}'` : `Model '${name}' is a multi-target model and has no routes of its own`;
+  return { ok: false, result: refuse(404, 'model_not_found', `${why}; GET /admin/routing/provider-routes lists the models with routes.`, 'model_id') };
+}
+
+/** A model's route by route id, or by the endpoint id it has now. */
+export function findRoute(m: ModelOrigin, id: string): RouteOrigin | undefined {
+  return m.routes.find((r) => r.routeId === id) ?? m.routes.find((r) => r.endpointId === id);
+}
+
+/** The 404 for a route id that `m` lacks. */
+export function routeNotFound(m: ModelOrigin, id: string, param: string): RoutingResult {
+  return refuse(404, 'route_not_found', `Model '${m.modelId}' has no route '${id}'; its route ids are: ${m.routes.map((r) => r.routeId).join(', ')}.`, param);
+}
+
+/** The version precondition: `If-Match` wins over a body `version`; null when neither is sent. */
+export function precondition(call: AdminCall, bodyVersion: number | undefined): { ok: true; version: number | null; from: 'if-match' | 'version' | null } | { ok: false; result: RoutingResult } {
+  const h = parseIfMatch(call.ifMatch);
+  if (!h.ok) return { ok: false, result: badRequest(h.problem) };
+  if (h.version !== null) return { ok: true, version: h.version, from: 'if-match' };
+  if (bodyVersion !== undefined) return { ok: true, version: bodyVersion, from: 'version' };
+  return { ok: true, version: null, from: null };
+}
+
+/** `snapshot` with `writes` applied (the records the batch would leave), for the check. */
+function simulate(snapshot: OverlaySnapshot, writes: readonly RoutingWrite[]): OverlaySnapshot {
+  const routing: RoutingRecord[] = snapshot.routing.map((r) => ({ ...r }));
+  let seq = routing.reduce((s, r) => Math.max(s, r.seq), 0);
+  for (const w of writes) {
+    const cur = routing.find((r) => r.kind === w.kind && r.modelId === w.modelId && r.key === w.key);
+    if (cur) {
+      if (cur.value === null && w.value !== null) cur.seq = ++seq;
+      cur.value = w.value;
+      cur.version++;
+    } else {
+      routing.push({ kind: w.kind, modelId: w.modelId, key: w.key, value: w.value, seq: ++seq, version: 1, updatedBy: '', updatedAt: '' });
+    }
+  }
+  routing.sort((a, b) => a.seq - b.seq);
+  return { ...snapshot, routing };
+}
+
+/** A record as the API shows it. */
+export function recordView(r: RoutingRecord): Record<string, unknown> {
+  const value = r.value && typeof r.value === 'object' && 'api_key' in (r.value as object) ? { ...(r.value as object), api_key: '***' } : r.value;
+  return { kind: r.kind, model_id: r.modelId, key: r.key, value, version: r.version, updated_by: r.updatedBy, updated_at: r.updatedAt };
+}
+
+/**
+ * Checks, writes and applies a batch. The first write is the addressed record: its version is
+ * the answer's ETag, and `from` says which precondition a stale version answers (412 for
+ * `If-Match`, 409 for a body `version`; a create that finds a record answers 409 `already_exists`).
+ * @param fresh the overlay as just read from the store (the change is checked against it).
+ * @param param the body field a refused configuration most likely comes from.
+ * @param body what the 200 / 201 answer carries besides the records and the generation.
+ */
+export async function commit(
+  d: RoutingAdminDeps,
+  call: AdminCall,
+  fresh: OverlaySnapshot,
+  writes: RoutingWrite[],
+  opts: { from: 'if-match' | 'version' | null; status?: number; param?: string | null; body: () => Record<string, unknown> },
+): Promise<RoutingResult> {
+  try {
+    d.check(simulate(fresh, writes));
+  } catch (e) {
+    return refuse(400, 'configuration_refused', `The change was not saved: the configuration it gives is refused: ${(e as Error).message}`, opts.param ?? null);
+  }
+  const r = await d.repo.writeRouting(writes, call.caller.id);
+  if (!r.ok) {
+    if (r.exists) return { answer: { status: 409, etag: `"${r.currentVersion}"`, body: { ...error('already_exists', `The record was created meanwhile (now at version ${r.currentVersion}); read it with GET and change it instead.`, opts.param ?? null), current_version: r.currentVersion } } };
+    const status = opts.from === 'if-match' ? 412 : 409;
+    const code = status === 412 ? 'precondition_failed' : 'version_conflict';
+    return {
+      answer: {
+        status,
+        etag: `"${r.currentVersion}"`,
+        body: { ...error(code, `The record changed since you read it (now at version ${r.currentVersion}); read it again and resend your change based on that version.`, opts.from === 'if-match' ? 'If-Match' : 'version'), current_version: r.currentVersion },
+      },
+    };
+  }
+  try {
+    d.apply(await d.repo.load());
+  } catch (e) {
+    // Checked above, so only a change written meanwhile through another replica can get here.
+    return refuse(500, 'apply_failed', `The change was saved but this gateway could not apply the store's configuration (${(e as Error).message}); it keeps serving on its current one. Fix or undo the last change.`, null);
+  }
+  return {
+    answer: { status: opts.status ?? 200, etag: `"${r.after[0]!.version}"`, body: { ...opts.body(), records: r.after.map(recordView), generation: d.generation() } },
+    change: { before: r.before.map((x) => x && recordView(x)), after: r.after.map(recordView) },
+  };
+}
