@@ -7,7 +7,7 @@
  * `npx tsx bench/end-to-end-phases.ts [experiment.yaml] [reps]` (default: experiments/default.yaml, 3).
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 
@@ -22,6 +22,7 @@ export function runPhases(file: string): { main: Record<string, number>; cpuMs: 
     encoding: 'utf8',
   });
   const exitMs = performance.timeOrigin + performance.now() - t0;
+  rmSync(out, { recursive: true, force: true });
   if (child.status !== 0) throw new Error(`sim failed (${child.status}): ${child.stderr}`);
   const main: Record<string, number> = {};
   const cpuMs: Record<string, number> = {};

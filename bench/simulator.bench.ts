@@ -8,10 +8,12 @@
  * - `sweep`: experiments/providers.yaml (10 cells) end to end through `switchyard sim`, with
  *   --jobs 1 and --jobs 2 (worker threads), DuckDB writes included.
  * - `default` and `sweep-16`: the default experiment (`npm start`) and a 16-run sweep of it
- *   (bench/sweep-16.yaml) in-loop (each cell's replay timed in this process) and end to end
- *   (`switchyard sim` as a child process with its default --jobs: start-up, bundle, trace, DuckDB
- *   tables and all), side by side, with the real-time factor (simulated duration / wall time) of
- *   each; SWITCHYARD_BENCH_REPS=N repeats each N times, alternating.
+ *   (bench/sweep-16.yaml) in-loop cold (each cell's replay timed once in a fresh process), in-loop
+ *   warm (timed in this process on optimised code) and end to end (`switchyard sim` as a child
+ *   process with its default --jobs: start-up, bundle, trace, DuckDB tables and all, split into
+ *   start-up, replay and tail), side by side, with end to end over each in-loop rate and the
+ *   real-time factor (simulated duration / wall time) of each (bench/end-to-end.bench.ts);
+ *   SWITCHYARD_BENCH_REPS=N repeats each N times, alternating.
  * Prints one JSON line per case; run with `npm run bench:sim`.
  */
 import { mkdtempSync } from 'node:fs';

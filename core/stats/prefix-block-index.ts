@@ -23,6 +23,15 @@ export interface PrefixBlockIndexOptions {
 /** Per-endpoint LRU sets of routed block hashes. Deterministic; reads no clock. */
 export class PrefixBlockIndex {
   private readonly byEndpoint = new Map<string, Map<number, number>>();
+  /**
+   * Per endpoint, one iterator over its map, kept while the map lives, from which `record` drops
+   * the oldest entries. Every entry it has passed is gone (deleted before it got there, or dropped
+   * by `record` when returned) and entries are only added at the end, so its next entry is the
+   * map's first, as a fresh `keys().next()` would give — without walking V8's hash table from the
+   * start over the slot of every entry deleted since the table was last rebuilt. Advanced only
+   * while the map is over capacity (so non-empty), it never finishes.
+   */
+  private readonly oldest = new Map<string, MapIterator<number>>();
 
   /** @throws RangeError when `capacityBlocks` is not an integer ≥ 1 or `ttlMs` is not > 0. */
   constructor(readonly options: PrefixBlockIndexOptions) {
@@ -65,13 +74,17 @@ export class PrefixBlockIndex {
     if (set === undefined) {
       set = new Map();
       this.byEndpoint.set(endpointId, set);
+      this.oldest.set(endpointId, set.keys());
     }
     for (let k = n - 1; k >= 0; k--) {
       const h = hashes[k]!;
       set.delete(h);
       set.set(h, nowMs);
     }
-    while (set.size > this.options.capacityBlocks) set.delete(set.keys().next().value!);
+    if (set.size > this.options.capacityBlocks) {
+      const oldest = this.oldest.get(endpointId)!;
+      while (set.size > this.options.capacityBlocks) set.delete(oldest.next().value!);
+    }
   }
 
   /** Block hashes remembered for `endpointId` (expired ones not yet dropped included). */
@@ -81,7 +94,12 @@ export class PrefixBlockIndex {
 
   /** Forgets every endpoint not in `keep` (routes removed by a new configuration). */
   retain(keep: ReadonlySet<string>): void {
-    for (const id of [...this.byEndpoint.keys()]) if (!keep.has(id)) this.byEndpoint.delete(id);
+    for (const id of [...this.byEndpoint.keys()]) {
+      if (!keep.has(id)) {
+        this.byEndpoint.delete(id);
+        this.oldest.delete(id);
+      }
+    }
   }
 
   /** @throws Error when an endpoint holds more than `capacityBlocks` hashes. */

@@ -31,6 +31,15 @@ export class ApproximateTree {
   private readonly root: TreeNode = { hash: -1, parent: null, children: new Map(), tenants: new Set() };
   /** Each tenant's nodes, least recently used first. */
   private readonly lru = new Map<string, Map<TreeNode, true>>();
+  /**
+   * Per tenant, one iterator over its LRU map, kept while the map lives, from which `evictOldest`
+   * takes the oldest node. Every node it has passed is gone (deleted before it got there, or
+   * evicted when returned) and nodes are only added at the end, so its next node is the map's
+   * first, as a fresh `keys().next()` would give — without walking V8's hash table from the start
+   * over the slot of every node deleted since the table was last rebuilt. Advanced only while the
+   * map is non-empty, it never finishes.
+   */
+  private readonly oldest = new Map<string, MapIterator<TreeNode>>();
 
   /** @throws RangeError when `maxBlocksPerTenant` is not an integer ≥ 1. */
   constructor(readonly maxBlocksPerTenant: number) {
@@ -48,6 +57,7 @@ export class ApproximateTree {
     if (order === undefined) {
       order = new Map();
       this.lru.set(tenant, order);
+      this.oldest.set(tenant, order.keys());
     }
     const path: TreeNode[] = [];
     let node = this.root;
@@ -97,6 +107,7 @@ export class ApproximateTree {
     if (order === undefined) return;
     while (order.size > 0) this.evictOldest(tenant, order);
     this.lru.delete(tenant);
+    this.oldest.delete(tenant);
   }
 
   /**
@@ -131,7 +142,7 @@ export class ApproximateTree {
   }
 
   private evictOldest(tenant: string, order: Map<TreeNode, true>): void {
-    const node = order.keys().next().value!;
+    const node = this.oldest.get(tenant)!.next().value!;
     order.delete(node);
     node.tenants.delete(tenant);
     if (node.tenants.size === 0) node.parent!.children.delete(node.hash);

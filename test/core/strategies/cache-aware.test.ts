@@ -109,6 +109,43 @@ describe('PrefixBlockIndex (routed prefixes, LRU per endpoint)', () => {
       }),
     );
   });
+
+  it('keeps exactly the most recently routed blocks, as a plain LRU list would, with TTL drops in between (fast-check)', () => {
+    const op = fc.tuple(fc.constantFrom('a', 'b'), fc.array(fc.nat(30), { maxLength: 12 }), fc.boolean());
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 15 }), fc.array(op, { maxLength: 120 }), (cap, ops) => {
+        const ix = new PrefixBlockIndex({ capacityBlocks: cap, ttlMs: 5 });
+        const model = new Map<string, Array<[number, number]>>(); // oldest first: [hash, routedAtMs]
+        ops.forEach(([id, hashes, probe], t) => {
+          const list = model.get(id) ?? [];
+          model.set(id, list);
+          if (probe) {
+            // matchedBlocks drops the first expired block it meets.
+            let k = 0;
+            for (; k < hashes.length; k++) {
+              const at = list.findIndex(([h]) => h === hashes[k]);
+              if (at < 0) break;
+              if (t - list[at]![1] > 5) {
+                list.splice(at, 1);
+                break;
+              }
+            }
+            expect(ix.matchedBlocks(id, hashes, t)).toBe(k);
+          } else {
+            ix.record(id, hashes, t);
+            for (let k = hashes.length - 1; k >= 0; k--) {
+              const at = list.findIndex(([h]) => h === hashes[k]);
+              if (at >= 0) list.splice(at, 1);
+              list.push([hashes[k]!, t]);
+            }
+            while (list.length > cap) list.shift();
+          }
+          expect(ix.size(id)).toBe(list.length);
+          for (const [h, at] of list) expect(ix.matchedBlocks(id, [h], at)).toBe(1);
+        });
+      }),
+    );
+  });
 });
 
 describe('sglang_cache_aware (sgl-router cache-aware policy)', () => {
@@ -139,7 +176,9 @@ describe('sglang_cache_aware (sgl-router cache-aware policy)', () => {
       fc.property(fc.integer({ min: 1, max: 12 }), fc.array(fc.tuple(fc.constantFrom('a', 'b', 'c'), fc.array(fc.nat(6), { maxLength: 10 })), { maxLength: 40 }), (bound, ops) => {
         const t = new ApproximateTree(bound);
         for (const [tenant, hashes] of ops) {
-          t.insert(tenant, hashes);
+          // An empty prefix stands for the tenant leaving (its tree rebuilt by later inserts).
+          if (hashes.length === 0) t.removeTenant(tenant);
+          else t.insert(tenant, hashes);
           t.invariants();
           expect(t.size(tenant)).toBeLessThanOrEqual(bound);
           expect(t.matchDepths(hashes, [tenant])[0]).toBe(Math.min(hashes.length, bound));

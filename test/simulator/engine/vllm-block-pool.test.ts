@@ -105,4 +105,49 @@ describe('VllmKvCacheManager', () => {
       { numRuns: 100 },
     );
   });
+  it('evicts in the same order as a plain least-recently-freed list, over any sequence of pins, unpins and evictions', () => {
+    // Model: evictable hashes in an array, oldest first (freed entries appended, touched ones removed).
+    const op = fc.oneof(
+      fc.record({ kind: fc.constant('pin' as const), hashes: fc.array(fc.integer({ min: 0, max: 40 }), { maxLength: 6 }) }),
+      fc.record({ kind: fc.constant('unpin' as const), which: fc.nat() }),
+      fc.record({ kind: fc.constant('free' as const), need: fc.integer({ min: 0, max: 90 }) }),
+    );
+    fc.assert(
+      fc.property(fc.array(op, { maxLength: 300 }), fc.integer({ min: 1, max: 12 }), (ops, cap) => {
+        const pool = new VllmBlockPool(80, 2, cap);
+        const removed: number[] = [];
+        pool.kvEvents = (e) => {
+          if (e.kind === 'removed') removed.push(...e.hashes);
+        };
+        const model: number[] = [];
+        const modelRemoved: number[] = [];
+        const held: CachedEntry[][] = [];
+        for (const o of ops) {
+          if (o.kind === 'pin') {
+            const pins: CachedEntry[] = [];
+            for (const h of new Set(o.hashes)) {
+              if (pool.freeBlocks() < 2 && !pool.cache.has(h)) continue;
+              const at = model.indexOf(h);
+              if (at >= 0) model.splice(at, 1);
+              pins.push(pool.cacheOrTouch(h));
+            }
+            held.push(pins);
+          } else if (o.kind === 'unpin' && held.length > 0) {
+            const pins = held.splice(o.which % held.length, 1)[0]!;
+            for (let k = pins.length - 1; k >= 0; k--) if (pins[k]!.ref === 1) model.push(pins[k]!.hash);
+            pool.unpinAll(pins);
+            while (model.length > cap) modelRemoved.push(model.shift()!);
+          } else if (o.kind === 'free') {
+            const free = pool.freeBlocks();
+            if (pool.ensureFree(o.need)) for (let f = free; f < o.need; f += 2) modelRemoved.push(model.shift()!);
+          }
+          expect([...pool.evictable.keys()]).toEqual(model);
+        }
+        expect(removed).toEqual(modelRemoved);
+        const refs = new Map<CachedEntry, number>();
+        for (const pins of held) for (const e of pins) refs.set(e, (refs.get(e) ?? 0) + 1);
+        pool.invariants(refs, fail);
+      }),
+    );
+  });
 });
