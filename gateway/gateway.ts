@@ -175,6 +175,8 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     writesRefused: control.store === null && s.server.workers > 1 ? `This gateway runs ${s.server.workers} workers and has no store, so a change would reach only the worker that took it; configure store: (kind: postgres) to change routing at run time.` : null,
     log,
     extraRoutes: requestReports(requestLog, () => Date.now()),
+    targets: () => ctx.gen.routes,
+    yamlRouterParams: (id) => base.models.models.find((m) => m.id === id)?.router_params ?? null,
     ...(opts.refusedAudit && { refusedAudit: opts.refusedAudit }),
   });
   control.startPolling(s.store_poll_ms, (next) => {

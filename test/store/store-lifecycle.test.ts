@@ -8,7 +8,7 @@ import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startGateway, type RunningGateway } from '../../gateway/gateway.ts';
 import { openStore } from '../../gateway/store/sql-store.ts';
-import { SCHEMA_VERSION } from '../../gateway/store/migrations.ts';
+import { MIGRATIONS, SCHEMA_VERSION } from '../../gateway/store/migrations.ts';
 import { startEmulator, type RunningEmulator } from '../../simulator/emulator/emulator.ts';
 import { endpointId } from '../../core/index.ts';
 import { hello, KEYS, stackConfig } from '../gateway/harness.ts';
@@ -71,7 +71,7 @@ describe.skipIf(!PG_URL)(`store life on PostgreSQL${PG_SKIP ? ` (skipped: ${PG_S
     const url = await freshDatabase();
     const [a, b] = await Promise.all([openStore({ kind: 'postgres', url, pool_size: 2, connect_timeout_ms: 5000 }), openStore({ kind: 'postgres', url, pool_size: 2, connect_timeout_ms: 5000 })]);
     expect([a.schemaVersion, b.schemaVersion]).toEqual([SCHEMA_VERSION, SCHEMA_VERSION]);
-    expect((await a.query('SELECT version FROM schema_migrations ORDER BY version')).rows).toEqual([{ version: 1 }, { version: 2 }]);
+    expect((await a.query('SELECT version FROM schema_migrations ORDER BY version')).rows).toEqual(MIGRATIONS.map((m) => ({ version: m.version })));
     await a.query(`INSERT INTO schema_migrations (version, description) VALUES (${SCHEMA_VERSION + 1}, 'from the future')`);
     await Promise.all([a.close(), b.close()]);
     await expect(openStore({ kind: 'postgres', url, pool_size: 1, connect_timeout_ms: 5000 })).rejects.toThrow(new RegExp(`schema is at version ${SCHEMA_VERSION + 1}, newer than this gateway's ${SCHEMA_VERSION}`));
