@@ -156,6 +156,8 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   };
   const applyOverlay = (next: OverlaySnapshot): void => {
     const before = control.overlay;
+    // The change feed may have applied this very overlay already (the writer's own NOTIFY).
+    if (JSON.stringify(next) === JSON.stringify(before)) return;
     control.overlay = next;
     try {
       swap(build(base, ctx.gen));

@@ -118,8 +118,15 @@ export class ControlPlane {
       do {
         this.again = false;
         try {
+          const seen = this.overlay;
           const next = await withTimeout(this.repo.load(), timeoutMs);
           this.mark(null);
+          // An admin change applied while this read was in flight may be newer than what it
+          // read: read again rather than put an older overlay back in force.
+          if (this.overlay !== seen) {
+            this.again = true;
+            continue;
+          }
           if (JSON.stringify(next) !== JSON.stringify(this.overlay)) this.onChange?.(next);
         } catch (e) {
           this.mark((e as Error).message);

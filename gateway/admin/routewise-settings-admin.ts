@@ -16,7 +16,9 @@
  * A write is checked against that schema as a whole (a value out of range, or one that breaks a
  * rule between keys, such as `envelope_low_quantile` < `envelope_high_quantile`, is a 400) before
  * it is stored; once stored it is applied as a new generation, and the RouteWise planners keep
- * what they learnt (`Planner.carryFrom`). `stateful_providers_single_worker_only` guards the
+ * what they learnt unless the setting redefines it (`RouteWisePlanner.carryFrom`: a new
+ * `slo_ms`, hedge grid or `latency_window_sec` starts the latency profiles afresh, a new
+ * envelope window the envelope). `stateful_providers_single_worker_only` guards the
  * start of a multi-worker gateway and is not tunable here.
  */
 import { z } from 'zod';
