@@ -43,6 +43,13 @@ const SHAPE = RouteWiseParamsObject.shape as Record<string, z.ZodType>;
 export const ROUTEWISE_KEYS: readonly string[] = Object.keys(SHAPE).filter((k) => !(k in START_ONLY));
 const DEFAULTS = RouteWiseParamsObject.parse({}) as Record<string, unknown>;
 
+/** A write refused by its validator, carrying the answer. */
+class Rejected extends Error {
+  constructor(readonly answer: Routed) {
+    super('RouteWise settings refused');
+  }
+}
+
 /** `PATCH …/model-settings/{key}` body. */
 const SettingBodySchema = z.object({ value: z.unknown(), version: z.number().int().min(0).optional() }).strict();
 /** `DELETE …/model-settings/{key}`: optional body. */
@@ -119,6 +126,21 @@ export function routeWiseSettingsRoutes(kit: AdminKit): AdminRouteGroup {
     return null;
   };
 
+  /** A validator for `writeRouteWise`: throws `Rejected` with the 400 when `models` would break. */
+  const check = (models: ResolvedModel[]) => (after: RouteWiseSettingRecord[]): void => {
+    const problem = wholeProblem({ weights: [], providers: [], routewise: after }, models);
+    if (problem) throw new Rejected(problem);
+  };
+  /** Runs a write whose validator may refuse it. */
+  const guarded = async <T,>(write: () => Promise<T>): Promise<T | { refusal: Routed }> => {
+    try {
+      return await write();
+    } catch (e) {
+      if (e instanceof Rejected) return { refusal: e.answer };
+      throw e;
+    }
+  };
+
   const recordView = (r: RouteWiseSettingRecord | undefined) => (r && r.value !== null ? { value: r.value, version: r.version, updated_by: r.updatedBy, updated_at: r.updatedAt } : null);
 
   /** One key of one model: effective value, its source, and the override record. */
@@ -168,11 +190,9 @@ export function routeWiseSettingsRoutes(kit: AdminKit): AdminRouteGroup {
       const vp = valueProblem(key, value, 'value');
       if (vp) return vp;
       value = SHAPE[key]!.parse(value);
-      const next: OverlaySnapshot = { ...cur, routewise: [...cur.routewise.filter((r) => r !== existing), { modelId: m.id, key, value, version: 0, updatedBy: '', updatedAt: '' }] };
-      const wp = wholeProblem(next, [m]);
-      if (wp) return wp;
     }
-    const r = await d.repo.writeRouteWise(m.id, [[key, value]], pre.version, call.caller.id);
+    const r = await guarded(() => d.repo.writeRouteWise(m.id, [[key, value]], pre.version, call.caller.id, check([m])));
+    if ('refusal' in r) return r.refusal;
     const one = r.ok ? { ok: true as const, before: r.before?.[0] ?? null, after: r.after[0]! } : r;
     return kit.finish(one, pre.from, () => ({ model_id: m.id, key, ...(call.query.get('model_id') !== m.id && { requested_as: call.query.get('model_id') }) }));
   };
@@ -201,15 +221,9 @@ export function routeWiseSettingsRoutes(kit: AdminKit): AdminRouteGroup {
       if (vp) return vp;
       values.push([key, SHAPE[key]!.parse(v)]);
     }
-    const written = new Set(values.map(([k]) => k));
-    const next: OverlaySnapshot = {
-      ...cur,
-      routewise: [...cur.routewise.filter((r) => !(r.modelId === FALLBACK_LAYER && written.has(r.key))), ...values.map(([key, value]) => ({ modelId: FALLBACK_LAYER, key, value, version: 0, updatedBy: '', updatedAt: '' }))],
-    };
-    const wp = wholeProblem(next, d.core().allModels().filter((m) => !m.multiTarget && m.strategy === ROUTEWISE_STRATEGY));
-    if (wp) return wp;
     if (values.length === 0) return { answer: { status: 200, body: { ...fallbackView(), changed: [] } } };
-    const r = await d.repo.writeRouteWise(FALLBACK_LAYER, values, null, call.caller.id);
+    const r = await guarded(() => d.repo.writeRouteWise(FALLBACK_LAYER, values, null, call.caller.id, check(d.core().allModels().filter((m) => !m.multiTarget && m.strategy === ROUTEWISE_STRATEGY))));
+    if ('refusal' in r) return r.refusal;
     if (!r.ok) throw new Error('unconditional write refused'); // cannot happen: no precondition
     d.apply(await d.repo.load());
     return { answer: { status: 200, body: { ...fallbackView(), changed: values.map(([k]) => k) } }, change: { before: r.before, after: r.after } };

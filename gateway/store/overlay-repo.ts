@@ -88,9 +88,19 @@ export interface OverlayRepo {
   /**
    * Sets (value not null) or removes (null) RouteWise settings of one layer in one transaction,
    * each under the version rule; `expectedVersion` (or null) applies to every key written.
-   * Refused as a whole when any key's version differs.
+   * Refused as a whole when any key's version differs. Writers of these settings take turns
+   * (a table lock on the store), and `validate` sees every setting as it would be after the
+   * write (removed ones included) before anything is committed: it throws to refuse, and that
+   * error is thrown from here with nothing written — so two writes that are each valid alone
+   * cannot commit a combination that is not.
    */
-  writeRouteWise(modelId: string, values: ReadonlyArray<readonly [key: string, value: unknown]>, expectedVersion: number | null, by: string): Promise<WriteResult<RouteWiseSettingRecord[]>>;
+  writeRouteWise(
+    modelId: string,
+    values: ReadonlyArray<readonly [key: string, value: unknown]>,
+    expectedVersion: number | null,
+    by: string,
+    validate?: (after: RouteWiseSettingRecord[]) => void,
+  ): Promise<WriteResult<RouteWiseSettingRecord[]>>;
   appendAudit(e: Omit<AuditEntry, 'id' | 'at'>): Promise<void>;
   /** Newest first, at most `limit`. */
   listAudit(limit: number): Promise<AuditEntry[]>;
@@ -114,11 +124,13 @@ export class MemoryOverlayRepo implements OverlayRepo {
     return { weights: [...this.weights.values()].map((r) => ({ ...r })), providers: [...this.providers.values()].map((r) => ({ ...r })), routewise: rw.map((r) => ({ ...r })) };
   }
 
-  async writeRouteWise(modelId: string, values: ReadonlyArray<readonly [string, unknown]>, expectedVersion: number | null, by: string): Promise<WriteResult<RouteWiseSettingRecord[]>> {
+  async writeRouteWise(modelId: string, values: ReadonlyArray<readonly [string, unknown]>, expectedVersion: number | null, by: string, validate?: (after: RouteWiseSettingRecord[]) => void): Promise<WriteResult<RouteWiseSettingRecord[]>> {
     const cur = values.map(([key]) => this.routewise.get(JSON.stringify([modelId, key])) ?? null);
     for (const c of cur) if (expectedVersion !== null && expectedVersion !== (c?.version ?? 0)) return { ok: false, currentVersion: c?.version ?? 0 };
     const at = new Date().toISOString();
     const after = values.map(([key, value], i): RouteWiseSettingRecord => ({ modelId, key, value, version: (cur[i]?.version ?? 0) + 1, updatedBy: by, updatedAt: at }));
+    const written = new Set(after.map((a) => JSON.stringify([modelId, a.key])));
+    validate?.([...[...this.routewise].filter(([k]) => !written.has(k)).map(([, r]) => ({ ...r })), ...after.map((a) => ({ ...a }))]);
     for (const a of after) this.routewise.set(JSON.stringify([modelId, a.key]), a);
     return { ok: true, before: cur.filter((c): c is RouteWiseSettingRecord => c !== null).map((c) => ({ ...c })), after: after.map((a) => ({ ...a })) };
   }
@@ -198,8 +210,10 @@ export class SqlOverlayRepo implements OverlayRepo {
     return { weights: w.rows.map(weightRecord), providers: p.rows.map(providerRecord), routewise: rw.rows.map(routeWiseRecord) };
   }
 
-  writeRouteWise(modelId: string, values: ReadonlyArray<readonly [string, unknown]>, expectedVersion: number | null, by: string): Promise<WriteResult<RouteWiseSettingRecord[]>> {
+  writeRouteWise(modelId: string, values: ReadonlyArray<readonly [string, unknown]>, expectedVersion: number | null, by: string, validate?: (after: RouteWiseSettingRecord[]) => void): Promise<WriteResult<RouteWiseSettingRecord[]>> {
     return this.store.transaction(async (q) => {
+      // Readers are not blocked; other writers of these settings wait for this commit.
+      await q.query('LOCK TABLE routewise_settings IN EXCLUSIVE MODE');
       const before: RouteWiseSettingRecord[] = [];
       const after: RouteWiseSettingRecord[] = [];
       for (const [key, value] of values) {
@@ -218,6 +232,7 @@ export class SqlOverlayRepo implements OverlayRepo {
         if (r.before) before.push(r.before);
         after.push(r.after);
       }
+      if (validate) validate((await q.query<RouteWiseRow>('SELECT * FROM routewise_settings ORDER BY model_id COLLATE "C", key COLLATE "C"')).rows.map(routeWiseRecord));
       return { ok: true as const, before, after };
     }).catch((e: unknown) => {
       if (e instanceof RefusedWrite) return { ok: false as const, currentVersion: e.currentVersion };
