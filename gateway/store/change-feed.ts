@@ -86,13 +86,15 @@ export class ChangeFeed {
     const onLost = (e?: Error): void => {
       if (lost) return;
       lost = true;
+      const wasUp = this.client === c;
       this.pid = null;
       if (this.client === c) this.client = null;
       c.removeAllListeners();
       c.on('error', () => {}); // late errors of a dead client
       void c.end().catch(() => {});
       if (this.closed) return;
-      this.o.log.warn({ reason: e?.message ?? 'connection ended', retryMs: this.delayMs }, 'store change feed lost its connection; reconnecting, then reloading the overlay');
+      // One warning per outage; the attempts during it are debug lines.
+      this.o.log[wasUp ? 'warn' : 'debug']({ reason: e?.message ?? 'connection ended', retryMs: this.delayMs }, wasUp ? 'store change feed lost its connection; reconnecting, then reloading the overlay' : 'store change feed could not connect; retrying');
       this.retry();
     };
     c.on('error', onLost);
