@@ -288,6 +288,7 @@ export function precondition(ifMatch: string, bodyVersion: number | undefined): 
   return { ok: true, version: null, from: null };
 }
 
+/** A path segment percent-decoded (left as it is when it is not valid percent-encoding). */
 export function decode(segment: string): string {
   try {
     return decodeURIComponent(segment);
@@ -301,6 +302,7 @@ export function error(code: string, message: string, param: string | null): { er
   return { error: { message, type: 'invalid_request_error', param, code } };
 }
 
+/** The 400 answer of a body, query or precondition problem. */
 export function badRequest(p: BodyProblem): AdminAnswer {
   return { status: 400, body: error('invalid_request', p.message, p.param) };
 }

@@ -73,11 +73,6 @@ export class ChangeFeed {
     this.connecting = this.connect();
   }
 
-  /** Resolves once the current connection attempt has ended (tests). */
-  async settled(): Promise<void> {
-    await this.connecting;
-  }
-
   private async connect(): Promise<void> {
     if (this.closed) return;
     const { default: pg } = await import('pg');
