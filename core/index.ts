@@ -35,6 +35,7 @@ export {
 // The composition root and the resolved model registry.
 export { RoutingCore, type RoutingCoreOptions } from './routing-core.ts';
 export type { RouteOverlay } from './config/route-overlay.ts';
+export { overlaidRouterParams, ROUTEWISE_STRATEGY } from './config/route-overlay.ts';
 export type { ResolvedModel, ResolvedRoute, RoutePricing, RouteExclusion, ExclusionReason, ResolvedMultiTarget, ResolvedTarget } from './model/resolved-model.ts';
 
 // A request's life: the seam drivers step, the shared state of the per-model life, and the

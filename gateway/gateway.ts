@@ -169,6 +169,8 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   };
   const applyOverlay = (next: OverlaySnapshot): void => {
     const before = control.overlay;
+    // The change feed may have applied this very overlay already (the writer's own NOTIFY).
+    if (JSON.stringify(next) === JSON.stringify(before)) return;
     control.overlay = next;
     try {
       swap(build(base, ctx.gen));
@@ -204,6 +206,8 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     log,
     modules: [new RouteAdmin(routingDeps), new OffloadAdmin(routingDeps)],
     extraRoutes: requestReports(requestLog, () => Date.now()),
+    targets: () => ctx.gen.routes,
+    yamlRouterParams: (id) => base.models.models.find((m) => m.id === id)?.router_params ?? null,
     ...(opts.refusedAudit && { refusedAudit: opts.refusedAudit }),
   });
   control.startPolling(s.store_poll_ms, (next) => {

@@ -18,6 +18,30 @@ export interface RouteOverlay {
    * false. (The split applies at all only when `routing.default_router` is `fixed`.)
    */
   readonly ignoreLocalWeightShare?: boolean;
+  /**
+   * RouteWise parameters set at run time (seed 000, "RouteWise", run-time tuning): `perModel`
+   * by canonical model id, and `fallback` for a key that neither a model's own override nor its
+   * `router_params:` sets. Values are `router_params` values (snake_case keys), validated by the
+   * RouteWise schema when the planner is built.
+   */
+  readonly routewise?: {
+    readonly perModel: ReadonlyMap<string, Readonly<Record<string, unknown>>>;
+    readonly fallback: Readonly<Record<string, unknown>>;
+  };
+}
+
+/** The strategy id whose parameters `RouteOverlay.routewise` tunes. */
+export const ROUTEWISE_STRATEGY = 'routewise';
+
+/**
+ * The `router_params` a model's planner is built with: for a RouteWise model, key by key, the
+ * model's run-time override, else its `router_params:` value, else the fallback layer (a key set
+ * nowhere takes the schema's default); any other strategy gets `params` unchanged.
+ */
+export function overlaidRouterParams(overlay: RouteOverlay | undefined, modelId: string, strategy: string, params: Readonly<Record<string, unknown>>): Record<string, unknown> {
+  const rw = overlay?.routewise;
+  if (!rw || strategy !== ROUTEWISE_STRATEGY) return { ...params };
+  return { ...rw.fallback, ...params, ...(rw.perModel.get(modelId) ?? {}) };
 }
 
 /**

@@ -10,13 +10,14 @@ import { resolveOffloadPolicy } from '../offload/offload-policy.ts';
 import { resolveMultiTargetModel } from '../multi-target/multi-target-model.ts';
 import { resolveRoutes } from './resolve-routes.ts';
 import type { ResolvedModel } from './resolved-model.ts';
-import type { RouteOverlay } from '../config/route-overlay.ts';
+import { overlaidRouterParams, type RouteOverlay } from '../config/route-overlay.ts';
 import type { DefaultEndpoints } from './route-endpoints.ts';
 
 /**
  * Resolves every model of `config` into `models` (by id and alias) and `ordered` (once each, in
  * configuration order), recording each route's outbound key in `outboundKeys`; `overlay`
- * (weight overrides, disabled providers) is laid over every direct model's routes;
+ * (weight overrides, disabled providers) is laid over every direct model's routes, and its
+ * RouteWise settings over a RouteWise model's `router_params`;
  * `defaultEndpoints` gives the endpoint families of a route that lists none.
  * @throws Error naming the model and field for an unknown router, bad router_params, a duplicate
  *   model id/alias, two routes with one endpoint id, or a bad multi-target block.
@@ -40,14 +41,15 @@ export function resolveModels(
     const routes = resolveRoutes(m.id, m.route, share, where, overlay, defaultEndpoints);
     for (const r of routes) outboundKeys.set(r.endpointId, r.outboundKey);
     const strategy = m.router ?? config.routing.default_router;
+    const params = overlaidRouterParams(overlay, m.id, strategy, m.router_params);
     const planner = registry.create(
       strategy,
-      m.router_params,
+      params,
       routes.map((r) => ({ endpointId: r.endpointId, configuredWeight: r.configuredWeight, costUsdPer1kTokens: r.costUsdPer1kTokens, route: m.route[r.routeIndex]! })),
       where,
       context,
     );
-    const offload = m.offload ? resolveOffloadPolicy(m.offload, routes, strategy, m.router_params) : undefined;
+    const offload = m.offload ? resolveOffloadPolicy(m.offload, routes, strategy, params) : undefined;
     const candidates = routes.map((r) => r.candidate);
     const textRoutes = routes.every((r) => r.acceptsText);
     const windowless = routes.every((r) => r.contextLength === null);

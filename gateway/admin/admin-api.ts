@@ -18,6 +18,9 @@ import type { Logger } from 'pino';
 import type { Caller } from '../callers.ts';
 import type { RoutingCore } from '../../core/index.ts';
 import type { OverlayRepo, OverlaySnapshot, WriteResult } from '../store/overlay-repo.ts';
+import { routeWiseSettingsRoutes } from './routewise-settings-admin.ts';
+import { verificationRoutes } from './verifications.ts';
+import type { RouteTarget } from '../server/exchange-context.ts';
 import { RefusedAudit, type RefusedAuditOptions, type RefusedCall } from './refused-audit.ts';
 import { AuditQuerySchema, parseBody, parseIfMatch, parseQuery, ProviderBodySchema, VersionOnlyBodySchema, WeightBodySchema, type BodyProblem } from './admin-bodies.ts';
 
@@ -72,17 +75,43 @@ export interface AdminDeps {
   refusedAudit?: Partial<RefusedAuditOptions>;
   /** Wall clock, Unix ms (default `Date.now`). */
   nowUnixMs?: () => number;
+  /** The current generation's upstream targets by endpoint id (verifications try them). */
+  targets?: () => ReadonlyMap<string, RouteTarget>;
+  /** A model's `router_params:` in the configuration in force (null: none, or no such model). */
+  yamlRouterParams?: (modelId: string) => Readonly<Record<string, unknown>> | null;
 }
 
 const WEIGHT_PATH = /^\/admin\/routing\/weights\/([^/]+)\/([^/]+)$/;
 const PROVIDER_PATH = /^\/admin\/routing\/providers\/([^/]+)$/;
 
+/** An answer and, for a change, the records before and after (audited). */
+export interface Routed {
+  answer: AdminAnswer;
+  change?: { before: unknown; after: unknown };
+}
+
+/** A group of admin routes kept in a file of its own, tried before the 404. */
+export interface AdminRouteGroup {
+  /** The answer to `call`, or null when no route of the group matches it. */
+  route(call: AdminCall): Promise<Routed> | null;
+}
+
+/** What a route group gets from the API: its dependencies and the shared write path. */
+export interface AdminKit {
+  readonly d: AdminDeps;
+  /** Refusal (412 / 409) or: read the overlay back, apply it, answer the record written. */
+  finish<T extends { version: number }>(r: WriteResult<T>, from: 'if-match' | 'version' | null, key: () => Record<string, unknown>): Promise<Routed>;
+}
+
 /** The `/admin/…` routes. */
 export class AdminApi {
   private readonly refusals: RefusedAudit;
+  private readonly groups: AdminRouteGroup[];
 
   constructor(private readonly d: AdminDeps) {
     this.refusals = new RefusedAudit((e) => this.store(e), d.nowUnixMs ?? Date.now, d.refusedAudit);
+    const kit: AdminKit = { d, finish: (r, from, key) => this.finish(r, from, key) };
+    this.groups = [routeWiseSettingsRoutes(kit), verificationRoutes(kit)];
   }
 
   /** Answers one call and audits it (an audit write that fails is logged, not answered). */
@@ -142,6 +171,10 @@ export class AdminApi {
     if (p && method === 'PUT') return this.writeProvider(call, decode(p[1]!));
     for (const m of this.d.modules ?? []) {
       const r = m.route(call);
+      if (r) return r;
+    }
+    for (const g of this.groups) {
+      const r = g.route(call);
       if (r) return r;
     }
     const extra = this.d.extraRoutes?.(call);
@@ -254,7 +287,7 @@ export class AdminApi {
 }
 
 /** The version precondition: `If-Match` wins over a body `version`; null when neither is sent. */
-function precondition(ifMatch: string, bodyVersion: number | undefined): { ok: true; version: number | null; from: 'if-match' | 'version' | null } | { ok: false; problem: BodyProblem } {
+export function precondition(ifMatch: string, bodyVersion: number | undefined): { ok: true; version: number | null; from: 'if-match' | 'version' | null } | { ok: false; problem: BodyProblem } {
   const h = parseIfMatch(ifMatch);
   if (!h.ok) return h;
   if (h.version !== null) return { ok: true, version: h.version, from: 'if-match' };
@@ -262,7 +295,8 @@ function precondition(ifMatch: string, bodyVersion: number | undefined): { ok: t
   return { ok: true, version: null, from: null };
 }
 
-function decode(segment: string): string {
+/** A path segment percent-decoded (left as it is when it is not valid percent-encoding). */
+export function decode(segment: string): string {
   try {
     return decodeURIComponent(segment);
   } catch {
@@ -271,11 +305,12 @@ function decode(segment: string): string {
 }
 
 /** The OpenAI-style error body the rest of the gateway uses. */
-function error(code: string, message: string, param: string | null): { error: { message: string; type: string; param: string | null; code: string } } {
+export function error(code: string, message: string, param: string | null): { error: { message: string; type: string; param: string | null; code: string } } {
   return { error: { message, type: 'invalid_request_error', param, code } };
 }
 
-function badRequest(p: BodyProblem): AdminAnswer {
+/** The 400 answer of a body, query or precondition problem. */
+export function badRequest(p: BodyProblem): AdminAnswer {
   return { status: 400, body: error('invalid_request', p.message, p.param) };
 }
 

@@ -69,6 +69,22 @@ CREATE TABLE routing_records (
   PRIMARY KEY (kind, model_id, key)
 )`,
   },
+  {
+    version: 4,
+    description: 'RouteWise settings per model and the fallback layer',
+    // model_id '' is the fallback layer (no model id is empty); a NULL value is a removed setting
+    // that keeps its version, like a cleared weight override.
+    sql: `
+CREATE TABLE routewise_settings (
+  model_id text NOT NULL,
+  key text NOT NULL,
+  value jsonb,
+  version integer NOT NULL,
+  updated_by text NOT NULL,
+  updated_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (model_id, key)
+)`,
+  },
 ];
 
 /** The newest schema version this code knows. */

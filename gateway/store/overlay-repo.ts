@@ -33,12 +33,31 @@ export interface ProviderRecord {
   updatedAt: string;
 }
 
+/**
+ * One RouteWise setting: a `router_params` key of one model (by canonical id), or of the
+ * fallback layer (`modelId` ''); `value` null once removed (the record keeps its version).
+ */
+export interface RouteWiseSettingRecord {
+  modelId: string;
+  key: string;
+  value: unknown;
+  version: number;
+  updatedBy: string;
+  /** ISO 8601. */
+  updatedAt: string;
+}
+
+/** The `modelId` of the RouteWise fallback layer's records. */
+export const FALLBACK_LAYER = '';
+
 /** Everything in the overlay. */
 export interface OverlaySnapshot {
   weights: WeightOverrideRecord[];
   providers: ProviderRecord[];
   /** Runtime models and routes, re-points, strategy switches, offload policies (`routing-records.ts`). */
   routing: RoutingRecord[];
+  /** RouteWise settings, removed ones included (value null), by model id then key. */
+  routewise: RouteWiseSettingRecord[];
 }
 
 /** One audited admin call. */
@@ -72,6 +91,22 @@ export interface OverlayRepo {
   writeProvider(provider: string, disabled: boolean, expectedVersion: number | null, by: string): Promise<WriteResult<ProviderRecord>>;
   /** Writes a batch of routing records in one transaction (`routing-records.ts`). */
   writeRouting(writes: readonly RoutingWrite[], by: string): Promise<RoutingWriteResult>;
+  /**
+   * Sets (value not null) or removes (null) RouteWise settings of one layer in one transaction,
+   * each under the version rule; `expectedVersion` (or null) applies to every key written.
+   * Refused as a whole when any key's version differs. Writers of these settings take turns
+   * (a table lock on the store), and `validate` sees every setting as it would be after the
+   * write (removed ones included) before anything is committed: it throws to refuse, and that
+   * error is thrown from here with nothing written — so two writes that are each valid alone
+   * cannot commit a combination that is not.
+   */
+  writeRouteWise(
+    modelId: string,
+    values: ReadonlyArray<readonly [key: string, value: unknown]>,
+    expectedVersion: number | null,
+    by: string,
+    validate?: (after: RouteWiseSettingRecord[]) => void,
+  ): Promise<WriteResult<RouteWiseSettingRecord[]>>;
   appendAudit(e: Omit<AuditEntry, 'id' | 'at'>): Promise<void>;
   /** Newest first, at most `limit`. */
   listAudit(limit: number): Promise<AuditEntry[]>;
@@ -83,6 +118,7 @@ export interface OverlayRepo {
 export class MemoryOverlayRepo implements OverlayRepo {
   private readonly weights = new Map<string, WeightOverrideRecord>();
   private readonly providers = new Map<string, ProviderRecord>();
+  private readonly routewise = new Map<string, RouteWiseSettingRecord>();
   private readonly audit: AuditEntry[] = [];
   private nextAuditId = 1;
   private readonly routing = new MemoryRoutingRecords();
@@ -91,11 +127,22 @@ export class MemoryOverlayRepo implements OverlayRepo {
   constructor(private readonly auditLimit = 10_000) {}
 
   async load(): Promise<OverlaySnapshot> {
-    return { weights: [...this.weights.values()].map((r) => ({ ...r })), providers: [...this.providers.values()].map((r) => ({ ...r })), routing: this.routing.load() };
+    const rw = [...this.routewise.values()].sort((a, b) => (a.modelId === b.modelId ? cmp(a.key, b.key) : cmp(a.modelId, b.modelId)));
+    return { weights: [...this.weights.values()].map((r) => ({ ...r })), providers: [...this.providers.values()].map((r) => ({ ...r })), routing: this.routing.load(), routewise: rw.map((r) => ({ ...r })) };
   }
 
   async writeRouting(writes: readonly RoutingWrite[], by: string): Promise<RoutingWriteResult> {
     return this.routing.write(writes, by);
+  }
+  async writeRouteWise(modelId: string, values: ReadonlyArray<readonly [string, unknown]>, expectedVersion: number | null, by: string, validate?: (after: RouteWiseSettingRecord[]) => void): Promise<WriteResult<RouteWiseSettingRecord[]>> {
+    const cur = values.map(([key]) => this.routewise.get(JSON.stringify([modelId, key])) ?? null);
+    for (const c of cur) if (expectedVersion !== null && expectedVersion !== (c?.version ?? 0)) return { ok: false, currentVersion: c?.version ?? 0 };
+    const at = new Date().toISOString();
+    const after = values.map(([key, value], i): RouteWiseSettingRecord => ({ modelId, key, value, version: (cur[i]?.version ?? 0) + 1, updatedBy: by, updatedAt: at }));
+    const written = new Set(after.map((a) => JSON.stringify([modelId, a.key])));
+    validate?.([...[...this.routewise].filter(([k]) => !written.has(k)).map(([, r]) => ({ ...r })), ...after.map((a) => ({ ...a }))]);
+    for (const a of after) this.routewise.set(JSON.stringify([modelId, a.key]), a);
+    return { ok: true, before: cur.filter((c): c is RouteWiseSettingRecord => c !== null).map((c) => ({ ...c })), after: after.map((a) => ({ ...a })) };
   }
 
   async writeWeight(modelId: string, endpointId: string, weight: number | null, expectedVersion: number | null, by: string): Promise<WriteResult<WeightOverrideRecord>> {
@@ -146,8 +193,19 @@ interface ProviderRow {
   updated_at: Date | string;
 }
 
+interface RouteWiseRow {
+  model_id: string;
+  key: string;
+  value: unknown;
+  version: number;
+  updated_by: string;
+  updated_at: Date | string;
+}
+
+const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 const iso = (t: Date | string): string => (t instanceof Date ? t.toISOString() : new Date(t).toISOString());
 const weightRecord = (r: WeightRow): WeightOverrideRecord => ({ modelId: r.model_id, endpointId: r.endpoint_id, weight: r.weight === null ? null : Number(r.weight), version: r.version, updatedBy: r.updated_by, updatedAt: iso(r.updated_at) });
+const routeWiseRecord = (r: RouteWiseRow): RouteWiseSettingRecord => ({ modelId: r.model_id, key: r.key, value: r.value ?? null, version: r.version, updatedBy: r.updated_by, updatedAt: iso(r.updated_at) });
 const providerRecord = (r: ProviderRow): ProviderRecord => ({ provider: r.provider, disabled: r.disabled, version: r.version, updatedBy: r.updated_by, updatedAt: iso(r.updated_at) });
 
 /** The overlay in the SQL store (PGlite or PostgreSQL; the same statements). */
@@ -161,11 +219,42 @@ export class SqlOverlayRepo implements OverlayRepo {
   async load(): Promise<OverlaySnapshot> {
     const w = await this.store.query<WeightRow>('SELECT * FROM weight_overrides ORDER BY model_id, endpoint_id');
     const p = await this.store.query<ProviderRow>('SELECT * FROM disabled_providers ORDER BY provider');
-    return { weights: w.rows.map(weightRecord), providers: p.rows.map(providerRecord), routing: await this.routing.load() };
+    // COLLATE "C": the same order as the in-memory repo's code-unit comparison.
+    const rw = await this.store.query<RouteWiseRow>('SELECT * FROM routewise_settings ORDER BY model_id COLLATE "C", key COLLATE "C"');
+    return { weights: w.rows.map(weightRecord), providers: p.rows.map(providerRecord), routing: await this.routing.load(), routewise: rw.rows.map(routeWiseRecord) };
   }
 
   writeRouting(writes: readonly RoutingWrite[], by: string): Promise<RoutingWriteResult> {
     return this.routing.write(writes, by);
+  }
+  writeRouteWise(modelId: string, values: ReadonlyArray<readonly [string, unknown]>, expectedVersion: number | null, by: string, validate?: (after: RouteWiseSettingRecord[]) => void): Promise<WriteResult<RouteWiseSettingRecord[]>> {
+    return this.store.transaction(async (q) => {
+      // Readers are not blocked; other writers of these settings wait for this commit.
+      await q.query('LOCK TABLE routewise_settings IN EXCLUSIVE MODE');
+      const before: RouteWiseSettingRecord[] = [];
+      const after: RouteWiseSettingRecord[] = [];
+      for (const [key, value] of values) {
+        const cur = (await q.query<RouteWiseRow>('SELECT * FROM routewise_settings WHERE model_id = $1 AND key = $2 FOR UPDATE', [modelId, key])).rows[0];
+        const r = await versionedWrite(
+          q,
+          cur ? routeWiseRecord(cur) : null,
+          expectedVersion,
+          'INSERT INTO routewise_settings (model_id, key, value, version, updated_by) VALUES ($1, $2, $3::jsonb, 1, $4) ON CONFLICT (model_id, key) DO NOTHING RETURNING *',
+          'UPDATE routewise_settings SET value = $3::jsonb, version = version + 1, updated_by = $4, updated_at = now() WHERE model_id = $1 AND key = $2 AND version = $5 RETURNING *',
+          [modelId, key, value === null ? null : JSON.stringify(value), by],
+          routeWiseRecord,
+        );
+        // A refusal rolls back the keys already written: the layer changes as a whole or not at all.
+        if (!r.ok) throw new RefusedWrite(r.currentVersion);
+        if (r.before) before.push(r.before);
+        after.push(r.after);
+      }
+      if (validate) validate((await q.query<RouteWiseRow>('SELECT * FROM routewise_settings ORDER BY model_id COLLATE "C", key COLLATE "C"')).rows.map(routeWiseRecord));
+      return { ok: true as const, before, after };
+    }).catch((e: unknown) => {
+      if (e instanceof RefusedWrite) return { ok: false as const, currentVersion: e.currentVersion };
+      throw e;
+    });
   }
 
   writeWeight(modelId: string, endpointId: string, weight: number | null, expectedVersion: number | null, by: string): Promise<WriteResult<WeightOverrideRecord>> {
@@ -220,6 +309,13 @@ export class SqlOverlayRepo implements OverlayRepo {
 
   async ping(): Promise<void> {
     await this.store.query('SELECT 1');
+  }
+}
+
+/** Thrown inside a transaction to roll it back when a versioned write is refused. */
+class RefusedWrite extends Error {
+  constructor(readonly currentVersion: number) {
+    super(`version conflict (record at version ${currentVersion})`);
   }
 }
 

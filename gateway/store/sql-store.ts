@@ -11,6 +11,7 @@
  */
 import { mkdirSync } from 'node:fs';
 import { migrate } from './migrations.ts';
+import { NOTIFY_CHANGE_SQL } from './change-feed.ts';
 
 /** `store:` of gateway.yaml, validated. */
 export type StoreConfig = { kind: 'pglite'; dir: string } | { kind: 'postgres'; url: string; pool_size: number; connect_timeout_ms: number };
@@ -33,7 +34,11 @@ export interface SqlStore extends Queryer {
   readonly where: string;
   /** Schema version after migrations. */
   readonly schemaVersion: number;
-  /** Runs `fn` inside BEGIN … COMMIT on one connection (ROLLBACK when it throws). */
+  /**
+   * Runs `fn` inside BEGIN … COMMIT on one connection (ROLLBACK when it throws). Every
+   * transaction is an overlay write: on PostgreSQL it also announces a change to the other
+   * replicas (`change-feed.ts`), delivered at commit only.
+   */
   transaction<T>(fn: (q: Queryer) => Promise<T>): Promise<T>;
   /** Runs `fn` on one connection held for its whole duration (session-level locks). */
   session<T>(fn: (q: Queryer) => Promise<T>): Promise<T>;
@@ -129,6 +134,7 @@ async function openPostgres(cfg: Extract<StoreConfig, { kind: 'postgres' }>): Pr
         await q.query('BEGIN');
         try {
           const out = await fn(q);
+          await q.query(NOTIFY_CHANGE_SQL);
           await q.query('COMMIT');
           return out;
         } catch (e) {

@@ -91,7 +91,7 @@ describe('runtime routing calls on a gateway that cannot keep a change consisten
       core: () => {
         throw new Error('not needed');
       },
-      overlay: () => ({ weights: [], providers: [], routing: [] }),
+      overlay: () => ({ weights: [], providers: [], routing: [], routewise: [] }),
       yaml: () => yaml,
       check: () => {},
       apply: () => {},

@@ -1,0 +1,42 @@
+// The admin API without a store on a gateway of several workers refuses RouteWise setting writes
+// (a change would reach one worker only) but still reads them and still verifies upstreams.
+import pino from 'pino';
+import { describe, expect, it } from 'vitest';
+import { parseModelsConfig, RoutingCore } from '../../core/index.ts';
+import { AdminApi, type AdminCall } from '../../gateway/admin/admin-api.ts';
+import { MemoryOverlayRepo, type OverlaySnapshot } from '../../gateway/store/overlay-repo.ts';
+
+describe('admin writes refused without a store', () => {
+  it('PATCH and DELETE of RouteWise settings get 409 store_required; GETs answer', async () => {
+    const core = new RoutingCore(parseModelsConfig({ models: [{ id: 'rw', router: 'routewise', route: [{ base_url: 'sim://a', pricing: { input_usd_per_1m: 1, output_usd_per_1m: 2 } }] }] }));
+    const overlay: OverlaySnapshot = { weights: [], providers: [], routing: [], routewise: [] };
+    let applied = 0;
+    const api = new AdminApi({
+      repo: new MemoryOverlayRepo(),
+      core: () => core,
+      overlay: () => overlay,
+      apply: () => void applied++,
+      generation: () => 1,
+      persistent: false,
+      writesRefused: 'two workers, no store',
+      log: pino({ level: 'silent' }),
+      targets: () => new Map(),
+    });
+    const call = (method: string, path: string, body = '', query = ''): Promise<{ status: number; body: any }> =>
+      api.handle({ method, path, query: new URLSearchParams(query), ifMatch: '', body, caller: { id: 'admin', admin: true, allowed: null }, remoteAddr: '127.0.0.1' } satisfies AdminCall) as Promise<{ status: number; body: any }>;
+    for (const [method, path, body, query] of [
+      ['PATCH', '/admin/routewise/model-settings/slo_ms', '{"value": 1}', 'model_id=rw'],
+      ['DELETE', '/admin/routewise/model-settings/slo_ms', '', 'model_id=rw'],
+      ['PATCH', '/admin/routewise/settings', '{"slo_ms": 1}', ''],
+    ] as const) {
+      const r = await call(method, path, body, query);
+      expect([r.status, r.body.error.code, r.body.error.message]).toEqual([409, 'store_required', 'two workers, no store']);
+    }
+    expect((await call('GET', '/admin/routewise/model-settings', '', 'model_id=rw')).status).toBe(200);
+    expect((await call('GET', '/admin/routewise/settings')).status).toBe(200);
+    // A verification saves nothing, so it is served; this route has no built target here.
+    const v = await call('PUT', `/admin/routing/weights-verifications/rw/${encodeURIComponent(core.model('rw')!.routes[0]!.endpointId)}`, '{"weight": 1}');
+    expect([v.status, v.body.verified, v.body.results[0].error]).toEqual([200, false, 'no upstream target for this route in the generation in force']);
+    expect(applied).toBe(0);
+  });
+});
