@@ -12,11 +12,12 @@
  * the adapters.
  *
  * Order of checks, cheapest first: draining (503 + Retry-After, connection closed) → auth (401)
- * → in-flight bound (503 + Retry-After) → declared body size (413) → body read with the limit
- * (413) → JSON (400) → fields (400) → the RouteWise budget header `x-switchyard-budget-alpha`
+ * → `X-Route-Pin` from a non-admin key (403) → in-flight bound (503 + Retry-After) → declared
+ * body size (413) → body read with the limit (413) → JSON (400) → fields (400) → the RouteWise budget header `x-switchyard-budget-alpha`
  * (400 unless a number in [0, 1]; see `routewise/budget-alpha.ts`) → model access (404, the same
  * answer as an unknown model, so a key cannot probe which models exist). `X-Route-Pin` is
- * honoured for admin callers only.
+ * honoured for admin callers only; anyone else sending it is refused rather than silently
+ * routed another way than they asked.
  */
 import { randomUUID } from 'node:crypto';
 import uWS from '@trufflesuite/uws-js-unofficial';
@@ -200,6 +201,9 @@ function handleInference(ctx: ServerContext, family: EndpointFamily, wire: Clien
   }
   const caller = g.callers.authenticate(authorization);
   if (!caller) return refuse(401, 'invalid_api_key', 'Incorrect or missing API key. Send it as "Authorization: Bearer <key>".');
+  if (pinHeader.length > 0 && !caller.admin) {
+    return refuse(403, 'admin_required', `The X-Route-Pin header needs an admin key (admin: true); '${caller.id}' is not an admin. Drop the header to route as usual.`, 'X-Route-Pin');
+  }
   if (ctx.inFlight >= g.maxInFlight) {
     return refuse(503, 'overloaded', 'The gateway is at its in-flight request limit; retry shortly.', null, g.overloadRetryAfterSec);
   }
@@ -312,6 +316,7 @@ function outputBeyondContext(g: Generation, req: ClientRequest): { message: stri
   };
 }
 
+/** The pin of an admin's request (non-admins with a pin were refused with 403 already). */
 function pinFor(caller: Caller, header: string): string | null {
   return caller.admin && header.length > 0 ? header : null;
 }
