@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { LineCounter, parseDocument } from 'yaml';
 import { z } from 'zod';
-import { allowedKeys, closestName, StrategyRegistry, unknownPathSegment } from '../core/index.ts';
+import { allowedKeys, closestName, formatYamlSyntaxError, StrategyRegistry, unknownPathSegment, yamlSyntaxReport } from '../core/index.ts';
 import type { HealthOptions } from '../core/health/health-options.ts';
 import { applyCalibration } from './calibrate/calibration-file.ts';
 import { ClientSchema } from './client-behaviour.ts';
@@ -377,7 +377,8 @@ export function parseExperiment(raw: unknown, file: string, lineOf: LineOf = () 
 
 /**
  * Reads and validates an experiment file; problems carry the line of the field in the file.
- * @throws Error naming the file (and line) of a YAML syntax error, or `parseExperiment`'s report.
+ * @throws Error naming the file, line and column of a YAML syntax error with the offending line
+ *   under it, or `parseExperiment`'s report.
  */
 export function loadExperiment(file: string): Experiment {
   let text: string;
@@ -389,8 +390,8 @@ export function loadExperiment(file: string): Experiment {
   const lines = new LineCounter();
   const doc = parseDocument(text, { lineCounter: lines });
   if (doc.errors.length > 0) {
-    const e = doc.errors[0]!;
-    throw new Error(`${file}${e.linePos ? `:${e.linePos[0].line}` : ''}: cannot read experiment: ${e.message.split('\n')[0]}`);
+    // The first error is the cause; the parser's later ones mostly follow from it.
+    throw new Error(formatYamlSyntaxError(file, yamlSyntaxReport(text, doc.errors[0]!)));
   }
   const lineOf: LineOf = (path) => {
     // The deepest node of the path that exists (a missing field: its parent mapping).
