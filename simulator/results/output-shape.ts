@@ -15,6 +15,23 @@ export function refuseOutput(path: string, why: string): Error {
 }
 
 /**
+ * Whether the regular file at `path` starts like a DuckDB database (its magic at bytes 8..11).
+ * Reads 12 bytes; false for a shorter file.
+ * @throws Error from the file system when the file cannot be opened.
+ */
+export function startsLikeDuckDb(path: string): boolean {
+  const head = Buffer.alloc(12);
+  const fd = openSync(path, 'r');
+  let read: number;
+  try {
+    read = readSync(fd, head, 0, 12, 0);
+  } finally {
+    closeSync(fd);
+  }
+  return read === 12 && head.toString('latin1', 8, 12) === DUCKDB_MAGIC;
+}
+
+/**
  * Refuses an output path that is a directory or other non-file, or a non-empty file that is not
  * a DuckDB database. A missing path, ':memory:', an empty file and any DuckDB file pass.
  * @returns whether the path is an existing, non-empty DuckDB file (whose tables are still to check).
@@ -26,14 +43,6 @@ export function checkOutputShape(path: string): boolean {
   if (st.isDirectory()) throw refuseOutput(path, 'is a directory');
   if (!st.isFile()) throw refuseOutput(path, 'is not a regular file');
   if (st.size === 0) return false;
-  const head = Buffer.alloc(12);
-  const fd = openSync(path, 'r');
-  let read: number;
-  try {
-    read = readSync(fd, head, 0, 12, 0);
-  } finally {
-    closeSync(fd);
-  }
-  if (read < 12 || head.toString('latin1', 8, 12) !== DUCKDB_MAGIC) throw refuseOutput(path, 'exists and is not a DuckDB file');
+  if (!startsLikeDuckDb(path)) throw refuseOutput(path, 'exists and is not a DuckDB file');
   return true;
 }
