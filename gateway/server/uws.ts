@@ -62,8 +62,11 @@ export interface ServerContext {
   gen: Generation;
   /** Set when draining (SIGTERM): new requests get 503 with `Connection: close`. */
   draining: boolean;
-  /** Counts a request answered before routing (401, 400, 404, 413, 503), by status. */
-  readonly countRefused: (status: number) => void;
+  /**
+   * Counts a request answered before routing (401, 400, 404, 413, 503), by status and, for a
+   * body-check 400 whose body named one, by the `model` the client wrote (null otherwise).
+   */
+  readonly countRefused: (status: number, model?: string | null) => void;
   /** Serves `/metrics` (Prometheus text), or null when metrics are off. */
   readonly metricsText: (() => Promise<string>) | null;
   /** Serves `/health/deep`: this gateway's `deepHealthView`, or (a worker of several) all workers' merged. */
@@ -187,10 +190,10 @@ function handleInference(ctx: ServerContext, family: EndpointFamily, wire: Clien
     if (exchange) exchange.clientGone();
     else release();
   });
-  const refuse = (status: number, code: string, message: string, param: string | null = null, retryAfterSec: number | null = null): void => {
+  const refuse = (status: number, code: string, message: string, param: string | null = null, retryAfterSec: number | null = null, model: string | null = null): void => {
     const headers: HeaderPairs = retryAfterSec === null ? [...base, JSON_TYPE] : [...base, JSON_TYPE, ['retry-after', String(retryAfterSec)]];
     client.send(status, headers, wire.errorBody(code, message, param, status, retryAfterSec));
-    ctx.countRefused(status);
+    ctx.countRefused(status, model);
     release();
   };
 
@@ -223,7 +226,7 @@ function handleInference(ctx: ServerContext, family: EndpointFamily, wire: Clien
     done: (text) => {
       if (!client.open) return release();
       const parsed = readClientRequest(endpoint, text);
-      if (isBodyProblem(parsed)) return refuse(400, parsed.code, parsed.message, parsed.param);
+      if (isBodyProblem(parsed)) return refuse(400, parsed.code, parsed.message, parsed.param, null, parsed.model ?? null);
       // Refusals of a parsed request are logged as the core's own answers are (recent requests).
       const refuseParsed = (status: number, code: string, message: string, param: string | null): void => {
         if (!g.onFinished) return refuse(status, code, message, param);
