@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { LineCounter, parseDocument } from 'yaml';
 import { z } from 'zod';
-import { allowedKeys, closestName, formatYamlSyntaxError, StrategyRegistry, unknownPathSegment, yamlSyntaxReport } from '../core/index.ts';
+import { allowedKeys, closestName, closestPath, formatYamlSyntaxError, StrategyRegistry, unknownPathSegment, yamlSyntaxReport } from '../core/index.ts';
 import type { HealthOptions } from '../core/health/health-options.ts';
 import { applyCalibration } from './calibrate/calibration-file.ts';
 import { ClientSchema } from './client-behaviour.ts';
@@ -284,10 +284,13 @@ function dottedPathProblems(raw: unknown): Problem[] {
       const miss = unknownPathSegment(ExperimentSchema, key);
       if (miss === null) continue;
       const parent = key.split('.').slice(0, miss.index).join('.');
-      const near = closestName(miss.segment, miss.allowed);
+      const near = closestPath(ExperimentSchema, key);
+      const mean = near ? ` (did you mean '${near}'?)` : '';
       out.push({
         path: [...at, key],
-        message: `'${key}' names no experiment field: ${parent ? `${parent} has` : 'an experiment has'} no '${miss.segment}'${near ? ` (did you mean '${[...key.split('.').slice(0, miss.index), near].join('.')}'?)` : ''}; allowed there: ${miss.allowed.join(', ')}`,
+        message: miss.belowValue
+          ? `'${key}' names no experiment field: ${parent} is a single value, not a mapping${mean}`
+          : `'${key}' names no experiment field: ${parent ? `${parent} has` : 'an experiment has'} no '${miss.segment}'${mean}; allowed there: ${miss.allowed.join(', ')}`,
       });
     }
   }
