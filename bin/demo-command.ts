@@ -10,6 +10,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
+import { formatYamlSyntaxError, yamlSyntaxReport, type YamlErrorLike } from '../core/index.ts';
 import { interpolateEnv } from '../gateway/config/interpolate.ts';
 import { startEmulator, type RunningEmulator } from '../simulator/emulator/emulator.ts';
 import { EmulatorListSchema, emulatorOptions, type EmulatorSpec } from '../simulator/emulator/emulator-spec.ts';
@@ -33,11 +34,12 @@ SIGHUP is passed on to the gateway (configuration reload).
  */
 export function loadEmulatorList(file: string, env: Readonly<Record<string, string | undefined>> = process.env): EmulatorSpec[] {
   if (!existsSync(file)) throw new UsageError(`${file}: no such emulator list; give one with --emulators <file>`);
+  const text = readFileSync(file, 'utf8');
   let raw: unknown;
   try {
-    raw = parseYaml(readFileSync(file, 'utf8'));
+    raw = parseYaml(text);
   } catch (e) {
-    throw new UsageError(`${file}: not valid YAML (${(e as Error).message.split('\n')[0]})`);
+    throw new UsageError(formatYamlSyntaxError(file, yamlSyntaxReport(text, e as YamlErrorLike)));
   }
   const { value, missing } = interpolateEnv(raw, env);
   if (missing.length > 0) throw new UsageError(`${file}: ${missing[0]!.path.join('.')}: environment variable ${missing[0]!.variable} is not set; set it or write \${${missing[0]!.variable}:-default}`);

@@ -20,7 +20,8 @@ export type { OffloadConfig } from './config/models-config.ts';
 export type { MultiTargetConfig, TargetConfig, CooldownConfig } from './config/models-config.ts';
 export { QuotaWindowConfigSchema } from './config/models-config.ts';
 export { endpointId, endpointLocation } from './config/endpoint-id.ts';
-export { allowedKeys, closestName, unknownPathSegment, type UnknownSegment } from './config/field-names.ts';
+export { allowedKeys, closestName, closestPath, unknownPathSegment, type UnknownSegment } from './config/field-names.ts';
+export { yamlSyntaxReport, formatYamlSyntaxError, type YamlErrorLike, type YamlSyntaxReport } from './config/yaml-syntax.ts';
 export {
   DEFAULT_ROUTING_SETTINGS,
   RoutingSettingsSchema,

@@ -93,7 +93,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const ctx: ServerContext = {
     gen: null as unknown as Generation, // set right below
     draining: false,
-    countRefused: (status) => metrics.observeRefused(status),
+    countRefused: (status, model) => metrics.observeRefused(status, model ?? null),
     metricsText: opts.peers
       ? async () => aggregateMetricsText([await snapshot(), ...(await opts.peers!())])
       : () => metrics.registry.metrics(),

@@ -10,7 +10,7 @@ import { deriveRng, endpointId, routeEndpointFamilies, RoutingCore, type RouteOv
 import { Callers } from './callers.ts';
 import { bodyLimitBytes } from './config/gateway-settings.ts';
 import { healthOptions, workerScopeError, type GatewayConfig } from './config/load.ts';
-import type { GatewayMetrics } from './metrics.ts';
+import { NO_MODEL_LABEL, type GatewayMetrics } from './metrics.ts';
 import { LOG_BLOCK, type RequestLogRow } from './request-log/log-row.ts';
 import { prefixBlockHashes, serializedPrompt } from './request-log/prefix-hashes.ts';
 import type { RequestLog } from './request-log/request-log.ts';
@@ -104,8 +104,8 @@ export function buildGeneration(config: GatewayConfig, d: GenerationDeps): Gener
     const e2eMs = f.endedAtMs - f.startedAtMs;
     const ttftMs = md?.firstTokenAtMs != null ? md.firstTokenAtMs - f.startedAtMs : null;
     const endpoint = md?.endpointId ?? null;
-    // A name the core does not resolve is the client's to choose: 'none', not a label per name.
-    const modelId = md?.modelId ?? core.model(f.req.model)?.id ?? 'none';
+    // A name the core does not resolve is the client's to choose: one label, not a label per name.
+    const modelId = md?.modelId ?? core.model(f.req.model)?.id ?? NO_MODEL_LABEL;
     d.metrics.observeRequest({
       model: modelId,
       endpoint: endpoint ?? 'none',

@@ -16,6 +16,14 @@ import { Counter, Gauge, Histogram, Registry, type Metric } from 'prom-client';
 import type { RoutingCore } from '../core/index.ts';
 import type { RequestLog } from './request-log/request-log.ts';
 
+/**
+ * The `model` label of a request that names no configured model: its body had no usable
+ * `model` (bad JSON, a missing or non-string field), it was refused before its body was read
+ * (401, 413, 503), or its name resolves to no model. One value for all of them keeps the label
+ * bounded by the configuration, whatever names clients send.
+ */
+export const NO_MODEL_LABEL = 'none';
+
 const LATENCY_BUCKETS_SEC = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
 const BREAKER_VALUE: Record<string, number> = { closed: 0, half_open: 1, open: 2 };
 
@@ -168,7 +176,7 @@ export class GatewayMetrics {
   readonly registry = new Registry();
   /**
    * Per-request counts by label tuple. Tuples are bounded by the configuration: a model name
-   * the core does not resolve is counted under model `none` (gateway.ts), never as itself.
+   * the core does not resolve is counted under `NO_MODEL_LABEL`, never as itself.
    */
   private readonly series = new Map<string, RequestSeries>();
   private readonly ttft = new LatencyHistogram('switchyard_ttft_seconds', 'Time to first token (streams) or to the whole body (non-streams), seconds');
@@ -179,7 +187,7 @@ export class GatewayMetrics {
   private readonly probes: Counter<'model' | 'endpoint' | 'result'>;
   private readonly probeTtft: Histogram<'model' | 'endpoint'>;
 
-  constructor(src: MetricsSources) {
+  constructor(private readonly src: MetricsSources) {
     const registers = [this.registry];
     const series = this.series;
     new Counter({
@@ -306,9 +314,14 @@ export class GatewayMetrics {
     if (o.offloadReason !== null) this.offloads.inc({ model: o.model, reason: o.offloadReason });
   }
 
-  /** Counts a request answered before routing (no model resolved, no endpoint). */
-  observeRefused(httpStatus: number): void {
-    this.seriesOf('none', 'none', httpStatus, false).requests++;
+  /**
+   * Counts a request answered before routing (no endpoint).
+   * @param modelName `model` as the client wrote it, when its body had one (a body-check 400):
+   *   counted under the canonical id it resolves to, else under `NO_MODEL_LABEL`.
+   */
+  observeRefused(httpStatus: number, modelName: string | null = null): void {
+    const model = modelName === null ? NO_MODEL_LABEL : (this.src.core().model(modelName)?.id ?? NO_MODEL_LABEL);
+    this.seriesOf(model, 'none', httpStatus, false).requests++;
   }
 
   private seriesOf(model: string, endpoint: string, httpStatus: number, stream: boolean): RequestSeries {

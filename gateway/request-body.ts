@@ -7,6 +7,7 @@
  */
 import type { EndpointFamilyName, Modality } from '../core/index.ts';
 import type { ClientWire } from './endpoints/client-wire.ts';
+import type { EndpointFamily } from './endpoints/endpoint-family.ts';
 import { endpointFamily, wireOf } from './endpoints/families.ts';
 
 /**
@@ -50,6 +51,11 @@ export interface BodyProblem {
   readonly code: 'invalid_json' | 'invalid_request';
   readonly message: string;
   readonly param: string | null;
+  /**
+   * `model` as the client wrote it, when the body got far enough to have one (a non-empty
+   * string) before the problem was found; absent otherwise. For the metrics' model label.
+   */
+  readonly model?: string;
 }
 
 /**
@@ -74,6 +80,28 @@ export function readClientRequest(endpoint: Endpoint, text: string): ClientReque
     const got = Array.isArray(m) ? 'an array' : typeof m === 'object' ? 'an object' : `a ${typeof m}`;
     return { code: 'invalid_request', message: `Invalid type for 'model': expected a string (a model id, see GET /v1/models), but got ${got} instead.`, param: 'model' };
   }
+  const family = endpointFamily(endpoint);
+  if (!family) throw new Error(`endpoint family '${endpoint}' is not registered (endpoints/families.ts)`);
+  const problem = checkFields(family, body);
+  if (problem) return { ...problem, model: body.model };
+  const stream = family.streams && body.stream === true;
+  const { inputTokens, modalities } = family.prompt(body);
+  const so = body.stream_options;
+  return {
+    endpoint,
+    body,
+    model: body.model,
+    stream,
+    includeUsage: stream && isRecord(so) && so.include_usage === true,
+    inputTokens,
+    outputTokensHint: positiveInt(body.max_completion_tokens) ?? positiveInt(body.max_tokens),
+    modalities,
+    wire: wireOf(family),
+  };
+}
+
+/** The checks after `model`: `stream`, `stream_options`, the output limits, then the family's own. */
+function checkFields(family: EndpointFamily, body: Record<string, unknown>): BodyProblem | null {
   if (body.stream !== undefined && body.stream !== null && typeof body.stream !== 'boolean') {
     return { code: 'invalid_request', message: `Invalid type for 'stream': expected a boolean.`, param: 'stream' };
   }
@@ -91,24 +119,7 @@ export function readClientRequest(endpoint: Endpoint, text: string): ClientReque
       };
     }
   }
-  const family = endpointFamily(endpoint);
-  if (!family) throw new Error(`endpoint family '${endpoint}' is not registered (endpoints/families.ts)`);
-  const problem = family.check(body);
-  if (problem) return problem;
-  const stream = family.streams && body.stream === true;
-  const { inputTokens, modalities } = family.prompt(body);
-  const so = body.stream_options;
-  return {
-    endpoint,
-    body,
-    model: body.model,
-    stream,
-    includeUsage: stream && isRecord(so) && so.include_usage === true,
-    inputTokens,
-    outputTokensHint: positiveInt(body.max_completion_tokens) ?? positiveInt(body.max_tokens),
-    modalities,
-    wire: wireOf(family),
-  };
+  return family.check(body);
 }
 
 /** True when `r` is a refusal rather than a request. */

@@ -23,7 +23,7 @@ export interface DashboardArgs {
 
 /**
  * Parses the command's arguments.
- * @throws UsageError for an unknown option or a port that is not an integer in 0..65535.
+ * @throws UsageError (exit 2) for an unknown option or a port that is not an integer 0–65535.
  */
 export function parseDashboardArgs(args: string[]): DashboardArgs {
   let parsed;
@@ -40,7 +40,7 @@ export function parseDashboardArgs(args: string[]): DashboardArgs {
   let port = DEFAULT_PORT;
   if (values.port !== undefined) {
     port = Number(values.port);
-    if (!/^\d+$/.test(values.port) || port > 65535) throw new UsageError(`--port must be an integer in 0..65535, got '${values.port}'`);
+    if (!/^\d+$/.test(values.port) || port > 65535) throw new UsageError(`--port must be an integer 0–65535, got '${values.port}'`);
   }
   return { paths: positionals.length > 0 ? positionals : ['results'], port, host: values.host ?? '127.0.0.1' };
 }

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { LineCounter, parseDocument } from 'yaml';
 import { z } from 'zod';
-import { allowedKeys, closestName, StrategyRegistry, unknownPathSegment } from '../core/index.ts';
+import { allowedKeys, closestName, closestPath, formatYamlSyntaxError, StrategyRegistry, unknownPathSegment, yamlSyntaxReport } from '../core/index.ts';
 import type { HealthOptions } from '../core/health/health-options.ts';
 import { applyCalibration } from './calibrate/calibration-file.ts';
 import { ClientSchema } from './client-behaviour.ts';
@@ -284,10 +284,13 @@ function dottedPathProblems(raw: unknown): Problem[] {
       const miss = unknownPathSegment(ExperimentSchema, key);
       if (miss === null) continue;
       const parent = key.split('.').slice(0, miss.index).join('.');
-      const near = closestName(miss.segment, miss.allowed);
+      const near = closestPath(ExperimentSchema, key);
+      const mean = near ? ` (did you mean '${near}'?)` : '';
       out.push({
         path: [...at, key],
-        message: `'${key}' names no experiment field: ${parent ? `${parent} has` : 'an experiment has'} no '${miss.segment}'${near ? ` (did you mean '${[...key.split('.').slice(0, miss.index), near].join('.')}'?)` : ''}; allowed there: ${miss.allowed.join(', ')}`,
+        message: miss.belowValue
+          ? `'${key}' names no experiment field: ${parent} is a single value, not a mapping${mean}`
+          : `'${key}' names no experiment field: ${parent ? `${parent} has` : 'an experiment has'} no '${miss.segment}'${mean}; allowed there: ${miss.allowed.join(', ')}`,
       });
     }
   }
@@ -377,7 +380,8 @@ export function parseExperiment(raw: unknown, file: string, lineOf: LineOf = () 
 
 /**
  * Reads and validates an experiment file; problems carry the line of the field in the file.
- * @throws Error naming the file (and line) of a YAML syntax error, or `parseExperiment`'s report.
+ * @throws Error naming the file, line and column of a YAML syntax error with the offending line
+ *   under it, or `parseExperiment`'s report.
  */
 export function loadExperiment(file: string): Experiment {
   let text: string;
@@ -389,8 +393,8 @@ export function loadExperiment(file: string): Experiment {
   const lines = new LineCounter();
   const doc = parseDocument(text, { lineCounter: lines });
   if (doc.errors.length > 0) {
-    const e = doc.errors[0]!;
-    throw new Error(`${file}${e.linePos ? `:${e.linePos[0].line}` : ''}: cannot read experiment: ${e.message.split('\n')[0]}`);
+    // The first error is the cause; the parser's later ones mostly follow from it.
+    throw new Error(formatYamlSyntaxError(file, yamlSyntaxReport(text, doc.errors[0]!)));
   }
   const lineOf: LineOf = (path) => {
     // The deepest node of the path that exists (a missing field: its parent mapping).

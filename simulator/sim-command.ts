@@ -18,7 +18,7 @@ import { experimentOutputPath, loadExperiment, resolveProviders, type Experiment
 import type { ComparisonRow, SummaryRow } from './results/result-rows.ts';
 import { STORE_LEVELS, tablesOfLevel, type StoreLevel } from './results/store-level.ts';
 import { inThreadSink, threadSink, type ResultsSink } from './results/results-sink.ts';
-import { checkOutputShape } from './results/output-shape.ts';
+import { checkOutputShape, prepareOutputFolder } from './results/output-shape.ts';
 import { expandGrid } from './sweep/grid.ts';
 import { resolveShard, shardCells, shardExperimentId, writeShardManifest, type Shard } from './sweep/shard.ts';
 import { defaultJobs, runCells } from './sweep/worker-pool.ts';
@@ -147,6 +147,8 @@ export async function runExperiment(file: string, opts: SimOptions = {}): Promis
     // A directory or a non-DuckDB file at the output is refused now, not after the first run
     // (the results thread checks the tables inside a DuckDB file as it opens it).
     if (!shard) checkOutputShape(output);
+    // Its folder is made now, so an output that cannot be written fails before the replay.
+    if (!shard) prepareOutputFolder(output);
   } catch (err) {
     await sink.close();
     throw err;

@@ -51,6 +51,8 @@ describe('the emulator list', () => {
     writeFileSync(f, 'emulators:\n  - port: 9001\n    fault: {}\n');
     expect(() => loadEmulatorList(f, {})).toThrow(/emulators\.0: Unrecognized key: "fault"/);
     expect(() => loadEmulatorList(join(dir, 'none.yaml'), {})).toThrow(/no such emulator list; give one with --emulators/);
+    writeFileSync(f, 'emulators:\n  - port: 9001\n    faults: { error_rate: 0.1\n');
+    expect(() => loadEmulatorList(f, {})).toThrow(new RegExp(`${f.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:\\d+:\\d+: YAML syntax error: .+\n +\\d+ \\| `));
   });
 
   it('gateway.yaml no longer takes emulators: the problem says where they went', () => {

@@ -12,18 +12,28 @@ export function allowedKeys(root: z.ZodType, path: readonly (string | number)[])
   return d?.type === 'object' && d.shape ? Object.keys(d.shape) : null;
 }
 
-/** Where a dotted path leaves a schema: the segment index, the segment, and the fields allowed there. */
+/**
+ * Where a dotted path leaves a schema: the segment index, the segment, the fields allowed there
+ * (empty below a single value), and whether the path goes on below a single value (a string,
+ * number, boolean or enum field, which has no fields of its own).
+ */
 export interface UnknownSegment {
   index: number;
   segment: string;
   allowed: string[];
+  belowValue: boolean;
 }
+
+/** Zod definition types of single values: a path cannot go on below one. */
+const VALUE_TYPES = new Set(['string', 'number', 'boolean', 'enum', 'literal', 'bigint', 'null', 'date']);
 
 /**
  * Checks a dotted path (as sweep axes and plan `set:` name experiment fields) against a schema:
  * object fields must exist; list entries (by index or by an entry's name) and record keys pass;
- * below a union or a scalar nothing more is checked (the cell's own validation covers it).
- * @returns the first segment no object of the schema has, with the fields it allows, or null.
+ * a single-value field ends the path; below a union nothing more is checked (the cell's own
+ * validation covers it).
+ * @returns the first segment no object of the schema has (or the first below a single value),
+ *   with the fields it allows, or null.
  */
 export function unknownPathSegment(root: z.ZodType, path: string): UnknownSegment | null {
   const segs = path.split('.');
@@ -32,15 +42,70 @@ export function unknownPathSegment(root: z.ZodType, path: string): UnknownSegmen
     const d = defAt(root, at);
     const seg = segs[i]!;
     if (d?.type === 'object' && d.shape) {
-      if (!Object.hasOwn(d.shape, seg)) return { index: i, segment: seg, allowed: Object.keys(d.shape) };
+      if (!Object.hasOwn(d.shape, seg)) return { index: i, segment: seg, allowed: Object.keys(d.shape), belowValue: false };
       at.push(seg);
     } else if (d?.type === 'array' || d?.type === 'record') {
       at.push(0); // every entry of a list, every value of a record, has the one schema
+    } else if (d?.type !== undefined && VALUE_TYPES.has(d.type)) {
+      return { index: i, segment: seg, allowed: [], belowValue: true };
     } else {
       return null;
     }
   }
   return null;
+}
+
+/**
+ * The valid dotted path nearest to `path`, for a did-you-mean: first by mending the segment
+ * where `path` leaves the schema (`client.timout_ms` → `client.timeout_ms`); failing that, by
+ * its last segment against the last segment of every path through the schema's objects
+ * (`engine.max_num_seq` → `replicas.max_num_seqs`; at most one edit per three characters of the
+ * segment, three at most), the nearest full path breaking a tie.
+ * Paths through lists and records are not listed (their entries are named by the file).
+ * @returns the suggestion, or null when nothing is near (or `path` is valid).
+ */
+export function closestPath(root: z.ZodType, path: string): string | null {
+  const miss = unknownPathSegment(root, path);
+  if (miss === null) return null;
+  const segs = path.split('.');
+  const near = miss.belowValue ? null : closestName(miss.segment, miss.allowed);
+  // A mended segment that is not the last keeps the rest only if the whole path is then valid.
+  if (near !== null) {
+    const mended = [...segs.slice(0, miss.index), near, ...segs.slice(miss.index + 1)].join('.');
+    if (unknownPathSegment(root, mended) === null) return mended;
+  }
+  // A short leaf is near too many names by chance: at most one edit per three characters.
+  const leaf = segs[segs.length - 1]!;
+  const limit = Math.min(3, Math.floor(leaf.length / 3)) + 1;
+  let best: string | null = null;
+  let bestLeafD = limit;
+  let bestD = Infinity;
+  for (const p of objectPaths(root)) {
+    const leafD = editDistance(leaf, p.slice(p.lastIndexOf('.') + 1), limit);
+    if (leafD >= limit || leafD > bestLeafD) continue;
+    const d = editDistance(path, p, Infinity);
+    if (leafD < bestLeafD || d < bestD) {
+      bestLeafD = leafD;
+      bestD = d;
+      best = p;
+    }
+  }
+  return best;
+}
+
+/** Every dotted path through the object fields of `root` (not into lists or records), depth ≤ 6. */
+function objectPaths(root: z.ZodType): string[] {
+  const out: string[] = [];
+  const walk = (d: SchemaDef | undefined, prefix: string, depth: number): void => {
+    if (depth > 6 || d?.type !== 'object' || !d.shape) return;
+    for (const [k, v] of Object.entries(d.shape)) {
+      const p = prefix ? `${prefix}.${k}` : k;
+      out.push(p);
+      walk(unwrap(v).def, p, depth + 1);
+    }
+  };
+  walk(unwrap(root).def, '', 0);
+  return out;
 }
 
 interface SchemaDef {

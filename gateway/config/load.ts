@@ -15,7 +15,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { LineCounter, parseDocument, type Document } from 'yaml';
 import type { z } from 'zod';
-import { allowedKeys, closestName, endpointId, ModelsConfigSchema, RoutingCore, ROUTING_ENV_NAMES, routingSettingsFromEnv, type HealthOptions, type ModelsConfig, type RoutingSettings } from '../../core/index.ts';
+import { allowedKeys, closestName, endpointId, ModelsConfigSchema, RoutingCore, ROUTING_ENV_NAMES, routingSettingsFromEnv, type HealthOptions, type ModelsConfig, type RoutingSettings, yamlSyntaxReport } from '../../core/index.ts';
 import { GatewaySettingsSchema, type GatewaySettings } from './gateway-settings.ts';
 import { interpolateEnv } from './interpolate.ts';
 import { endpointFamilies, endpointFamily } from '../endpoints/families.ts';
@@ -32,6 +32,10 @@ export interface ConfigProblem {
   message: string;
   /** How to mend it, when something more specific than the message can be said. */
   fix: string | null;
+  /** 1-based column, where known (YAML syntax errors). */
+  column?: number | null;
+  /** The offending source line with a caret under the column (YAML syntax errors). */
+  snippet?: string | null;
 }
 
 /** The configuration is unusable; `problems` lists every reason, `message` prints them. */
@@ -41,10 +45,11 @@ export class ConfigError extends Error {
   }
 }
 
-/** `file:line: field: message — fix: …` */
+/** `file:line[:column]: field: message — fix: …`, then the snippet (indented) when there is one. */
 export function formatProblem(p: ConfigProblem): string {
-  const where = p.line === null ? p.file : `${p.file}:${p.line}`;
-  return `  ${where}: ${p.field}: ${p.message}${p.fix ? ` — fix: ${p.fix}` : ''}`;
+  const where = p.line === null ? p.file : p.column ? `${p.file}:${p.line}:${p.column}` : `${p.file}:${p.line}`;
+  const head = `  ${where}: ${p.field}: ${p.message}${p.fix ? ` — fix: ${p.fix}` : ''}`;
+  return p.snippet ? `${head}\n${p.snippet.replace(/^/gm, '    ')}` : head;
 }
 
 /** A loaded, validated configuration. */
@@ -139,7 +144,8 @@ function readYaml(file: string, problems: ConfigProblem[]): SourceFile {
   }
   const doc = parseDocument(text, { lineCounter: lines, prettyErrors: true });
   for (const err of doc.errors) {
-    problems.push({ file, line: err.linePos?.[0]?.line ?? null, field: '(yaml)', message: err.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, ''), fix: 'fix the YAML syntax (indentation, quotes, a missing colon)' });
+    const r = yamlSyntaxReport(text, err);
+    problems.push({ file, line: r.line, column: r.column, snippet: r.snippet, field: '(yaml)', message: r.reason, fix: 'fix the YAML syntax (indentation, quotes, a missing colon)' });
   }
   return { name: file, doc, lines, value: doc.errors.length > 0 ? null : doc.toJS() };
 }

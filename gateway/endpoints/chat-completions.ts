@@ -1,7 +1,8 @@
 /**
  * `POST /v1/chat/completions`: the family's own request checks and prompt-size estimate.
  * Every message must be an object with a `role` OpenAI knows (`param` names the message, as
- * OpenAI does: `messages.[2].role`); the sampling knobs are checked as `openai-fields.ts` says.
+ * OpenAI does: `messages.[2].role`) and a `content` that is a string, an array of content-part
+ * objects, or null/absent; the sampling knobs are checked as `openai-fields.ts` says.
  * Prompt size: the core's `estimatePromptTokens` (4 UTF-8 bytes per token, 85 per image, 200 per
  * audio — seed 000, "prefill load").
  */
@@ -24,6 +25,20 @@ function checkMessages(messages: unknown): BodyProblem | null {
     if (role === undefined || role === null) return invalid(`messages.[${i}].role`, `Missing required parameter: 'messages.[${i}].role'.`);
     if (typeof role !== 'string' || !ROLES.has(role)) {
       return invalid(`messages.[${i}].role`, `Invalid value for 'messages.[${i}].role': ${JSON.stringify(role)}. Supported values are: ${[...ROLES].map((r) => `'${r}'`).join(', ')}.`);
+    }
+    // A type check only (string, list of parts, or null/absent as for an assistant's tool
+    // calls); what the parts say is the upstream's to judge.
+    const content = (m as { content?: unknown }).content;
+    if (content !== undefined && content !== null && typeof content !== 'string') {
+      if (!Array.isArray(content)) {
+        return invalid(`messages.[${i}].content`, `Invalid type for 'messages.[${i}].content': expected a string or an array of content parts (objects such as {"type": "text", "text": "…"}), but got ${jsonTypeOf(content)} instead.`);
+      }
+      for (let j = 0; j < content.length; j++) {
+        const part = content[j] as unknown;
+        if (part === null || typeof part !== 'object' || Array.isArray(part)) {
+          return invalid(`messages.[${i}].content.[${j}]`, `Invalid type for 'messages.[${i}].content.[${j}]': expected a content part object such as {"type": "text", "text": "…"}, but got ${jsonTypeOf(part)} instead.`);
+        }
+      }
     }
   }
   return null;

@@ -12,11 +12,12 @@
  * the adapters.
  *
  * Order of checks, cheapest first: draining (503 + Retry-After, connection closed) → auth (401)
- * → in-flight bound (503 + Retry-After) → declared body size (413) → body read with the limit
- * (413) → JSON (400) → fields (400) → the RouteWise budget header `x-switchyard-budget-alpha`
+ * → `X-Route-Pin` from a non-admin key (403) → in-flight bound (503 + Retry-After) → declared
+ * body size (413) → body read with the limit (413) → JSON (400) → fields (400) → the RouteWise budget header `x-switchyard-budget-alpha`
  * (400 unless a number in [0, 1]; see `routewise/budget-alpha.ts`) → model access (404, the same
  * answer as an unknown model, so a key cannot probe which models exist). `X-Route-Pin` is
- * honoured for admin callers only.
+ * honoured for admin callers only; anyone else sending it is refused rather than silently
+ * routed another way than they asked.
  */
 import { randomUUID } from 'node:crypto';
 import uWS from '@trufflesuite/uws-js-unofficial';
@@ -61,8 +62,11 @@ export interface ServerContext {
   gen: Generation;
   /** Set when draining (SIGTERM): new requests get 503 with `Connection: close`. */
   draining: boolean;
-  /** Counts a request answered before routing (401, 400, 404, 413, 503), by status. */
-  readonly countRefused: (status: number) => void;
+  /**
+   * Counts a request answered before routing (401, 400, 404, 413, 503), by status and, for a
+   * body-check 400 whose body named one, by the `model` the client wrote (null otherwise).
+   */
+  readonly countRefused: (status: number, model?: string | null) => void;
   /** Serves `/metrics` (Prometheus text), or null when metrics are off. */
   readonly metricsText: (() => Promise<string>) | null;
   /** Serves `/health/deep`: this gateway's `deepHealthView`, or (a worker of several) all workers' merged. */
@@ -186,10 +190,10 @@ function handleInference(ctx: ServerContext, family: EndpointFamily, wire: Clien
     if (exchange) exchange.clientGone();
     else release();
   });
-  const refuse = (status: number, code: string, message: string, param: string | null = null, retryAfterSec: number | null = null): void => {
+  const refuse = (status: number, code: string, message: string, param: string | null = null, retryAfterSec: number | null = null, model: string | null = null): void => {
     const headers: HeaderPairs = retryAfterSec === null ? [...base, JSON_TYPE] : [...base, JSON_TYPE, ['retry-after', String(retryAfterSec)]];
     client.send(status, headers, wire.errorBody(code, message, param, status, retryAfterSec));
-    ctx.countRefused(status);
+    ctx.countRefused(status, model);
     release();
   };
 
@@ -200,6 +204,9 @@ function handleInference(ctx: ServerContext, family: EndpointFamily, wire: Clien
   }
   const caller = g.callers.authenticate(authorization);
   if (!caller) return refuse(401, 'invalid_api_key', 'Incorrect or missing API key. Send it as "Authorization: Bearer <key>".');
+  if (pinHeader.length > 0 && !caller.admin) {
+    return refuse(403, 'admin_required', `The X-Route-Pin header needs an admin key (admin: true); '${caller.id}' is not an admin. Drop the header to route as usual.`, 'X-Route-Pin');
+  }
   if (ctx.inFlight >= g.maxInFlight) {
     return refuse(503, 'overloaded', 'The gateway is at its in-flight request limit; retry shortly.', null, g.overloadRetryAfterSec);
   }
@@ -219,7 +226,7 @@ function handleInference(ctx: ServerContext, family: EndpointFamily, wire: Clien
     done: (text) => {
       if (!client.open) return release();
       const parsed = readClientRequest(endpoint, text);
-      if (isBodyProblem(parsed)) return refuse(400, parsed.code, parsed.message, parsed.param);
+      if (isBodyProblem(parsed)) return refuse(400, parsed.code, parsed.message, parsed.param, null, parsed.model ?? null);
       // Refusals of a parsed request are logged as the core's own answers are (recent requests).
       const refuseParsed = (status: number, code: string, message: string, param: string | null): void => {
         if (!g.onFinished) return refuse(status, code, message, param);
@@ -312,6 +319,7 @@ function outputBeyondContext(g: Generation, req: ClientRequest): { message: stri
   };
 }
 
+/** The pin of an admin's request (non-admins with a pin were refused with 403 already). */
 function pinFor(caller: Caller, header: string): string | null {
   return caller.admin && header.length > 0 ? header : null;
 }

@@ -10,6 +10,7 @@
 import { readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { basename, dirname, join, relative, resolve } from 'node:path';
 import { isParquetResultsDir } from '../../simulator/results/parquet-dir.ts';
+import { startsLikeDuckDb } from '../../simulator/results/output-shape.ts';
 import { notFound, unavailable } from './http-errors.ts';
 import { ReadOnlyDb } from './read-only-db.ts';
 
@@ -73,6 +74,16 @@ export function missingResultsHint(abs: string, cwd: string): string {
   return 'give a results file that `switchyard sim` wrote (the experiment\'s output:, or --output) or a folder of them';
 }
 
+/**
+ * What to give instead of a file that is not a DuckDB database; for an Arrow trace (by its
+ * name) also how to get results from it.
+ */
+function notResultsHint(abs: string): string {
+  const expected = 'expected a .duckdb file that `switchyard sim` wrote, a Parquet results folder (sim --shard), or a folder of .duckdb files';
+  if (!/\.(arrow|feather|ipc)$/i.test(abs)) return expected;
+  return `${expected}; ${basename(abs)} looks like an Arrow trace: name it as trace: in an experiment, run \`switchyard sim <experiment.yaml>\` and open that experiment's output:`;
+}
+
 /** Results files given on the command line, opened read-only on first use. */
 export class ResultsCatalog {
   private readonly open = new Map<string, OpenDb>();
@@ -86,7 +97,8 @@ export class ResultsCatalog {
 
   /**
    * Builds a catalog from files and folders (relative paths resolve against `cwd`).
-   * @throws Error naming the path when one does not exist or is neither a file nor a folder.
+   * @throws Error naming the path when one does not exist, is neither a file nor a folder, or is
+   *   a file that is not a DuckDB database (with what to give instead).
    */
   static create(paths: readonly string[], cwd = process.cwd()): ResultsCatalog {
     const files: string[] = [];
@@ -102,8 +114,12 @@ export class ResultsCatalog {
       // A directory of Parquet results (sim --shard) is one entry, read in place.
       if (st.isDirectory() && isParquetResultsDir(abs)) files.push(realpathSync(abs));
       else if (st.isDirectory()) folders.push(realpathSync(abs));
-      else if (st.isFile()) files.push(realpathSync(abs));
-      else throw new Error(`${p}: not a file or folder`);
+      else if (st.isFile()) {
+        // A file named on the command line must be a DuckDB database: an Arrow trace or a YAML
+        // file given by mistake is refused here rather than listed as an unreadable entry.
+        if (!startsLikeDuckDb(abs)) throw new Error(`${p}: not a DuckDB results file (${notResultsHint(abs)})`);
+        files.push(realpathSync(abs));
+      } else throw new Error(`${p}: not a file or folder`);
     }
     return new ResultsCatalog(files, folders);
   }

@@ -14,6 +14,7 @@ import { basename, dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { parse as parseYaml } from 'yaml';
 import { UsageError, type CliCommand } from '../../bin/command.ts';
+import { formatYamlSyntaxError, yamlSyntaxReport, type YamlErrorLike } from '../../core/index.ts';
 import { type ReplicasConfig, replicaApiServer } from '../engine/replica-config.ts';
 import { parseExperiment, resolveProviders, type Experiment } from '../experiment.ts';
 import { quantile } from '../engine/validation.ts';
@@ -65,11 +66,17 @@ export interface CalibrateOptions {
  * @throws Error for an unreadable or invalid experiment (as `loadExperiment`).
  */
 function experimentToCalibrate(file: string, print: (line: string) => void): Experiment {
-  let raw: unknown;
+  let text: string;
   try {
-    raw = parseYaml(readFileSync(file, 'utf8'));
+    text = readFileSync(file, 'utf8');
   } catch (err) {
     throw new Error(`${file}: cannot read experiment: ${(err as Error).message}`);
+  }
+  let raw: unknown;
+  try {
+    raw = parseYaml(text);
+  } catch (err) {
+    throw new Error(formatYamlSyntaxError(file, yamlSyntaxReport(text, err as YamlErrorLike)));
   }
   const cal = raw !== null && typeof raw === 'object' ? (raw as { calibration?: unknown }).calibration : undefined;
   if (typeof cal === 'string' && !existsSync(resolve(dirname(file), cal))) {

@@ -9,6 +9,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { parse as parseYaml, stringify } from 'yaml';
 import { z } from 'zod';
+import { formatYamlSyntaxError, yamlSyntaxReport, type YamlErrorLike } from '../../core/index.ts';
 import { ApiServerSchema } from '../engine/api-server.ts';
 import { TtftSummarySchema } from '../providers/provider-profile.ts';
 import { TpotSchema } from '../providers/provider-config.ts';
@@ -42,11 +43,17 @@ export type CalibrationFile = z.infer<typeof CalibrationFileSchema>;
  * @throws Error naming the file and the bad field.
  */
 export function loadCalibrationFile(path: string): CalibrationFile {
-  let raw: unknown;
+  let text: string;
   try {
-    raw = parseYaml(readFileSync(path, 'utf8'));
+    text = readFileSync(path, 'utf8');
   } catch (err) {
     throw new Error(`calibration ${path}: cannot read: ${(err as Error).message}`);
+  }
+  let raw: unknown;
+  try {
+    raw = parseYaml(text);
+  } catch (err) {
+    throw new Error(`calibration ${formatYamlSyntaxError(path, yamlSyntaxReport(text, err as YamlErrorLike))}`);
   }
   const r = CalibrationFileSchema.safeParse(raw);
   if (!r.success) throw new Error(`calibration ${path}: ${r.error.issues.map((i) => `field ${i.path.join('.')}: ${i.message}`).join('; ')}`);

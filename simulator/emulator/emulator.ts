@@ -13,7 +13,8 @@
  * Prompt size: 4 bytes of prompt text per token (the gateway's estimate). Prefix caching works on
  * real prompt text: the messages' JSON is cut into blocks of `HASH_BLOCK_TOKENS` tokens and each
  * block gets a hash chained over its predecessors, so requests that share a prefix share blocks.
- * Output length: `max_tokens` (or `max_completion_tokens`), else `defaultOutputTokens`.
+ * Output length: `max_tokens` (or `max_completion_tokens`), else `defaultOutputTokens`; either
+ * must be an integer ≥ 1 when given (else a 400 naming it, as OpenAI's API answers).
  * Backpressure: token chunks are tiny and paced by the model, so writes rely on uWS's buffering.
  */
 import uWS from '@trufflesuite/uws-js-unofficial';
@@ -215,6 +216,8 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Running
     if (endpoint === 'chat' ? !Array.isArray(body.messages) : body.prompt === undefined) {
       return reply(x, 400, errorBody(endpoint === 'chat' ? "'messages' must be an array" : "'prompt' is required", 'invalid_request_error', 400), 'bad_request');
     }
+    const badLimit = outputLimitProblem(body);
+    if (badLimit) return reply(x, 400, errorBody(badLimit.message, 'invalid_request_error', badLimit.code, badLimit.param), 'bad_request');
     const stream = body.stream === true;
     const includeUsage = stream && isObject(body.stream_options) && body.stream_options.include_usage === true;
     const asked = firstNumber(body.max_tokens, body.max_completion_tokens);
@@ -481,6 +484,24 @@ function statusLine(status: number): string {
 
 function isObject(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+/**
+ * The 400 OpenAI's API gives for a bad `max_tokens` / `max_completion_tokens` (its wording and
+ * codes: `invalid_type` for a non-integer, `integer_below_min_value` below 1), or null when both
+ * are absent, null or integers ≥ 1.
+ */
+function outputLimitProblem(body: Record<string, unknown>): { message: string; code: string; param: string } | null {
+  for (const param of ['max_tokens', 'max_completion_tokens'] as const) {
+    const v = body[param];
+    if (v === undefined || v === null) continue;
+    if (typeof v !== 'number' || !Number.isInteger(v)) {
+      const got = typeof v === 'number' ? 'a decimal number' : Array.isArray(v) ? 'an array' : typeof v === 'object' ? 'an object' : `a ${typeof v}`;
+      return { message: `Invalid type for '${param}': expected an integer, but got ${got} instead.`, code: 'invalid_type', param };
+    }
+    if (v < 1) return { message: `Invalid '${param}': integer below minimum value. Expected a value >= 1, but got ${v} instead.`, code: 'integer_below_min_value', param };
+  }
+  return null;
 }
 
 function firstNumber(...vs: unknown[]): number | null {

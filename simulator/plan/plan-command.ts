@@ -23,6 +23,7 @@ import type { CliCommand } from '../../bin/command.ts';
 import { experimentOutputPath, loadExperiment, runLabel } from '../experiment.ts';
 import { checkTraceFiles, traceNotFound, validateCellRouting } from '../preflight.ts';
 import { checkResultsOutput } from '../results/output-check.ts';
+import { prepareOutputFolder } from '../results/output-shape.ts';
 import { ResultsStore } from '../results/results-store.ts';
 import { exportTablesParquet, isParquetOutput, prepareParquetDir } from '../results/parquet-dir.ts';
 import { parseRunArgs } from '../run-args.ts';
@@ -115,6 +116,7 @@ export async function runPlan(file: string, opts: PlanOptions = {}): Promise<Pla
   checkTraceFiles(exp, baseCells);
   const toDir = isParquetOutput(output);
   if (!toDir) await checkResultsOutput(output);
+  if (!toDir) prepareOutputFolder(output); // an output that cannot be written is refused before any simulation
   else await prepareParquetDir(output); // a file in the way is refused before any simulation runs
 
   const cache = new TraceCache();

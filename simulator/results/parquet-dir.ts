@@ -7,8 +7,9 @@
  * (`ResultsStore.openParquetDir`) and `switchyard merge` copies it into a DuckDB file.
  */
 import { existsSync, readdirSync, statSync } from 'node:fs';
-import { mkdir, rename } from 'node:fs/promises';
+import { rename } from 'node:fs/promises';
 import { join } from 'node:path';
+import { createFolders } from './output-shape.ts';
 import { TABLE_NAMES, TABLES, createTableSql, type TableName } from './schema.ts';
 
 /**
@@ -78,7 +79,7 @@ export function parquetDirSchemaSql(dir: string): string {
  */
 export async function prepareParquetDir(dir: string): Promise<void> {
   try {
-    for (const sub of ['experiments', 'shards', ...RUN_TABLES]) await mkdir(join(dir, sub), { recursive: true });
+    for (const sub of ['experiments', 'shards', ...RUN_TABLES]) createFolders(join(dir, sub));
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ENOTDIR' || code === 'EEXIST') {
@@ -123,7 +124,7 @@ export async function exportTablesParquet(run: (sql: string) => Promise<Array<Re
   for (const table of tables) {
     const [{ n }] = (await run(`SELECT count(*)::INTEGER AS n FROM ${table}`)) as [{ n: number }];
     if (n === 0) continue;
-    await mkdir(join(dir, table), { recursive: true });
+    createFolders(join(dir, table));
     const path = join(dir, table, `${name}.parquet`);
     await run(`COPY (SELECT * FROM ${table}) TO ${sqlString(`${path}.tmp`)} (FORMAT parquet);`);
     await rename(`${path}.tmp`, path);

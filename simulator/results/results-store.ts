@@ -4,7 +4,7 @@
  * per-attempt, time-series and event rows go in through DuckDB's appender, which is what keeps a
  * 24k-request run's write in the tens of milliseconds. Run summaries are computed in SQL.
  */
-import { mkdir, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import {
   BIGINT,
@@ -37,6 +37,7 @@ import {
   type SqlType,
   type TableDef,
 } from './schema.ts';
+import { createFolders } from './output-shape.ts';
 import { parquetDirSchemaSql } from './parquet-dir.ts';
 import { checkValue, INT32_MAX, INT32_MIN } from './value-check.ts';
 import type { ColumnarRows } from './columnar-rows.ts';
@@ -189,7 +190,7 @@ export class ResultsStore {
    */
   static async open(path: string, opts: OpenOptions = {}): Promise<ResultsStore> {
     if (path !== ':memory:') {
-      await mkdir(dirname(path), { recursive: true });
+      createFolders(dirname(path));
       if (opts.overwrite === true) {
         await rm(path, { force: true });
         await rm(`${path}.wal`, { force: true });

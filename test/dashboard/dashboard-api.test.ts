@@ -327,6 +327,8 @@ describe('dashboard command line', () => {
     expect(parseDashboardArgs([])).toEqual({ paths: ['results'], port: 8090, host: '127.0.0.1' });
     expect(parseDashboardArgs(['a.duckdb', 'b', '--port', '0'])).toEqual({ paths: ['a.duckdb', 'b'], port: 0, host: '127.0.0.1' });
     expect(() => parseDashboardArgs(['--port', 'http'])).toThrow(UsageError);
+    expect(() => parseDashboardArgs(['--port', 'abc'])).toThrow("--port must be an integer 0–65535, got 'abc'");
+    expect(() => parseDashboardArgs(['--port', '80.5'])).toThrow("--port must be an integer 0–65535, got '80.5'");
     expect(() => parseDashboardArgs(['--port', '70000'])).toThrow(UsageError);
     expect(() => parseDashboardArgs(['--bogus'])).toThrow(UsageError);
   });
@@ -343,5 +345,16 @@ describe('dashboard command line', () => {
     expect(() => ResultsCatalog.create(['results/typo.duckdb'], cwd)).toThrow('results/typo.duckdb: no such file or folder (results files in results: other.duckdb)');
     // Anything else: how results files are made (no `npm start` whatever was named).
     expect(() => ResultsCatalog.create(['missing.duckdb'], cwd)).toThrow("missing.duckdb: no such file or folder (give a results file that `switchyard sim` wrote (the experiment's output:, or --output) or a folder of them)");
+  });
+
+  it('a named file that is not a DuckDB database is refused, naming it and what is expected', () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'switchyard-dash-notdb-'));
+    writeFileSync(join(cwd, 'garbage.arrow'), 'ARROW1 and then some');
+    writeFileSync(join(cwd, 'notes.duckdb'), 'not a database');
+    const expected = 'expected a .duckdb file that `switchyard sim` wrote, a Parquet results folder (sim --shard), or a folder of .duckdb files';
+    expect(() => ResultsCatalog.create(['garbage.arrow'], cwd)).toThrow(`garbage.arrow: not a DuckDB results file (${expected}; garbage.arrow looks like an Arrow trace: name it as trace: in an experiment, run \`switchyard sim <experiment.yaml>\``);
+    expect(() => ResultsCatalog.create(['notes.duckdb'], cwd)).toThrow(`notes.duckdb: not a DuckDB results file (${expected})`);
+    // A folder is still listed as before: its entries are checked when opened.
+    expect(ResultsCatalog.create(['.'], cwd).entries().map((e) => e.name)).toEqual(['notes']);
   });
 });

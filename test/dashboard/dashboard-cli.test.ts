@@ -43,6 +43,17 @@ function startDashboard(args: string[]): Promise<string> {
 }
 
 describe('switchyard dashboard (command line)', () => {
+  it('a bad --port or a path that is not results exits at once with a clear error', () => {
+    const port = spawnSync(process.execPath, [bin, 'dashboard', '--port', 'abc'], { cwd: repo, encoding: 'utf8' });
+    expect(port.status).toBe(2);
+    expect(port.stderr).toContain("--port must be an integer 0–65535, got 'abc'");
+    const arrow = join(dir, 'garbage.arrow');
+    writeFileSync(arrow, 'not results');
+    const notDb = spawnSync(process.execPath, [bin, 'dashboard', arrow, '--port', '0'], { cwd: repo, encoding: 'utf8', timeout: 30_000 });
+    expect(notDb.status).not.toBe(0);
+    expect(notDb.stderr).toContain(`${arrow}: not a DuckDB results file (expected a .duckdb file`);
+  });
+
   it('serves a fresh `switchyard sim` results file: URL printed, app and API answer, exits on SIGTERM', async () => {
     const output = join(dir, 'results', 'cli.duckdb');
     writeFileSync(

@@ -52,6 +52,31 @@ describe('echo mode', () => {
   });
 });
 
+describe('request checks', () => {
+  it('refuses a max_tokens below 1 or not an integer with a 400 naming the field, as OpenAI does', async () => {
+    em = await startEmulator({ mode: 'echo' });
+    const below = await post(em, chat({ max_tokens: -5 }));
+    expect(below.status).toBe(400);
+    expect((await below.json()).error).toEqual({
+      message: "Invalid 'max_tokens': integer below minimum value. Expected a value >= 1, but got -5 instead.",
+      type: 'invalid_request_error',
+      param: 'max_tokens',
+      code: 'integer_below_min_value',
+    });
+    const zero = await post(em, chat({ max_completion_tokens: 0, stream: true }));
+    expect(zero.status).toBe(400);
+    expect((await zero.json()).error).toMatchObject({ param: 'max_completion_tokens', code: 'integer_below_min_value' });
+    for (const [v, got] of [[2.5, 'a decimal number'], ['10', 'a string']] as const) {
+      const res = await post(em, chat({ max_tokens: v }));
+      expect(res.status).toBe(400);
+      expect((await res.json()).error).toMatchObject({ param: 'max_tokens', code: 'invalid_type', message: `Invalid type for 'max_tokens': expected an integer, but got ${got} instead.` });
+    }
+    // null and absent are fine, and so is 1.
+    for (const over of [{ max_tokens: null }, {}, { max_tokens: 1 }]) expect((await post(em, chat(over))).status).toBe(200);
+    expect(em.log.all().filter((r) => r.outcome === 'bad_request')).toHaveLength(4);
+  });
+});
+
 describe('engine mode', () => {
   it('streams one chunk per token at the modelled step time', async () => {
     const scale = 0.5;

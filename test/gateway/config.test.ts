@@ -109,11 +109,20 @@ describe('problems name file, line, field and fix', () => {
     expect(by('server.port')).toMatchObject({ file: join(dir, 'gateway.yaml'), line: 2, message: 'expected number, got the string "eighty"', fix: 'write a number' });
   });
 
-  it('YAML syntax errors carry their line', () => {
-    const dir = configDir({ 'models.yaml': 'models:\n  - id: demo\n   route: [\n' });
-    const [p] = problems(() => loadGatewayConfig(dir, {}));
-    expect(p!.field).toBe('(yaml)');
-    expect(p!.line).toBeGreaterThan(1);
+  it('YAML syntax errors carry file, line, column and the offending line', () => {
+    const dir = configDir({ 'models.yaml': 'models:\n  - id: demo\n    route: [{ base_url: "http://x" }\n  bad: : y\n' });
+    const file = join(dir, 'models.yaml');
+    let err: ConfigError | null = null;
+    try {
+      loadGatewayConfig(dir, {});
+    } catch (e) {
+      err = e as ConfigError;
+    }
+    const p = err!.problems[0]!;
+    expect(p).toMatchObject({ file, field: '(yaml)', line: 4, column: 3 });
+    expect(p.snippet).toContain('4 |   bad: : y');
+    expect(err!.message).toContain(`${file}:4:3: (yaml): `);
+    expect(err!.message).toMatch(/4 \|   bad: : y\n\s+\|   \^/);
   });
 
   it("the core's checks: unknown router, duplicate endpoint", () => {

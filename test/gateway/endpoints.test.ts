@@ -55,6 +55,9 @@ describe('OpenAI-style validation', () => {
     ['a message without role', '/v1/chat/completions', { messages: [{ role: 'user', content: 'a' }, { content: 'b' }] }, 'messages.[1].role'],
     ['an unknown role', '/v1/chat/completions', { messages: [{ role: 'robot', content: 'a' }] }, 'messages.[0].role'],
     ['a message that is not an object', '/v1/chat/completions', { messages: ['hi'] }, 'messages.[0]'],
+    ['a content that is a number', '/v1/chat/completions', { messages: [{ role: 'system', content: 'a' }, { role: 'user', content: 5 }] }, 'messages.[1].content'],
+    ['a content that is an object', '/v1/chat/completions', { messages: [{ role: 'user', content: { text: 'a' } }] }, 'messages.[0].content'],
+    ['a content part that is a string', '/v1/chat/completions', { messages: [{ role: 'user', content: [{ type: 'text', text: 'a' }, 'b'] }] }, 'messages.[0].content.[1]'],
     ['temperature "abc"', '/v1/chat/completions', { messages: hello, temperature: 'abc' }, 'temperature'],
     ['temperature above 2', '/v1/chat/completions', { messages: hello, temperature: 2.5 }, 'temperature'],
     ['top_p above 1', '/v1/chat/completions', { messages: hello, top_p: 1.5 }, 'top_p'],
@@ -76,6 +79,23 @@ describe('OpenAI-style validation', () => {
       expect(received()).toBe(before);
     });
   }
+
+  it('a content of the wrong type says which types are accepted; text parts and a tool-call null pass', async () => {
+    const res = await stack.post('/v1/chat/completions', { model: 'demo', messages: [{ role: 'user', content: 5 }] });
+    expect(((await res.json()) as { error: { message: string } }).error.message).toBe(
+      `Invalid type for 'messages.[0].content': expected a string or an array of content parts (objects such as {"type": "text", "text": "…"}), but got an integer instead.`,
+    );
+    const parts = await stack.post('/v1/chat/completions', {
+      model: 'demo',
+      messages: [
+        { role: 'user', content: [{ type: 'text', text: 'hi' }] },
+        { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{}' } }] },
+        { role: 'tool', tool_call_id: 'c1', content: 'done' },
+      ],
+      max_tokens: 2,
+    });
+    expect(parts.status).toBe(200);
+  });
 
   it('the official client sees a BadRequestError naming the field', async () => {
     const e = await stack

@@ -196,7 +196,7 @@ describe('after commit', () => {
     expect(seen.join('')).toBe('The quick');
   });
 
-  it('a pinned request never falls back; pins are for admins only', async () => {
+  it('a pinned request never falls back; a pin from a non-admin key is refused with 403', async () => {
     const s = await primaryAndBackup({ error_rate: 1 });
     const pinned = await s.post('/v1/chat/completions', { model: 'demo', messages: hello }, { authorization: `Bearer ${KEYS.admin}`, 'x-route-pin': s.ids[0]! });
     expect(pinned.status).toBe(502);
@@ -204,10 +204,20 @@ describe('after commit', () => {
     const wrongPin = await s.post('/v1/chat/completions', { model: 'demo', messages: hello }, { authorization: `Bearer ${KEYS.admin}`, 'x-route-pin': 'nowhere' });
     expect(wrongPin.status).toBe(400);
     expect((await wrongPin.json()).error.code).toBe('route_pin_not_found');
-    // A non-admin's pin is ignored: the request routes (and falls back) as usual.
-    const ignored = await s.post('/v1/chat/completions', { model: 'demo', messages: hello }, { 'x-route-pin': s.ids[0]! });
-    expect(ignored.status).toBe(200);
-    expect(ignored.headers.get('x-switchyard-served-by')).toBe(s.ids[1]);
+    // A non-admin's pin is refused, naming the header and the fix; nothing goes upstream.
+    const asked = s.emus[0]!.log.all().length + s.emus[1]!.log.all().length;
+    const refused = await s.post('/v1/chat/completions', { model: 'demo', messages: hello }, { 'x-route-pin': s.ids[0]! });
+    expect(refused.status).toBe(403);
+    const err = (await refused.json()).error;
+    expect(err.code).toBe('admin_required');
+    expect(err.type).toBe('permission_error');
+    expect(err.param).toBe('X-Route-Pin');
+    expect(err.message).toMatch(/X-Route-Pin.*admin key/);
+    expect(s.emus[0]!.log.all().length + s.emus[1]!.log.all().length).toBe(asked);
+    // Without the header the same caller routes (and falls back) as usual.
+    const plain = await s.post('/v1/chat/completions', { model: 'demo', messages: hello });
+    expect(plain.status).toBe(200);
+    expect(plain.headers.get('x-switchyard-served-by')).toBe(s.ids[1]);
   });
 
   it('a client disconnect cancels the upstream request within 100 ms', async () => {

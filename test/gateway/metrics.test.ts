@@ -4,7 +4,7 @@
 import fc from 'fast-check';
 import { Counter, Histogram, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { GatewayMetrics, type RequestObservation } from '../../gateway/metrics.ts';
+import { GatewayMetrics, NO_MODEL_LABEL, type RequestObservation } from '../../gateway/metrics.ts';
 
 const BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
 
@@ -59,6 +59,19 @@ describe('GatewayMetrics', () => {
       }),
       { numRuns: 200 },
     );
+  });
+
+  it('a refusal that names a model counts under its canonical id; an unknown name or none under the sentinel', async () => {
+    const models: Record<string, { id: string }> = { demo: { id: 'demo' }, 'demo-chat': { id: 'demo' } };
+    const m = new GatewayMetrics({ core: () => ({ model: (n: string) => models[n] ?? null, health: { snapshot: () => [] }, limiter: { snapshot: () => [] }, hold: { snapshot: () => [] } }) as never, inFlight: () => 0, nowMs: () => 0, requestLog: () => null, upstreams: () => [] });
+    m.observeRefused(400, 'demo-chat');
+    m.observeRefused(400, 'demo');
+    m.observeRefused(400, 'made-up');
+    m.observeRefused(400);
+    const lines = linesOf(await m.registry.metrics(), 'switchyard_requests_total');
+    expect(lines).toContain(`switchyard_requests_total{endpoint="none",model="demo",status="400"} 2`);
+    expect(lines).toContain(`switchyard_requests_total{endpoint="none",model="${NO_MODEL_LABEL}",status="400"} 2`);
+    expect(lines.join('\n')).not.toContain('made-up');
   });
 
   it('leaves out latencies that are not finite numbers, and resets with the registry', async () => {

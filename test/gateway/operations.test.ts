@@ -116,10 +116,16 @@ describe('admin surface', () => {
     expect((await stack.post('/v1/chat/completions', { model: 'demo' }, { authorization: 'Bearer nope' })).status).toBe(401);
     // A model name nobody configured is the client's to invent: counted as `none`, not as itself.
     expect((await stack.post('/v1/chat/completions', { model: 'invented-by-a-client', messages: [{ role: 'user', content: 'hi' }] })).status).toBe(404);
+    // A body-check 400 counts under the model it names (when configured), else under `none`.
+    expect((await stack.post('/v1/chat/completions', { model: 'demo', messages: [{ role: 'user', content: 5 }] })).status).toBe(400);
+    expect((await stack.post('/v1/chat/completions', { model: 'invented-by-a-client', messages: hello, temperature: 'abc' })).status).toBe(400);
+    expect((await stack.post('/v1/chat/completions', { messages: hello })).status).toBe(400);
     const text = await (await get(`${gw.adminUrl}/metrics`, KEYS.admin)).text();
     expect(text).not.toContain('invented-by-a-client');
     expect(text).toMatch(/switchyard_requests_total\{model="none",endpoint="none",status="404"\} 1/);
     expect(text).toMatch(/switchyard_requests_total\{model="none",endpoint="none",status="401"\} 1/);
+    expect(text).toMatch(/switchyard_requests_total\{model="demo",endpoint="none",status="400"\} 1/);
+    expect(text).toMatch(/switchyard_requests_total\{model="none",endpoint="none",status="400"\} 2/);
     expect(text).toMatch(/switchyard_requests_total\{model="demo",endpoint="[^"]+",status="200"\} 1/);
     expect(text).toMatch(/switchyard_ttft_seconds_count\{model="demo",endpoint="[^"]+"\} 1/);
     expect(text).toMatch(/switchyard_e2e_seconds_bucket/);

@@ -103,6 +103,12 @@ describe('switchyard sim', () => {
     expect(() => loadExperiment(join(dir, 'bad2.yaml'))).toThrow(/replicas\.count[\s\S]*runs/);
   });
 
+  it('a YAML syntax error names file, line and column and shows the offending line', () => {
+    const file = join(dir, 'syntax.yaml');
+    writeFileSync(file, 'name: x\ntrace: t\nruns:\n  - strategy: fixed\n    params: { a: 1\noutput: o\n');
+    expect(() => loadExperiment(file)).toThrow(new RegExp(`^${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:6:1: YAML syntax error: .+\n  6 \\| output: o\n    \\| \\^$`));
+  });
+
   it('a missing field is called required, with an example of what to write; an empty file says so', () => {
     const file = join(dir, 'missing.yaml');
     writeFileSync(file, 'name: x\nreplicas: { count: 1, profile: llama2-70b-h100-tp4 }\n');

@@ -53,6 +53,30 @@ describe('switchyard sim: output file safety', () => {
     expect(lines.some((l) => /requests replayed/.test(l))).toBe(false);
   });
 
+  it('an output whose folder cannot be made fails before the replay, naming the path', async () => {
+    const file = writeExperiment('unwritable');
+    const notes = join(dir, 'in-the-way.txt');
+    writeFileSync(notes, 'notes\n');
+    const lines: string[] = [];
+    const under = join(notes, 'x.duckdb');
+    await expect(runExperiment(file, { ...quiet, output: under, print: (l) => lines.push(l) })).rejects.toThrow(
+      `output ${under} cannot be written: its folder ${notes} cannot be created (a path above it is a file): pick another --output path`,
+    );
+    expect(readFileSync(notes, 'utf8')).toBe('notes\n');
+    expect(lines.some((l) => /requests replayed/.test(l))).toBe(false);
+    // Under /proc no folder can be made; Node's recursive mkdir never returns there.
+    if (existsSync('/proc/self')) {
+      await expect(runExperiment(file, { ...quiet, output: '/proc/nope/x.duckdb', print: (l) => lines.push(l) })).rejects.toThrow(
+        'output /proc/nope/x.duckdb cannot be written: its folder /proc/nope cannot be created (',
+      );
+      expect(lines.some((l) => /requests replayed/.test(l))).toBe(false);
+    }
+    // Missing folders above a writable one are made, as before.
+    const nested = join(dir, 'a', 'b', 'c.duckdb');
+    await runExperiment(file, { ...quiet, output: nested });
+    expect(await countOf(nested, 'runs')).toBe(2);
+  });
+
   it('refuses a directory and a DuckDB database without the results tables', async () => {
     const file = writeExperiment('other');
     const lines: string[] = [];

@@ -215,8 +215,30 @@ describe('dotted paths of sweep axes and plan configurations', () => {
       message = (err as Error).message;
     }
     expect(message).toMatch(/typo\.yaml:8: sweep\.axes\.client\.timeout_msx: 'client\.timeout_msx' names no experiment field: client has no 'timeout_msx' \(did you mean 'client\.timeout_ms'\?\)/);
-    expect(message).toMatch(/typo\.yaml:15: plan\.max_rate\.configs\.0\.set\.replica\.count: .*did you mean 'replicas'/);
+    expect(message).toMatch(/typo\.yaml:15: plan\.max_rate\.configs\.0\.set\.replica\.count: .*did you mean 'replicas\.count'/);
     // A list entry named by its name passes the check (the cell's own validation covers the rest).
     expect(message).not.toMatch(/providers\.deepinfra/);
+  });
+
+  it('an unknown top-level segment or a path below a single value is refused with the nearest valid key', async () => {
+    const { loadExperiment } = await import('../../simulator/experiment.ts');
+    const file = join(dir, 'engine-typo.yaml');
+    writeFileSync(
+      file,
+      [
+        'name: engine-typo',
+        `trace: ${azureConv}`,
+        'model: m',
+        'replicas: { count: 1, profile: llama2-70b-h100-tp4 }',
+        'runs: [{ strategy: fixed }]',
+        'sweep:',
+        '  axes:',
+        '    engine.max_num_seq: [8, 16]',
+        '    replicas.engine.max_num_seq: [8]',
+        '',
+      ].join('\n'),
+    );
+    expect(() => loadExperiment(file)).toThrow(/engine-typo\.yaml:8: sweep\.axes\.engine\.max_num_seq: 'engine\.max_num_seq' names no experiment field: an experiment has no 'engine' \(did you mean 'replicas\.max_num_seqs'\?\); allowed there: name, /);
+    expect(() => loadExperiment(file)).toThrow(/engine-typo\.yaml:9: sweep\.axes\.replicas\.engine\.max_num_seq: 'replicas\.engine\.max_num_seq' names no experiment field: replicas\.engine is a single value, not a mapping \(did you mean 'replicas\.max_num_seqs'\?\)/);
   });
 });
