@@ -117,6 +117,11 @@ export class HealthRegistry {
     this.options = resolveHealthOptions(options);
   }
 
+  /** Whether every breaker is closed: then `allowRequest` is true for every endpoint. */
+  get allClosed(): boolean {
+    return this.notClosed === 0;
+  }
+
   /**
    * Whether a request to `endpointId` would be admitted at `nowMs`. Pure: changes nothing, not
    * even the lazy creation of the endpoint (an unknown endpoint is healthy: true).

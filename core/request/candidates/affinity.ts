@@ -50,7 +50,9 @@ export function affinityBacklogTokens(deps: AffinityDeps, endpointId: string, ca
 function admittedRoute(routes: readonly ResolvedRoute[], endpointId: string, admission: Admission, nowMs: number): ResolvedRoute | null {
   for (const r of routes) {
     if (r.endpointId !== endpointId) continue;
-    if (r.effectiveWeight <= 0 || !admission.admits(r, nowMs)) return null;
+    if (r.effectiveWeight <= 0) return null;
+    if (admission.admitsEvery(nowMs)) return r; // nothing cooling, every breaker closed
+    if (!admission.admits(r, nowMs)) return null;
     return admission.gates.breaker.admits(r, nowMs) ? r : null;
   }
   return null;
