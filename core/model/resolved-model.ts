@@ -71,6 +71,11 @@ export interface ResolvedModel {
    */
   readonly candidates: readonly Candidate[];
   /**
+   * Every route by its endpoint id (unique within a model), for stages that look one route up
+   * (a session-affinity pin). Absent = not built: search `routes`.
+   */
+  readonly routeById?: ReadonlyMap<string, ResolvedRoute>;
+  /**
    * Every route accepts text: a request with no other input modality passes the modality stage
    * on every route (the stage is skipped). Absent = not known.
    */

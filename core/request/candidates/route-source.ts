@@ -108,7 +108,7 @@ export class RouteSource implements CandidateSource<Life<RouteSource>> {
     if (model.planner.sessionAffinity === true) {
       const key = request.callerId ?? ANONYMOUS_AFFINITY_KEY;
       this.affinityKey = key;
-      const hit = affinityStage(this.deps, key, request.callerId, model.id, modal, this.offloadId, admission, nowMs);
+      const hit = affinityStage(this.deps, key, request.callerId, model, modal, this.offloadId, admission, nowMs);
       if (hit.kind === 'hit') {
         const { route, claim } = hit; // the stage's reused answer: read it now
         life.reason = 'affinity';
