@@ -8,13 +8,10 @@ import type { Outcome } from '../lifecycle/outcome.ts';
 import type { LifecycleAction, RoutingMetadata, Usage } from '../lifecycle/seam.ts';
 import type { LiveAttempt } from './live-attempt.ts';
 
-/**
- * A family's candidate source: selection at the start of a life. Holds the request's walk state;
- * it may be a separate object or the life itself (a subclass of the life that adds that state).
- */
+/** A family's candidate source: selection at the start of a life. Holds the request's walk state. */
 export interface CandidateSource<L> {
   /** Runs the candidate stages at `nowMs` and starts the first attempt on `life`, or ends it. */
-  select(life: L, nowMs: number): LifecycleAction[];
+  begin(life: L, nowMs: number): LifecycleAction[];
 }
 
 /**

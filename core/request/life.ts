@@ -91,8 +91,6 @@ export class Life<S extends CandidateSource<Life<S>>> extends DeadlineBook imple
   overallAtMs = Number.POSITIVE_INFINITY;
   /** The attempt that served the request, once one did. */
   servedBy: LiveAttempt | null = null;
-  /** The family's candidate source and the request's walk state (`this` for a `router:` life). */
-  readonly source: S;
 
   constructor(
     readonly model: ResolvedModel | null,
@@ -101,13 +99,11 @@ export class Life<S extends CandidateSource<Life<S>>> extends DeadlineBook imple
     readonly parts: LifeParts,
     /** The family's resolved rules (waits, commit point, failure rules); null for an unknown alias. */
     readonly kind: RequestKindPolicy | null,
-    /** The candidate source; null when this life is its own (a subclass that is `S`). */
-    source: S | null,
+    readonly source: S,
     readonly policy: AttemptPolicy<Life<S>>,
   ) {
     super();
     this.requestId = request.requestId;
-    this.source = source ?? (this as unknown as S);
   }
 
   get isDone(): boolean {
@@ -132,7 +128,7 @@ export class Life<S extends CandidateSource<Life<S>>> extends DeadlineBook imple
 
   /** Runs selection at `nowMs`. Called once, by `request-life.ts`. */
   begin(nowMs: number): LifecycleAction[] {
-    return this.source.select(this, nowMs);
+    return this.source.begin(this, nowMs);
   }
 
   invariants(): void {

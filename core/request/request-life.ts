@@ -31,7 +31,8 @@ export interface LifeDeps {
 
 /** A `router:` model's life for `request` (not begun), over `deps` (completed with private tables when partial). */
 export function routerLife(model: ResolvedModel | null, request: RouteRequest, deps: LifecycleDeps, rng: Rng): Life<RouteSource> {
-  return new RouteSource(model, request, rng, completeDeps(deps), ROUTER_POLICY);
+  const full = completeDeps(deps);
+  return new Life(model, request, rng, full, full.kindPolicy, new RouteSource(full, model, request.stream), ROUTER_POLICY);
 }
 
 /**

@@ -10,8 +10,6 @@
  * It also keeps the request's per-route state the family's attempt policy (`../router-policy.ts`)
  * reads: the routes that passed the stages (fallback walks these in declaration order), the
  * context floor after a refusal, the affinity key, the offload and hedge plans, prefill leases.
- * A `router:` life is this source itself (a `Life` whose `source` is `this`): one object per
- * request holds the life and its per-route state.
  */
 import type { ResolvedModel, ResolvedRoute } from '../../model/resolved-model.ts';
 import type { LifecycleAction } from '../../lifecycle/seam.ts';
@@ -19,9 +17,8 @@ import { ANONYMOUS_AFFINITY_KEY } from '../../affinity/affinity-key.ts';
 import { OffloadPlan } from '../policy/offload.ts';
 import { HedgePlan } from '../policy/hedge.ts';
 import type { FullDeps } from '../router-deps.ts';
-import { Life } from '../life.ts';
-import type { AttemptPolicy, CandidateSource } from '../family.ts';
-import type { Rng } from '../../rng.ts';
+import type { Life } from '../life.ts';
+import type { CandidateSource } from '../family.ts';
 import { startOffload } from '../offloading.ts';
 import type { RouteRequest } from '../../lifecycle/seam.ts';
 import { acceptsModalities, routesAccepting } from './modality.ts';
@@ -39,8 +36,8 @@ const NO_HEDGE = new HedgePlan();
 /** The eligible routes before selection ran: shared, never written. */
 const NO_ROUTES: readonly ResolvedRoute[] = Object.freeze([]);
 
-/** One `router:` request's life, candidates and per-route state. */
-export class RouteSource extends Life<RouteSource> implements CandidateSource<Life<RouteSource>> {
+/** One `router:` request's candidates and per-route state. */
+export class RouteSource implements CandidateSource<Life<RouteSource>> {
   /** Routes that passed the endpoint-family, modality and context-window stages. */
   eligibleRoutes: readonly ResolvedRoute[] = NO_ROUTES;
   /** After a context-length rejection: routes need a `context_length` above this. */
@@ -58,23 +55,18 @@ export class RouteSource extends Life<RouteSource> implements CandidateSource<Li
   leasesTaken = 0;
   leasesReleased = 0;
 
-  /** The shared tables this request works with (the life's `parts`, complete). */
-  readonly deps: FullDeps;
-
-  /**
-   * The life of `request` for `model` (null: unknown id; the life answers 404), over `deps`,
-   * under `policy` (the family's, `../router-policy.ts`). Not begun.
-   */
-  constructor(model: ResolvedModel | null, request: RouteRequest, rng: Rng, deps: FullDeps, policy: AttemptPolicy<Life<RouteSource>>) {
-    super(model, request, rng, deps, deps.kindPolicy, null, policy);
-    this.deps = deps;
+  constructor(
+    readonly deps: FullDeps,
+    model: ResolvedModel | null,
+    stream: boolean,
+  ) {
     const active = model?.offload?.active === true;
     this.offload = active ? new OffloadPlan(model) : NO_OFFLOAD;
     this.offloadId = this.offload.endpointId;
-    this.holdLimit = active && request.stream ? model!.offload!.engineQueueLimit : null;
+    this.holdLimit = active && stream ? model!.offload!.engineQueueLimit : null;
   }
 
-  select(life: Life<RouteSource>, nowMs: number): LifecycleAction[] {
+  begin(life: Life<RouteSource>, nowMs: number): LifecycleAction[] {
     const model = life.model;
     const request = life.request;
     if (!model || !model.published || model.routes.length === 0) {

@@ -27,7 +27,7 @@ import { TierWalk } from './tier-walk.ts';
 
 /** One alias request's walk and budget. */
 export class TierSource implements CandidateSource<Life<TierSource>> {
-  /** The walk over the candidate tiers; set by `select`. */
+  /** The walk over the candidate tiers; set by `begin`. */
   tiers!: TierWalk;
   /** A same-target retry waiting out its backoff, or null. */
   wait: { deadlineId: number; target: ResolvedTarget } | null = null;
@@ -43,7 +43,7 @@ export class TierSource implements CandidateSource<Life<TierSource>> {
     readonly mt: ResolvedMultiTarget,
   ) {}
 
-  select(life: Life<TierSource>, nowMs: number): LifecycleAction[] {
+  begin(life: Life<TierSource>, nowMs: number): LifecycleAction[] {
     const model = life.model;
     const mt = this.mt;
     const request = life.request;
