@@ -6,7 +6,7 @@
  * depend on this file and not on each other.
  */
 import type { EndpointFamilyName, Modality } from '../lifecycle/seam.ts';
-import type { Candidate, Planner } from '../strategies/planner.ts';
+import type { Candidate, Planner, PlannerTraits } from '../strategies/planner.ts';
 import type { CidrBlock } from '../multi-target/cidr.ts';
 import type { RetryRules } from '../request/policy/retry-policy.ts';
 import type { BackoffPolicy } from '../request/policy/backoff.ts';
@@ -62,6 +62,8 @@ export interface ResolvedModel {
   readonly aliases: readonly string[];
   readonly strategy: string;
   readonly planner: Planner;
+  /** What the request life asks of `planner` on every request (`plannerTraits(planner)`). */
+  readonly traits: PlannerTraits;
   readonly published: boolean;
   /** For a multi-target model: its targets' routes, in target order (`routeIndex` = target index). */
   readonly routes: readonly ResolvedRoute[];

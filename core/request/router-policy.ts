@@ -192,7 +192,7 @@ export const ROUTER_POLICY: AttemptPolicy<Life<RouteSource>> = {
     // A hedge's cancelled loser is not a fallback; a failed attempt before the served one is.
     const fallback = status === 'ok' && attempts.length > 1 && attempts.some((x) => x.outcome !== CANCELLED && x.outcome.kind !== 'ok');
     const metadata = routerMetadata(life, route, fallback, status, nowMs, usage, s.offload.reason, s.offload.offloaded ? s.offloadId : null);
-    if (life.model?.planner.plansHedges === true) metadata.hedgeEndpointId = s.hedge.sentTo;
+    if (life.model?.traits.plansHedges === true) metadata.hedgeEndpointId = s.hedge.sentTo;
     return metadata;
   },
 

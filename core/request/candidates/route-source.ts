@@ -107,7 +107,7 @@ export class RouteSource implements CandidateSource<Life<RouteSource>> {
     // Session affinity first: a hit needs only its own endpoint's admission, not the full
     // candidate list (the common case for a returning caller).
     let bypass: Extract<AffinityOutcome, { kind: 'bypass' }> | null = null;
-    if (model.planner.sessionAffinity === true) {
+    if (model.traits.sessionAffinity) {
       const key = request.callerId ?? ANONYMOUS_AFFINITY_KEY;
       this.affinityKey = key;
       const hit = affinityStage(this.deps, key, request.callerId, model, modal, this.offloadId, admission, nowMs);
