@@ -59,6 +59,18 @@ export class Admission {
     return null;
   }
 
+  /**
+   * Whether every check gate and the breaker admit every target at `nowMs` (nothing cooling,
+   * every breaker closed): then `admits` and `gates.breaker.admits` are true for any target, and
+   * a caller may leave them unasked. False means "ask per target". Reads only.
+   */
+  admitsEvery(nowMs: number): boolean {
+    if (!this.gates.breaker.admitsEvery()) return false;
+    const checks = this.gates.checks;
+    for (let i = 0; i < checks.length; i++) if (checks[i]!.admitsEvery?.(nowMs) !== true) return false;
+    return true;
+  }
+
   /** Whether every check gate (but `ignoring`) admits `target` at `nowMs`. Pure. */
   admits(target: AdmissionTarget, nowMs: number, ignoring: GateName | null = null): boolean {
     return this.refusal(target, nowMs, ignoring) === null;

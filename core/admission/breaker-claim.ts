@@ -17,6 +17,11 @@ export class BreakerGate implements AdmissionGate {
     return this.health.allowRequest(target.endpointId, nowMs);
   }
 
+  /** True when every breaker is closed (then `admits` is true for every target). */
+  admitsEvery(): boolean {
+    return this.health.allClosed;
+  }
+
   retryInMs(target: AdmissionTarget, nowMs: number): number {
     return this.health.admitsInMs(target.endpointId, nowMs);
   }

@@ -15,6 +15,11 @@ export class CooldownGate implements AdmissionGate {
     return !this.cooldowns.active(target.endpointId, nowMs);
   }
 
+  /** True when no endpoint opted in to cooldowns (then none can be cooling). */
+  admitsEvery(): boolean {
+    return this.cooldowns.isEmpty;
+  }
+
   retryInMs(target: AdmissionTarget, nowMs: number): number {
     const s = this.cooldowns.status(target.endpointId, nowMs);
     return s.state === 'cooldown' ? s.untilMs! - nowMs : 0;

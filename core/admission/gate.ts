@@ -30,4 +30,10 @@ export interface AdmissionGate {
   admits(target: AdmissionTarget, nowMs: number): boolean;
   /** Ms from `nowMs` until the gate may admit `target` (0 when it does; Infinity when unknown). */
   retryInMs(target: AdmissionTarget, nowMs: number): number;
+  /**
+   * Optional: true when the gate admits every target at `nowMs` (its table holds nothing that
+   * could refuse), so the admission may skip asking it per target; false means "ask per
+   * target", not "refuses". Absent ⇒ always asked per target. Reads only, like `admits`.
+   */
+  admitsEvery?(nowMs: number): boolean;
 }

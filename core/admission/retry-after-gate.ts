@@ -20,6 +20,11 @@ export class RetryAfterGate implements AdmissionGate {
     return this.table.remainingMs(target.endpointId, nowMs);
   }
 
+  /** True when no endpoint has a not-before time recorded (the usual case). */
+  admitsEvery(): boolean {
+    return this.table.isEmpty;
+  }
+
   /** The status (429, or 503 for busy answers) whose Retry-After set `endpointId`'s wait. */
   statusOf(endpointId: string): number {
     return this.table.statusOf(endpointId);

@@ -93,6 +93,11 @@ export class CooldownRegistry {
     }
   }
 
+  /** Whether no endpoint opted in (then `active` is false for every endpoint). */
+  get isEmpty(): boolean {
+    return this.entries.size === 0;
+  }
+
   /** Whether `endpointId` is cooling down at `nowMs` (false when not opted in). */
   active(endpointId: string, nowMs: number): boolean {
     const e = this.entries.get(endpointId);

@@ -81,7 +81,8 @@ interface EndpointEntry {
 }
 
 /** The concrete claim: the public fields plus the live-claims list's links. */
-type LiveClaim = DispatchClaim & ListLinks<LiveClaim>;
+/** A claim as the registry keeps it: linked into the live list, and holding its endpoint's entry (entries are never replaced). */
+type LiveClaim = DispatchClaim & ListLinks<LiveClaim> & { readonly entry: EndpointEntry };
 
 function checkNow(nowMs: number): void {
   if (typeof nowMs !== 'number' || !Number.isFinite(nowMs)) {
@@ -115,6 +116,11 @@ export class HealthRegistry {
    */
   constructor(options: Partial<HealthOptions> = {}) {
     this.options = resolveHealthOptions(options);
+  }
+
+  /** Whether every breaker is closed: then `allowRequest` is true for every endpoint. */
+  get allClosed(): boolean {
+    return this.notClosed === 0;
   }
 
   /**
@@ -163,7 +169,7 @@ export class HealthRegistry {
       return null;
     }
     const claimId = this.nextClaimId++;
-    const claim = { endpointId, claimId, isProbe, takenAtMs: nowMs, prev: null, next: null, list: null } as unknown as LiveClaim;
+    const claim = { endpointId, claimId, isProbe, takenAtMs: nowMs, entry, prev: null, next: null, list: null } as unknown as LiveClaim;
     if (isProbe) this.collect(breaker.startProbe(claimId, nowMs));
     this.liveClaims.add(claim);
     entry.claimsInFlight += 1;
@@ -191,8 +197,7 @@ export class HealthRegistry {
         `endDispatch called twice or with a foreign claim: ${describe(claim)} is not live in this registry`,
       );
     }
-    const entry = this.endpoints.get(claim.endpointId);
-    if (entry === undefined) throw new Error(`no health state for ${describe(claim)}`);
+    const entry = (claim as LiveClaim).entry;
     this.liveClaims.remove(claim as LiveClaim);
     entry.claimsInFlight -= 1;
     const breaker = entry.breaker;

@@ -45,6 +45,11 @@ export class RetryAfterTable {
     return this.status.get(endpointId) ?? 429;
   }
 
+  /** Whether no not-before time is recorded (then `remainingMs` is 0 for every endpoint). */
+  get isEmpty(): boolean {
+    return this.notBefore.size === 0;
+  }
+
   /** Remaining wait in ms at `nowMs` (0 when not cooling; expired entries are dropped). */
   remainingMs(endpointId: string, nowMs: number): number {
     if (this.notBefore.size === 0) return 0; // the usual case: nothing is cooling

@@ -5,7 +5,7 @@
  */
 import type { ModelsConfig } from '../config/models-config.ts';
 import type { StrategyRegistry } from '../strategies/registry.ts';
-import type { PlannerContext } from '../strategies/planner.ts';
+import { plannerTraits, type PlannerContext } from '../strategies/planner.ts';
 import { resolveOffloadPolicy } from '../offload/offload-policy.ts';
 import { resolveMultiTargetModel } from '../multi-target/multi-target-model.ts';
 import { resolveRoutes } from './resolve-routes.ts';
@@ -53,7 +53,8 @@ export function resolveModels(
     const candidates = routes.map((r) => r.candidate);
     const textRoutes = routes.every((r) => r.acceptsText);
     const windowless = routes.every((r) => r.contextLength === null);
-    const model: ResolvedModel = { id: m.id, aliases: m.aliases, strategy, planner, published: m.published, routes, candidates, textRoutes, windowless, ...(offload && { offload }) };
+    const routeById = new Map(routes.map((r) => [r.endpointId, r]));
+    const model: ResolvedModel = { id: m.id, aliases: m.aliases, strategy, planner, traits: plannerTraits(planner), published: m.published, routes, candidates, routeById, textRoutes, windowless, ...(offload && { offload }) };
     for (const name of [m.id, ...m.aliases]) {
       if (models.has(name)) throw new Error(`${where}: model id or alias '${name}' is used twice`);
       models.set(name, model);

@@ -6,7 +6,7 @@
  * depend on this file and not on each other.
  */
 import type { EndpointFamilyName, Modality } from '../lifecycle/seam.ts';
-import type { Candidate, Planner } from '../strategies/planner.ts';
+import type { Candidate, Planner, PlannerTraits } from '../strategies/planner.ts';
 import type { CidrBlock } from '../multi-target/cidr.ts';
 import type { RetryRules } from '../request/policy/retry-policy.ts';
 import type { BackoffPolicy } from '../request/policy/backoff.ts';
@@ -62,6 +62,8 @@ export interface ResolvedModel {
   readonly aliases: readonly string[];
   readonly strategy: string;
   readonly planner: Planner;
+  /** What the request life asks of `planner` on every request (`plannerTraits(planner)`). */
+  readonly traits: PlannerTraits;
   readonly published: boolean;
   /** For a multi-target model: its targets' routes, in target order (`routeIndex` = target index). */
   readonly routes: readonly ResolvedRoute[];
@@ -70,6 +72,11 @@ export interface ResolvedModel {
    * eligible hands the planner this shared array instead of building one.
    */
   readonly candidates: readonly Candidate[];
+  /**
+   * Every route by its endpoint id (unique within a model), for stages that look one route up
+   * (a session-affinity pin). Absent = not built: search `routes`.
+   */
+  readonly routeById?: ReadonlyMap<string, ResolvedRoute>;
   /**
    * Every route accepts text: a request with no other input modality passes the modality stage
    * on every route (the stage is skipped). Absent = not known.

@@ -9,7 +9,7 @@
  */
 import type { ModelConfig, ModelsConfig, CooldownConfig } from '../config/models-config.ts';
 import type { ResolvedModel, ResolvedMultiTarget, ResolvedRoute, ResolvedTarget } from '../model/resolved-model.ts';
-import type { PlannerContext } from '../strategies/planner.ts';
+import { plannerTraits, type PlannerContext } from '../strategies/planner.ts';
 import type { StrategyRegistry } from '../strategies/registry.ts';
 import { parseCidr } from './cidr.ts';
 import type { CooldownPolicy, CooldownRegistry } from '../health/cooldown.ts';
@@ -76,6 +76,7 @@ export function resolveMultiTargetModel(
     aliases: m.aliases,
     strategy: block.strategy,
     planner,
+    traits: plannerTraits(planner),
     published: m.published,
     routes: targets.map((t) => t.route),
     candidates: targets.map((t) => t.route.candidate),

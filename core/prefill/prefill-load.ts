@@ -64,7 +64,8 @@ export interface EndpointPrefillSnapshot {
 }
 
 /** The concrete lease: the public fields plus the live-leases list's links. */
-type LiveLease = PrefillLease & ListLinks<LiveLease>;
+/** A lease as the load keeps it: linked into the live list, and holding its endpoint's state (entries are never replaced). */
+type LiveLease = PrefillLease & ListLinks<LiveLease> & { readonly entry: EndpointPrefill };
 
 interface PromptHint {
   promptTokens: number;
@@ -157,7 +158,7 @@ export class PrefillLoad implements PrefillLoadView {
     if (elephant) e.elephantsInFlight += 1;
     const own = trackOwn && uncachedTokens > 0 ? callerId : null;
     if (own !== null) e.byCaller.set(own, (e.byCaller.get(own) ?? 0) + uncachedTokens);
-    const lease = { endpointId, callerId: own, uncachedTokens, elephant, prev: null, next: null, list: null } as unknown as LiveLease;
+    const lease = { endpointId, callerId: own, uncachedTokens, elephant, entry: e, prev: null, next: null, list: null } as unknown as LiveLease;
     this.live.add(lease);
     return lease;
   }
@@ -170,7 +171,7 @@ export class PrefillLoad implements PrefillLoadView {
     if (!this.live.remove(lease as LiveLease)) {
       throw new Error(`prefill lease for '${lease.endpointId}' (${lease.uncachedTokens} tokens) released twice or foreign`);
     }
-    const e = this.endpoints.get(lease.endpointId)!;
+    const e = (lease as LiveLease).entry;
     e.backlogTokens -= lease.uncachedTokens;
     e.leasesInFlight -= 1;
     if (lease.elephant) e.elephantsInFlight -= 1;

@@ -22,7 +22,7 @@ import type { TierSource } from './candidates/tier-source.ts';
 import { failureClassOf, failureStep } from './policy/failure-rule.ts';
 import { sameTargetDelayMs, sameTargetRetries } from './policy/same-target-retry.ts';
 import { contextNeedTokens, refusalFloorTokens } from './candidates/context-floor.ts';
-import { baseMetadata } from './metadata.ts';
+import { aliasMetadata } from './metadata.ts';
 import { TIMEOUT, isTimeout, type LiveAttempt } from './live-attempt.ts';
 
 type AliasLife = Life<TierSource>;
@@ -147,24 +147,9 @@ export const ALIAS_POLICY: AttemptPolicy<Life<TierSource>> = {
     let lastUpstream: AttemptRecord | undefined;
     for (let i = attempts.length - 1; i >= 0 && !lastUpstream; i--) if (!attempts[i]!.skipped) lastUpstream = attempts[i];
     const t = life.servedBy?.target ?? (lastUpstream ? s.mt.targets.find((x) => x.endpointId === lastUpstream!.endpointId) ?? null : null);
-    const metadata = baseMetadata({
-      requestId: life.requestId,
-      model: life.model,
-      request: life.request,
-      route: t === null ? null : { endpointId: t.endpointId, provider: t.route.provider, baseUrl: t.route.baseUrl },
-      reason: life.reason,
-      fallback: status === 'ok' && attempts.length > 1,
-      attempts: life.attemptList(),
-      status,
-      firstTokenAtMs: life.firstTokenAtMs,
-      finishedAtMs: nowMs,
-      usage,
-      offloadReason: null,
-    });
-    metadata.servedBy = life.servedBy?.target?.model ?? null;
-    metadata.fallbacks = Math.max(0, s.targetsDispatched - 1);
-    metadata.retries = s.retriesTotal;
-    return metadata;
+    const route = t === null ? null : { endpointId: t.endpointId, provider: t.route.provider, baseUrl: t.route.baseUrl };
+    const servedBy = life.servedBy?.target?.model ?? null;
+    return aliasMetadata(life, route, status === 'ok' && attempts.length > 1, status, nowMs, usage, servedBy, Math.max(0, s.targetsDispatched - 1), s.retriesTotal);
   },
 
   ended(life) {

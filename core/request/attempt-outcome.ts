@@ -7,15 +7,16 @@
  */
 import type { DispatchClaim, HealthRegistry } from '../health/health-registry.ts';
 import type { Outcome } from '../lifecycle/outcome.ts';
-import type { Planner } from '../strategies/planner.ts';
+import type { ResolvedModel } from '../model/resolved-model.ts';
 
 /**
- * Reports attempt to `endpointId` ended with `outcome` at `nowMs`. `sent`: it was dispatched
- * upstream; `claim`: its breaker claim, or null. Ends `claim` (exactly once: the caller's duty).
+ * Reports attempt to `endpointId` of `model` (null: unknown) ended with `outcome` at `nowMs`.
+ * `sent`: it was dispatched upstream; `claim`: its breaker claim, or null. Ends `claim`
+ * (exactly once: the caller's duty).
  */
-export function reportAttemptOutcome(health: HealthRegistry, planner: Planner | undefined, endpointId: string, claim: DispatchClaim | null, sent: boolean, outcome: Outcome, nowMs: number): void {
+export function reportAttemptOutcome(health: HealthRegistry, model: ResolvedModel | null, endpointId: string, claim: DispatchClaim | null, sent: boolean, outcome: Outcome, nowMs: number): void {
   if (claim) health.endDispatch(claim, outcome, nowMs);
   else if (sent) health.recordUnadmitted(endpointId, outcome, nowMs);
   if (outcome.kind === 'http_status' && outcome.errorClass === 'auth_rejected') health.markDegraded(endpointId, nowMs);
-  if (sent) planner?.observe?.(endpointId, outcome, nowMs);
+  if (sent && model !== null && model.traits.observes) model.planner.observe!(endpointId, outcome, nowMs);
 }

@@ -18,8 +18,35 @@ import type { LifecycleAction } from '../lifecycle/seam.ts';
 /** What a deadline bounds. */
 export type DeadlineKind = 'overall' | 'queue' | 'headers' | 'total' | 'idle' | 'engine_wait' | 'hedge' | 'backoff' | 'first_token';
 
-const KIND_CODE: Readonly<Record<DeadlineKind, number>> = { overall: 1, queue: 2, headers: 3, total: 4, idle: 5, engine_wait: 6, hedge: 7, backoff: 8, first_token: 9 };
 const KIND_OF: readonly DeadlineKind[] = ['overall', 'overall', 'queue', 'headers', 'total', 'idle', 'engine_wait', 'hedge', 'backoff', 'first_token'];
+
+/**
+ * The code of `kind` in a packed deadline (its index in `KIND_OF`, 1–9). A switch rather than a
+ * lookup table: one call site sees every kind, and a keyed property load over that many names
+ * takes V8's slow generic path, where a switch compares interned strings by identity.
+ */
+function kindCode(kind: DeadlineKind): number {
+  switch (kind) {
+    case 'overall':
+      return 1;
+    case 'queue':
+      return 2;
+    case 'headers':
+      return 3;
+    case 'total':
+      return 4;
+    case 'idle':
+      return 5;
+    case 'engine_wait':
+      return 6;
+    case 'hedge':
+      return 7;
+    case 'backoff':
+      return 8;
+    case 'first_token':
+      return 9;
+  }
+}
 
 /** The `wait_until` action `arm` returns. */
 export type WaitUntil = Extract<LifecycleAction, { kind: 'wait_until' }>;
@@ -42,14 +69,14 @@ export class DeadlineBook {
   /** Arms a deadline of `kind` for `attemptId` (0: the life's own) at `atMs`; returns its `wait_until`. */
   arm(kind: DeadlineKind, attemptId: number, atMs: number): WaitUntil {
     const deadlineId = this.nextDeadlineId++;
-    this.packed[deadlineId] = attemptId * 16 + KIND_CODE[kind];
+    this.packed[deadlineId] = attemptId * 16 + kindCode(kind);
     return { kind: 'wait_until', deadlineId, atMs };
   }
 
   /** Forgets `attemptId`'s armed deadlines of `kind`. */
   disarm(attemptId: number, kind: DeadlineKind): void {
     const d = this.packed;
-    const p = attemptId * 16 + KIND_CODE[kind];
+    const p = attemptId * 16 + kindCode(kind);
     for (let i = 1; i < this.nextDeadlineId; i++) if (d[i] === p) d[i] = 0;
   }
 

@@ -295,7 +295,7 @@ export class Life<S extends CandidateSource<Life<S>>> extends DeadlineBook imple
     this.releaseTicket(a, outcome);
     this.policy.attemptEnded(this, a, outcome, healthOutcome, nowMs);
     const sent = a.phase === 'sent';
-    if (sent || a.claim !== null) reportAttemptOutcome(this.parts.health, this.model?.planner, a.route.endpointId, a.claim, sent, healthOutcome, nowMs);
+    if (sent || a.claim !== null) reportAttemptOutcome(this.parts.health, this.model, a.route.endpointId, a.claim, sent, healthOutcome, nowMs);
     this.recordAttempt(endedRecord(a, outcome, nowMs, usage));
   }
 

@@ -1,7 +1,10 @@
 /**
  * The routing metadata (the seed's `_routing`) every request life hands back in its `done`
- * action: the fields both model kinds fill the same way. Each life then adds its own (offload
- * and hedge for `router:` models; served-by, fallbacks and retries for aliases).
+ * action. Both model kinds fill the shared fields the same way, in the same order; each then
+ * has its own trailing fields (offload for `router:` models, served-by, fallbacks and retries
+ * for aliases). Each family's object is built as one literal with all its fields, so it is
+ * allocated once with its final shape (a field added afterwards would need a second allocation).
+ * Keep the shared fields of the two builders in step.
  */
 import type { ResolvedModel } from '../model/resolved-model.ts';
 import type { AttemptRecord, RouteRequest, RoutingMetadata, Usage } from '../lifecycle/seam.ts';
@@ -13,44 +16,68 @@ export interface ServedRoute {
   readonly baseUrl: string;
 }
 
-/** What a life knows when it ends, for `baseMetadata`. Times are simulated/driver ms. */
-export interface LifeEnd {
+/** What the metadata reads of the ending life itself (a `Life` fits). Times are driver ms. */
+export interface EndingLife {
   readonly requestId: string;
   readonly model: ResolvedModel | null;
   readonly request: RouteRequest;
-  /** The route that served, else the last one tried; null when none was. */
-  readonly route: ServedRoute | null;
+  /** Why the first route or target was chosen. */
   readonly reason: string;
-  readonly fallback: boolean;
-  readonly attempts: AttemptRecord[];
-  /** `ok` or the error code sent to the client. */
-  readonly status: string;
   readonly firstTokenAtMs: number | null;
-  readonly finishedAtMs: number;
-  readonly usage: Usage | null;
-  readonly offloadReason: string | null;
+  /** The ended attempts as the request's own array (the metadata outlives the life). */
+  attemptList(): AttemptRecord[];
 }
 
 /**
- * The metadata fields shared by every model kind, in the order the lives have always written
- * them (callers append their own fields after these). The model id falls back to the requested
- * name and the strategy to `none` when the model is unknown.
+ * A `router:` life's metadata. `route`: the route that served, else the last one tried, null
+ * when none was; `status`: `ok` or the error code sent to the client; `usage`: what the serving
+ * attempt reported. After the shared fields come `offloadReason` (why the offload route
+ * was tried, or null) and `offloadEndpointId` (the offload route when it was, else null). The
+ * model id falls back to the requested name and the strategy to `none` when the model is unknown.
  */
-export function baseMetadata(e: LifeEnd): RoutingMetadata {
+export function routerMetadata(life: EndingLife, route: ServedRoute | null, fallback: boolean, status: string, finishedAtMs: number, usage: Usage | null, offloadReason: string | null, offloadEndpointId: string | null): RoutingMetadata {
   return {
-    requestId: e.requestId,
-    modelId: e.model?.id ?? e.request.model,
-    strategy: e.model?.strategy ?? 'none',
-    endpointId: e.route?.endpointId ?? null,
-    provider: e.route?.provider ?? null,
-    baseUrl: e.route?.baseUrl ?? null,
-    reason: e.reason,
-    fallback: e.fallback,
-    attempts: e.attempts,
-    status: e.status,
-    firstTokenAtMs: e.firstTokenAtMs,
-    finishedAtMs: e.finishedAtMs,
-    usage: e.usage,
-    offloadReason: e.offloadReason,
+    requestId: life.requestId,
+    modelId: life.model?.id ?? life.request.model,
+    strategy: life.model?.strategy ?? 'none',
+    endpointId: route?.endpointId ?? null,
+    provider: route?.provider ?? null,
+    baseUrl: route?.baseUrl ?? null,
+    reason: life.reason,
+    fallback,
+    attempts: life.attemptList(),
+    status,
+    firstTokenAtMs: life.firstTokenAtMs,
+    finishedAtMs,
+    usage,
+    offloadReason,
+    offloadEndpointId,
+  };
+}
+
+/**
+ * A multi-target alias's metadata (arguments as for `routerMetadata`): the shared fields (`offloadReason` null: aliases never
+ * offload), then `servedBy` (the target model that answered, or null), `fallbacks` (targets
+ * dispatched beyond the first) and `retries` (same-target retries).
+ */
+export function aliasMetadata(life: EndingLife, route: ServedRoute | null, fallback: boolean, status: string, finishedAtMs: number, usage: Usage | null, servedBy: string | null, fallbacks: number, retries: number): RoutingMetadata {
+  return {
+    requestId: life.requestId,
+    modelId: life.model?.id ?? life.request.model,
+    strategy: life.model?.strategy ?? 'none',
+    endpointId: route?.endpointId ?? null,
+    provider: route?.provider ?? null,
+    baseUrl: route?.baseUrl ?? null,
+    reason: life.reason,
+    fallback,
+    attempts: life.attemptList(),
+    status,
+    firstTokenAtMs: life.firstTokenAtMs,
+    finishedAtMs,
+    usage,
+    offloadReason: null,
+    servedBy,
+    fallbacks,
+    retries,
   };
 }

@@ -47,12 +47,12 @@ export function startRequestLife(model: ResolvedModel | null, request: RouteRequ
     return { life: mlife, actions: mlife.begin(nowMs) };
   }
   const life = routerLife(model, request, deps.router, rng);
-  const plannerTap = model?.planner.tapLife?.(life, request, nowMs);
+  const plannerTap = model?.traits.tapsLives === true ? model.planner.tapLife!(life, request, nowMs) : undefined;
   if (plannerTap) {
     life.outerLife = plannerTap;
     return { life: plannerTap, actions: plannerTap.absorb(life.begin(nowMs), nowMs) };
   }
-  if (!model?.planner.readsEndpointStats) {
+  if (model?.traits.readsEndpointStats !== true) {
     return { life, actions: life.begin(nowMs) };
   }
   // A router that reads in-flight counts or latency learns from this model's own lives too.

@@ -21,7 +21,7 @@ import type { AttemptPolicy } from './family.ts';
 import type { RouteSource } from './candidates/route-source.ts';
 import { failureClassOf, failureStep } from './policy/failure-rule.ts';
 import { contextNeedTokens, refusalFloorTokens } from './candidates/context-floor.ts';
-import { baseMetadata } from './metadata.ts';
+import { routerMetadata } from './metadata.ts';
 import { canOffload, cutForOffload, interruptible, startOffload } from './offloading.ts';
 import { armHedge, hedgeAnswered, sendHedge } from './hedging.ts';
 import { CANCELLED, NEUTRAL, TIMEOUT, type LiveAttempt } from './live-attempt.ts';
@@ -189,23 +189,10 @@ export const ROUTER_POLICY: AttemptPolicy<Life<RouteSource>> = {
     const attempts = life.attempts;
     const last = attempts[attempts.length - 1];
     const route = life.servedBy?.route ?? (last ? life.model!.routes.find((r) => r.endpointId === last.endpointId) ?? null : null);
-    const metadata = baseMetadata({
-      requestId: life.requestId,
-      model: life.model,
-      request: life.request,
-      route,
-      reason: life.reason,
-      // A hedge's cancelled loser is not a fallback; a failed attempt before the served one is.
-      fallback: status === 'ok' && attempts.length > 1 && attempts.some((x) => x.outcome !== CANCELLED && x.outcome.kind !== 'ok'),
-      attempts: life.attemptList(),
-      status,
-      firstTokenAtMs: life.firstTokenAtMs,
-      finishedAtMs: nowMs,
-      usage,
-      offloadReason: s.offload.reason,
-    });
-    metadata.offloadEndpointId = s.offload.offloaded ? s.offloadId : null;
-    if (life.model?.planner.plansHedges === true) metadata.hedgeEndpointId = s.hedge.sentTo;
+    // A hedge's cancelled loser is not a fallback; a failed attempt before the served one is.
+    const fallback = status === 'ok' && attempts.length > 1 && attempts.some((x) => x.outcome !== CANCELLED && x.outcome.kind !== 'ok');
+    const metadata = routerMetadata(life, route, fallback, status, nowMs, usage, s.offload.reason, s.offload.offloaded ? s.offloadId : null);
+    if (life.model?.traits.plansHedges === true) metadata.hedgeEndpointId = s.hedge.sentTo;
     return metadata;
   },
 

@@ -108,6 +108,35 @@ export interface Planner {
 }
 
 /**
+ * What the request life asks of a model's planner on every request, read once when the model
+ * is resolved (`plannerTraits`). Every model's traits have one shape, while planners differ in
+ * shape per strategy: a life that reads these flags reads one kind of object.
+ */
+export interface PlannerTraits {
+  /** `Planner.sessionAffinity === true`. */
+  readonly sessionAffinity: boolean;
+  /** `Planner.readsEndpointStats === true`. */
+  readonly readsEndpointStats: boolean;
+  /** `Planner.plansHedges === true`. */
+  readonly plansHedges: boolean;
+  /** The planner has `tapLife`. */
+  readonly tapsLives: boolean;
+  /** The planner has `observe`. */
+  readonly observes: boolean;
+}
+
+/** The traits of `planner` (its optional flags and hooks, as booleans). */
+export function plannerTraits(planner: Planner): PlannerTraits {
+  return {
+    sessionAffinity: planner.sessionAffinity === true,
+    readsEndpointStats: planner.readsEndpointStats === true,
+    plansHedges: planner.plansHedges === true,
+    tapsLives: typeof planner.tapLife === 'function',
+    observes: typeof planner.observe === 'function',
+  };
+}
+
+/**
  * What a `RoutingCore` gives each planner it creates: the validated routing settings and a
  * read-only view of the process's prefill load (shared with the lifecycle, which takes and
  * releases the leases).

@@ -21,9 +21,10 @@ export function admittedCandidates(model: ResolvedModel, routes: readonly Resolv
   const gates = admission.gates;
   let candidates: Candidate[] | null = null;
   let prefix = 0; // eligible routes while they match `all` one for one
+  const open = admission.admitsEvery(nowMs); // usually: then no gate is asked per route
   for (const r of routes) {
     if (r.endpointId === skipA || r.endpointId === skipB || r.effectiveWeight <= 0) continue;
-    if (admission.refusal(r, nowMs) !== null || !gates.breaker.admits(r, nowMs)) continue;
+    if (!open && (admission.refusal(r, nowMs) !== null || !gates.breaker.admits(r, nowMs))) continue;
     if (candidates !== null) candidates.push(r.candidate);
     else if (all[prefix] === r.candidate) prefix++;
     else (candidates = all.slice(0, prefix)).push(r.candidate);

@@ -6,7 +6,7 @@
  * `prefillAffinityCeilingTokens` is bypassed for this request (the planner draws among the
  * others, and the new choice is pinned). Only planners that ask for affinity get this stage.
  */
-import type { ResolvedRoute } from '../../model/resolved-model.ts';
+import type { ResolvedModel, ResolvedRoute } from '../../model/resolved-model.ts';
 import type { DispatchClaim } from '../../health/health-registry.ts';
 import type { AffinityPin, AffinityTable } from '../../affinity/affinity-table.ts';
 import type { PrefillLoad } from '../../prefill/prefill-load.ts';
@@ -46,30 +46,42 @@ export function affinityBacklogTokens(deps: AffinityDeps, endpointId: string, ca
   return deps.settings.prefillAffinityExcludeOwn ? all - deps.prefill.callerBacklogTokens(endpointId, callerId) : all;
 }
 
-/** The route of `endpointId` among `routes` if it has weight and every gate and its breaker admit it now, else null. */
-function admittedRoute(routes: readonly ResolvedRoute[], endpointId: string, admission: Admission, nowMs: number): ResolvedRoute | null {
-  for (const r of routes) {
-    if (r.endpointId !== endpointId) continue;
-    if (r.effectiveWeight <= 0 || !admission.admits(r, nowMs)) return null;
-    return admission.gates.breaker.admits(r, nowMs) ? r : null;
+/** The route of `model` with `endpointId` if it is among `routes` (a subset of `model.routes`), else null. */
+function routeAmong(model: ResolvedModel, routes: readonly ResolvedRoute[], endpointId: string): ResolvedRoute | null {
+  const byId = model.routeById;
+  if (byId === undefined) {
+    for (const r of routes) if (r.endpointId === endpointId) return r;
+    return null;
   }
-  return null;
+  const r = byId.get(endpointId);
+  return r !== undefined && (routes === model.routes || routes.includes(r)) ? r : null;
+}
+
+/** The route of `endpointId` among `routes` if it has weight and every gate and its breaker admit it now, else null. */
+function admittedRoute(model: ResolvedModel, routes: readonly ResolvedRoute[], endpointId: string, admission: Admission, nowMs: number): ResolvedRoute | null {
+  const r = routeAmong(model, routes, endpointId);
+  if (r === null || r.effectiveWeight <= 0) return null;
+  if (admission.admitsEvery(nowMs)) return r; // nothing cooling, every breaker closed
+  if (!admission.admits(r, nowMs)) return null;
+  return admission.gates.breaker.admits(r, nowMs) ? r : null;
 }
 
 /**
- * Runs the stage for caller `key` (the affinity key) on model `modelId` over `routes` at `nowMs`;
- * `offloadId` is the offload route's endpoint (never pinned to), or null. Drops a pin that no
- * longer holds; on a hit takes the breaker claim and slides the pin.
+ * Runs the stage for caller `key` (the affinity key) on `model` over `routes` (those that passed
+ * the earlier stages) at `nowMs`; `offloadId` is the offload route's endpoint (never pinned to),
+ * or null. Drops a pin that no longer holds; on a hit takes the breaker claim and slides the pin.
  */
-export function affinityStage(deps: AffinityDeps, key: string, callerId: string | null, modelId: string, routes: readonly ResolvedRoute[], offloadId: string | null, admission: Admission, nowMs: number): AffinityOutcome {
-  const pin = deps.affinity.lookup(key, modelId, nowMs);
+export function affinityStage(deps: AffinityDeps, key: string, callerId: string | null, model: ResolvedModel, routes: readonly ResolvedRoute[], offloadId: string | null, admission: Admission, nowMs: number): AffinityOutcome {
+  const pin = deps.affinity.lookup(key, model.id, nowMs);
   if (pin === null) return NONE;
-  const route = pin.endpointId === offloadId ? null : admittedRoute(routes, pin.endpointId, admission, nowMs);
+  const route = pin.endpointId === offloadId ? null : admittedRoute(model, routes, pin.endpointId, admission, nowMs);
   if (route === null) {
-    deps.affinity.dropIfPinnedTo(key, modelId, pin.endpointId); // no longer admissible
+    deps.affinity.dropIfPinnedTo(key, model.id, pin.endpointId); // no longer admissible
     return NONE;
   }
-  if (affinityBacklogTokens(deps, route.endpointId, callerId) > deps.settings.prefillAffinityCeilingTokens) {
+  // No backlog at all (the usual case for a returning caller) needs no look at its own share.
+  const backlog = deps.prefill.backlogTokens(route.endpointId);
+  if (backlog > 0 && affinityBacklogTokens(deps, route.endpointId, callerId) > deps.settings.prefillAffinityCeilingTokens) {
     return { kind: 'bypass', route, pin }; // backlogged: draw among the others, re-pin the choice
   }
   const claim = admission.gates.breaker.claim(route.endpointId, nowMs);
@@ -79,6 +91,6 @@ export function affinityStage(deps: AffinityDeps, key: string, callerId: string 
     HIT.claim = claim;
     return HIT as AffinityOutcome;
   }
-  deps.affinity.dropIfPinnedTo(key, modelId, pin.endpointId);
+  deps.affinity.dropIfPinnedTo(key, model.id, pin.endpointId);
   return NONE;
 }

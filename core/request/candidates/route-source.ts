@@ -33,11 +33,13 @@ import { contextNeedTokens, fitsWindow, noWindowFitsMessage, routesFitting } fro
  */
 const NO_OFFLOAD = new OffloadPlan(null);
 const NO_HEDGE = new HedgePlan();
+/** The eligible routes before selection ran: shared, never written. */
+const NO_ROUTES: readonly ResolvedRoute[] = Object.freeze([]);
 
 /** One `router:` request's candidates and per-route state. */
 export class RouteSource implements CandidateSource<Life<RouteSource>> {
   /** Routes that passed the endpoint-family, modality and context-window stages. */
-  eligibleRoutes: readonly ResolvedRoute[] = [];
+  eligibleRoutes: readonly ResolvedRoute[] = NO_ROUTES;
   /** After a context-length rejection: routes need a `context_length` above this. */
   contextFloor: number | null = null;
   /** The caller key when affinity applies to this request, else null. */
@@ -105,10 +107,10 @@ export class RouteSource implements CandidateSource<Life<RouteSource>> {
     // Session affinity first: a hit needs only its own endpoint's admission, not the full
     // candidate list (the common case for a returning caller).
     let bypass: Extract<AffinityOutcome, { kind: 'bypass' }> | null = null;
-    if (model.planner.sessionAffinity === true) {
+    if (model.traits.sessionAffinity) {
       const key = request.callerId ?? ANONYMOUS_AFFINITY_KEY;
       this.affinityKey = key;
-      const hit = affinityStage(this.deps, key, request.callerId, model.id, modal, this.offloadId, admission, nowMs);
+      const hit = affinityStage(this.deps, key, request.callerId, model, modal, this.offloadId, admission, nowMs);
       if (hit.kind === 'hit') {
         const { route, claim } = hit; // the stage's reused answer: read it now
         life.reason = 'affinity';
