@@ -20,18 +20,16 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
-import { BOOLEAN, DOUBLE, DuckDBDataChunk, DuckDBInstance, INTEGER, LIST, listValue, VARCHAR } from '@duckdb/node-api';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { CHUNK_ROWS, chunkWriter } from './log-chunks.mjs';
 
 /** @type {{ path: string, memoryLimitMb: number, ddl: string, migrations: import('./log-layout.ts').LogMigration[], types: import('./log-row.ts').LogColumnType[], notNull: boolean[], attemptTypes: import('./log-row.ts').LogColumnType[], attemptNotNull: boolean[], attemptSources: import('./log-layout.ts').WriterAttemptSource[] }} */
 const { path, memoryLimitMb, ddl, migrations, types, notNull, attemptTypes, attemptNotNull, attemptSources } = workerData;
 const port = /** @type {import('node:worker_threads').MessagePort} */ (parentPort);
 
-const DUCKDB_TYPES = { DOUBLE, VARCHAR, INTEGER, BOOLEAN, 'INTEGER[]': LIST(INTEGER), 'VARCHAR[]': LIST(VARCHAR), 'DOUBLE[]': LIST(DOUBLE) };
-/** Both tables' column types, and DuckDB's for their data chunks. */
-const REQUESTS = { types, notNull, chunkTypes: types.map((t) => DUCKDB_TYPES[t]) };
-const ATTEMPTS = { types: attemptTypes, notNull: attemptNotNull, chunkTypes: attemptTypes.map((t) => DUCKDB_TYPES[t]) };
-/** Rows per data chunk: DuckDB's vector size. */
-const CHUNK_ROWS = 2048;
+/** Both tables' NOT NULL flags and data-chunk writers. */
+const REQUESTS = { notNull, chunks: chunkWriter(types) };
+const ATTEMPTS = { notNull: attemptNotNull, chunks: chunkWriter(attemptTypes) };
 /** Rows appended before a commit. */
 const COMMIT_ROWS = 1000;
 /** Longest time an appended row waits for its commit, ms. */
@@ -86,30 +84,21 @@ function attemptColumnsOf(columns, posted, counts, n) {
 }
 
 /**
- * Appends a posted batch: a data chunk per `CHUNK_ROWS` rows (about half the cost of appending
- * value by value in a one-off comparison: 11 vs 24 µs per row; `bench/request-log.bench.ts`
- * prints the writer's cost per row now). List columns become DuckDB list values here.
+ * Appends a posted batch: a data chunk per `CHUNK_ROWS` rows, filled column by column
+ * (`log-chunks.mjs`).
  * @param {import('@duckdb/node-api').DuckDBAppender} a
- * @param {{ types: string[], chunkTypes: import('@duckdb/node-api').DuckDBType[] }} table
+ * @param {{ chunks: ReturnType<typeof chunkWriter> }} table
  * @param {unknown[][]} columns
  * @param {number} rows
  * @returns {number} rows appended (all of them unless it throws)
  * @throws {Error & { appendedRows: number }} when a chunk is refused; the chunks before it are in the appender
  */
 function appendColumns(a, table, columns, rows) {
-  const { types, chunkTypes } = table;
   let appended = 0;
   try {
     for (let from = 0; from < rows; from += CHUNK_ROWS) {
       const to = Math.min(rows, from + CHUNK_ROWS);
-      const chunk = DuckDBDataChunk.create(chunkTypes, to - from);
-      chunk.setColumns(
-        columns.map((values, c) => {
-          const part = from === 0 && to === rows ? values : values.slice(from, to);
-          return types[c].endsWith('[]') ? part.map((v) => (v === null || v === undefined ? null : listValue(/** @type {never[]} */ (v)))) : part;
-        }),
-      );
-      a.appendDataChunk(chunk);
+      a.appendDataChunk(table.chunks.fill(columns, from, to));
       appended = to;
     }
   } catch (e) {
