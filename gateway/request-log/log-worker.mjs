@@ -32,8 +32,11 @@ const REQUESTS = { notNull, chunks: chunkWriter(types) };
 const ATTEMPTS = { notNull: attemptNotNull, chunks: chunkWriter(attemptTypes) };
 /** Rows appended before a commit. */
 const COMMIT_ROWS = 1000;
-/** Longest time an appended row waits for its commit, ms. */
-const COMMIT_INTERVAL_MS = 500;
+/**
+ * Longest time an appended row waits for its commit, ms. A second, so that a gateway serving
+ * about 1,000 requests a second still commits about COMMIT_ROWS rows at a time.
+ */
+const COMMIT_INTERVAL_MS = 1000;
 
 /**
  * The first NOT NULL column holding a null in a posted batch, or null. DuckDB only refuses such a
@@ -138,9 +141,10 @@ try {
   // as compact serialized bytes) and acknowledged then (`accepted`: they no longer count against
   // the gateway thread's bound), and committed together: both appenders are flushed into the
   // open transaction and it is committed (one WAL write for both tables), a commit per
-  // COMMIT_ROWS rows or COMMIT_INTERVAL_MS, whichever comes first, because each commit costs
-  // about as much as appending a few hundred rows (measured: 33 µs per row committing every 200
-  // rows vs 12.5 µs every 1,000). A crash loses the rows appended since the last commit (at most
+  // COMMIT_ROWS rows or COMMIT_INTERVAL_MS, whichever comes first, because each commit has a
+  // fixed cost of a few ms of CPU whatever its size (an appender flush per table, the WAL write
+  // and its sync), about as much as appending a few hundred rows (`bench/request-log-cpu.ts`
+  // prints the cost per row, commits included). A crash loses the rows appended since the last commit (at most
   // COMMIT_ROWS rows or COMMIT_INTERVAL_MS of them, plus what the port still queued); a request's
   // attempts are committed in the same transaction as the request, so the file never holds a
   // request row without its attempts. A flush, query or close message commits first, so it
