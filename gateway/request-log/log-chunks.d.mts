@@ -7,6 +7,8 @@ export const CHUNK_ROWS: number;
 
 /** A writer of one table's data chunks (see `chunkWriter`). */
 export interface ChunkWriter {
+  /** Characters of the strings the last fill copied into DuckDB's string heap (those not inlined). */
+  readonly heapChars: number;
   /**
    * The table's chunk (the same one each time, valid until the next fill) holding rows `from`
    * (inclusive) to `to` (exclusive, at most `CHUNK_ROWS` after `from`) of `columns`

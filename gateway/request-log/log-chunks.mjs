@@ -60,7 +60,9 @@ const maskBytes = (rows) => Math.ceil(rows / 64) * 8;
 /**
  * A writer of one table's data chunks.
  * @param {readonly import('./log-row.ts').LogColumnType[]} types the table's column types, in table order
- * @returns {{ fill: (columns: readonly (readonly unknown[])[], from: number, to: number) => DuckDBDataChunk }}
+ * @returns {{ heapChars: number, fill: (columns: readonly (readonly unknown[])[], from: number, to: number) => DuckDBDataChunk }}
+ *   `heapChars`: characters of the strings the last fill copied into DuckDB's string heap (those
+ *   not inlined), what its rows weigh beyond their fixed-size values;
  *   `fill` returns the table's chunk (the same one each time, valid until the next fill) holding rows `from` (inclusive) to `to` (exclusive, at most `CHUNK_ROWS`
  *   after `from`) of `columns` (`columns[c][r]`, one array per column); it throws on a value its
  *   column's type cannot hold (see the module's note).
@@ -114,7 +116,9 @@ export function chunkWriter(types) {
   };
 
   return {
+    heapChars: 0,
     fill(columns, from, to) {
+      this.heapChars = 0;
       const n = to - from;
       if (n < 0 || n > CHUNK_ROWS) throw new Error(`request log: a chunk holds 0 to ${CHUNK_ROWS} rows, not ${n}`);
       if (columns.length !== types.length) throw new Error(`request log: ${columns.length} columns for a table of ${types.length}`);
@@ -173,7 +177,9 @@ export function chunkWriter(types) {
           duckdb.copy_data_to_vector(vector, 0, a.buffer, 0, n * STRING_T_BYTES);
           for (let i = 0; i < slowRows; i++) {
             const r = slow[i];
-            duckdb.vector_assign_string_element(vector, r, /** @type {string} */ (values[from + r]));
+            const v = /** @type {string} */ (values[from + r]);
+            duckdb.vector_assign_string_element(vector, r, v);
+            this.heapChars += v.length;
           }
         } else {
           const entries = /** @type {Uint32Array} */ (scratch[c]);

@@ -31,10 +31,17 @@ const port = /** @type {import('node:worker_threads').MessagePort} */ (parentPor
 const REQUESTS = { notNull, chunks: chunkWriter(types) };
 const ATTEMPTS = { notNull: attemptNotNull, chunks: chunkWriter(attemptTypes) };
 /** Rows appended before a commit. */
-const COMMIT_ROWS = 1000;
+const COMMIT_ROWS = 4000;
+/**
+ * Characters of long strings (prompts, mostly) appended before a commit, whatever the rows: a
+ * commit holds its rows in DuckDB's memory, within `memory_limit`.
+ */
+const COMMIT_HEAP_CHARS = 4_000_000;
+/** Characters of long strings appended and not yet committed. */
+let pendingHeapChars = 0;
 /**
  * Longest time an appended row waits for its commit, ms. A second, so that a gateway serving
- * about 1,000 requests a second still commits about COMMIT_ROWS rows at a time.
+ * about 1,000 requests a second commits about 1,000 rows at a time.
  */
 const COMMIT_INTERVAL_MS = 1000;
 
@@ -69,6 +76,17 @@ function nullInNotNull(table, columns, rows) {
  * @returns {unknown[][]}
  */
 function attemptColumnsOf(columns, posted, counts, n) {
+  if (n === counts.length && counts.every((c) => c === 1)) {
+    // One attempt per request (the common case): attempt k belongs to row k.
+    return attemptSources.map((s) => {
+      if ('request' in s) return columns[s.request];
+      if ('index' in s) return new Array(n).fill(1);
+      const values = posted[s.posted];
+      if (s.arrival < 0) return values;
+      const arrival = /** @type {number[]} */ (columns[s.arrival]);
+      return values.map((v, a) => arrival[a] + /** @type {number} */ (v));
+    });
+  }
   const requestOf = new Array(n);
   const index = new Array(n);
   let k = 0;
@@ -102,6 +120,7 @@ function appendColumns(a, table, columns, rows) {
     for (let from = 0; from < rows; from += CHUNK_ROWS) {
       const to = Math.min(rows, from + CHUNK_ROWS);
       a.appendDataChunk(table.chunks.fill(columns, from, to));
+      pendingHeapChars += table.chunks.heapChars;
       appended = to;
     }
   } catch (e) {
@@ -141,7 +160,7 @@ try {
   // as compact serialized bytes) and acknowledged then (`accepted`: they no longer count against
   // the gateway thread's bound), and committed together: both appenders are flushed into the
   // open transaction and it is committed (one WAL write for both tables), a commit per
-  // COMMIT_ROWS rows or COMMIT_INTERVAL_MS, whichever comes first, because each commit has a
+  // COMMIT_ROWS rows, COMMIT_HEAP_CHARS or COMMIT_INTERVAL_MS, whichever comes first, because each commit has a
   // fixed cost of a few ms of CPU whatever its size (an appender flush per table, the WAL write
   // and its sync), about as much as appending a few hundred rows (`bench/request-log-cpu.ts`
   // prints the cost per row, commits included). A crash loses the rows appended since the last commit (at most
@@ -200,6 +219,7 @@ try {
     if (pending === 0 || held !== null) return false;
     const rows = pending;
     pending = 0;
+    pendingHeapChars = 0;
     exclusive(async () => {
       try {
         attemptAppender.flushSync();
@@ -252,7 +272,7 @@ try {
         replaceAppenders();
         return;
       }
-      if (pending >= COMMIT_ROWS) commit();
+      if (pending >= COMMIT_ROWS || pendingHeapChars >= COMMIT_HEAP_CHARS) commit();
       else if (commitTimer === null) commitTimer = setTimeout(commit, COMMIT_INTERVAL_MS);
     } else if (commit()) {
       // Answered once the rows before it are committed.
