@@ -7,7 +7,7 @@
  * 1. `append`: the gateway thread's `RequestLog.append` (columns, plus a post to the writer
  *    every 256 rows), ns per row.
  * 2. `writer`: from the first append until `close()` has every row committed, µs per row — the
- *    writer thread's cost (DuckDB data chunks, a commit per 1,000 rows) while the gateway thread
+ *    writer thread's cost (DuckDB data chunks, a commit per 4,000 rows) while the gateway thread
  *    mostly waits, on its own core.
  * 3. `prefix hashes`: `prefixBlockHashes` of a short chat prompt and of a 16 KiB one (8 blocks),
  *    next to the same chain computed with a `createHash` object per block in the same run (what

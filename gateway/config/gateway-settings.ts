@@ -61,10 +61,11 @@ export const RequestLogSchema = z
      * Rows per hand-over to the writer thread. Small and frequent hand-overs keep rows from
      * outliving the young generation, so they are never promoted to the old one (peak RSS is
      * lower; `bench/request-log.bench.ts` measures the per-row costs); the writer commits per
-     * 1,000 rows or 500 ms on its side.
+     * 4,000 rows (fewer when they carry long prompts) or 1 s on its side (a crash loses at most
+     * those, plus what was not yet handed over).
      */
     batch_rows: z.number().int().positive().default(256),
-    /** Longest wait of a row before it is handed over, ms (its commit follows within 500 ms). */
+    /** Longest wait of a row before it is handed over, ms (its commit follows within 1 s). */
     flush_interval_ms: z.number().int().positive().default(100),
     /**
      * DuckDB `memory_limit` of the writer, MB; default `requestLogMemoryLimitMb`: 32 MB, or 128 MB

@@ -67,7 +67,7 @@ export interface AttemptLogRow {
 }
 
 /** DuckDB column types the request log uses. */
-export type LogColumnType = 'DOUBLE' | 'VARCHAR' | 'INTEGER' | 'BOOLEAN' | 'INTEGER[]' | 'VARCHAR[]' | 'DOUBLE[]';
+export type LogColumnType = 'DOUBLE' | 'VARCHAR' | 'INTEGER' | 'BOOLEAN' | 'INTEGER[]';
 
 /** A column of the `requests` table: the row field it holds, its name, type and nullability. */
 export interface LogColumn {

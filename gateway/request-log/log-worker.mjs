@@ -20,22 +20,30 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
-import { BOOLEAN, DOUBLE, DuckDBDataChunk, DuckDBInstance, INTEGER, LIST, listValue, VARCHAR } from '@duckdb/node-api';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { CHUNK_ROWS, chunkWriter } from './log-chunks.mjs';
 
 /** @type {{ path: string, memoryLimitMb: number, ddl: string, migrations: import('./log-layout.ts').LogMigration[], types: import('./log-row.ts').LogColumnType[], notNull: boolean[], attemptTypes: import('./log-row.ts').LogColumnType[], attemptNotNull: boolean[], attemptSources: import('./log-layout.ts').WriterAttemptSource[] }} */
 const { path, memoryLimitMb, ddl, migrations, types, notNull, attemptTypes, attemptNotNull, attemptSources } = workerData;
 const port = /** @type {import('node:worker_threads').MessagePort} */ (parentPort);
 
-const DUCKDB_TYPES = { DOUBLE, VARCHAR, INTEGER, BOOLEAN, 'INTEGER[]': LIST(INTEGER), 'VARCHAR[]': LIST(VARCHAR), 'DOUBLE[]': LIST(DOUBLE) };
-/** Both tables' column types, and DuckDB's for their data chunks. */
-const REQUESTS = { types, notNull, chunkTypes: types.map((t) => DUCKDB_TYPES[t]) };
-const ATTEMPTS = { types: attemptTypes, notNull: attemptNotNull, chunkTypes: attemptTypes.map((t) => DUCKDB_TYPES[t]) };
-/** Rows per data chunk: DuckDB's vector size. */
-const CHUNK_ROWS = 2048;
+/** Both tables' NOT NULL flags and data-chunk writers. */
+const REQUESTS = { notNull, chunks: chunkWriter(types) };
+const ATTEMPTS = { notNull: attemptNotNull, chunks: chunkWriter(attemptTypes) };
 /** Rows appended before a commit. */
-const COMMIT_ROWS = 1000;
-/** Longest time an appended row waits for its commit, ms. */
-const COMMIT_INTERVAL_MS = 500;
+const COMMIT_ROWS = 4000;
+/**
+ * Characters of long strings (prompts, mostly) appended before a commit, whatever the rows: a
+ * commit holds its rows in DuckDB's memory, within `memory_limit`.
+ */
+const COMMIT_HEAP_CHARS = 4_000_000;
+/** Characters of long strings appended and not yet committed. */
+let pendingHeapChars = 0;
+/**
+ * Longest time an appended row waits for its commit, ms. A second, so that a gateway serving
+ * about 1,000 requests a second commits about 1,000 rows at a time.
+ */
+const COMMIT_INTERVAL_MS = 1000;
 
 /**
  * The first NOT NULL column holding a null in a posted batch, or null. DuckDB only refuses such a
@@ -68,6 +76,17 @@ function nullInNotNull(table, columns, rows) {
  * @returns {unknown[][]}
  */
 function attemptColumnsOf(columns, posted, counts, n) {
+  if (n === counts.length && counts.every((c) => c === 1)) {
+    // One attempt per request (the common case): attempt k belongs to row k.
+    return attemptSources.map((s) => {
+      if ('request' in s) return columns[s.request];
+      if ('index' in s) return new Array(n).fill(1);
+      const values = posted[s.posted];
+      if (s.arrival < 0) return values;
+      const arrival = /** @type {number[]} */ (columns[s.arrival]);
+      return values.map((v, a) => arrival[a] + /** @type {number} */ (v));
+    });
+  }
   const requestOf = new Array(n);
   const index = new Array(n);
   let k = 0;
@@ -86,30 +105,22 @@ function attemptColumnsOf(columns, posted, counts, n) {
 }
 
 /**
- * Appends a posted batch: a data chunk per `CHUNK_ROWS` rows (about half the cost of appending
- * value by value in a one-off comparison: 11 vs 24 µs per row; `bench/request-log.bench.ts`
- * prints the writer's cost per row now). List columns become DuckDB list values here.
+ * Appends a posted batch: a data chunk per `CHUNK_ROWS` rows, filled column by column
+ * (`log-chunks.mjs`).
  * @param {import('@duckdb/node-api').DuckDBAppender} a
- * @param {{ types: string[], chunkTypes: import('@duckdb/node-api').DuckDBType[] }} table
+ * @param {{ chunks: ReturnType<typeof chunkWriter> }} table
  * @param {unknown[][]} columns
  * @param {number} rows
  * @returns {number} rows appended (all of them unless it throws)
  * @throws {Error & { appendedRows: number }} when a chunk is refused; the chunks before it are in the appender
  */
 function appendColumns(a, table, columns, rows) {
-  const { types, chunkTypes } = table;
   let appended = 0;
   try {
     for (let from = 0; from < rows; from += CHUNK_ROWS) {
       const to = Math.min(rows, from + CHUNK_ROWS);
-      const chunk = DuckDBDataChunk.create(chunkTypes, to - from);
-      chunk.setColumns(
-        columns.map((values, c) => {
-          const part = from === 0 && to === rows ? values : values.slice(from, to);
-          return types[c].endsWith('[]') ? part.map((v) => (v === null || v === undefined ? null : listValue(/** @type {never[]} */ (v)))) : part;
-        }),
-      );
-      a.appendDataChunk(chunk);
+      a.appendDataChunk(table.chunks.fill(columns, from, to));
+      pendingHeapChars += table.chunks.heapChars;
       appended = to;
     }
   } catch (e) {
@@ -149,9 +160,10 @@ try {
   // as compact serialized bytes) and acknowledged then (`accepted`: they no longer count against
   // the gateway thread's bound), and committed together: both appenders are flushed into the
   // open transaction and it is committed (one WAL write for both tables), a commit per
-  // COMMIT_ROWS rows or COMMIT_INTERVAL_MS, whichever comes first, because each commit costs
-  // about as much as appending a few hundred rows (measured: 33 µs per row committing every 200
-  // rows vs 12.5 µs every 1,000). A crash loses the rows appended since the last commit (at most
+  // COMMIT_ROWS rows, COMMIT_HEAP_CHARS or COMMIT_INTERVAL_MS, whichever comes first, because each commit has a
+  // fixed cost of a few ms of CPU whatever its size (an appender flush per table, the WAL write
+  // and its sync), about as much as appending a few hundred rows (`bench/request-log-cpu.ts`
+  // prints the cost per row, commits included). A crash loses the rows appended since the last commit (at most
   // COMMIT_ROWS rows or COMMIT_INTERVAL_MS of them, plus what the port still queued); a request's
   // attempts are committed in the same transaction as the request, so the file never holds a
   // request row without its attempts. A flush, query or close message commits first, so it
@@ -207,6 +219,7 @@ try {
     if (pending === 0 || held !== null) return false;
     const rows = pending;
     pending = 0;
+    pendingHeapChars = 0;
     exclusive(async () => {
       try {
         attemptAppender.flushSync();
@@ -259,7 +272,7 @@ try {
         replaceAppenders();
         return;
       }
-      if (pending >= COMMIT_ROWS) commit();
+      if (pending >= COMMIT_ROWS || pendingHeapChars >= COMMIT_HEAP_CHARS) commit();
       else if (commitTimer === null) commitTimer = setTimeout(commit, COMMIT_INTERVAL_MS);
     } else if (commit()) {
       // Answered once the rows before it are committed.
