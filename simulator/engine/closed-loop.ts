@@ -3,8 +3,10 @@
  * validation data do it (genai-perf `--concurrency C --request-count N --warmup-request-count W`,
  * SGLang `bench_serving --max-concurrency C --num-prompts N`): C clients each send a request, wait
  * for its last token, and immediately send the next, until W + N requests have been sent; all C
- * first requests leave at t = 0. Every request has the same input and output length and a prompt
- * that shares no prefix with any other (random synthetic tokens), so no prefix-cache hits.
+ * first requests leave at t = 0. Every request has the same input and output length and a random
+ * synthetic prompt that shares no prefix with a different prompt; by default every request sends a
+ * prompt of its own (no prefix-cache hits), and `prompts` can make a client resend a dataset entry
+ * as perf_analyzer does (see `ClosedLoopSpec.prompts`).
  *
  * Client-to-engine latency. A request reaches the engine `arrivalDelayMs` after the client sent it
  * (HTTP, tokenisation, queueing in the API server), drawn per request uniformly from
@@ -38,6 +40,18 @@ export interface ClosedLoopSpec {
   drainWarmup?: boolean;
   /** Upper bound of the uniform client-to-engine delay, ms (≥ 0). Default 0. */
   maxArrivalDelayMs?: number;
+  /**
+   * Prompts as prefix-cache content. Absent: requests carry no hash ids (no prefix reuse at all).
+   * Present: each request carries the hash ids of the dataset entry it sends, `blockTokens` tokens
+   * per id (the replica's `hashBlockTokens`), so a replica with prefix caching sees an entry sent
+   * twice as a hit. `reuse: 'none'` gives every request its own entry; `'per-client-phase'` is
+   * perf_analyzer's data order (`ConcurrencyWorker`: worker c of C sends entries c, c + C,
+   * c + 2C, … of the input data, its step counter starting at c; `LoadManager::WaitForWarmupAndCleanup`
+   * discards the workers and their configs after the warm-up, so the measured phase starts again
+   * at entry c): client c's k-th request of a phase sends entry c + k·C, and with a drained warm-up of
+   * W requests the measured phase's first W requests resend the warm-up's entries.
+   */
+  prompts?: { blockTokens: number; reuse: 'none' | 'per-client-phase' };
   /** Seed of the arrival-delay stream. Default 1. */
   seed?: number;
   /**
@@ -92,6 +106,9 @@ export function runClosedLoop(replica: EngineModel, spec: ClosedLoopSpec): Close
   const doneAt = new Float64Array(total).fill(NaN);
   // Requests on their way to the engine: (arrival time, id), kept sorted by time then id.
   const inFlight: { t: number; id: number }[] = [];
+  // Client of each request, and requests each client has sent in the current phase.
+  const clientOf = new Int32Array(total);
+  const phaseCount = new Int32Array(spec.concurrency);
   let sent = 0;
   let finished = 0;
   let stepEnd: number | null = null;
@@ -106,9 +123,12 @@ export function runClosedLoop(replica: EngineModel, spec: ClosedLoopSpec): Close
       newlyFinished.push(e.attemptId);
     } else rejected = e.attemptId;
   };
-  const send = (t: number): void => {
+  const send = (t: number, client: number): void => {
     const id = sent++;
     sentAt[id] = t;
+    clientOf[id] = client;
+    entryOf[id] = prompts?.reuse === 'per-client-phase' ? client + phaseCount[client]! * spec.concurrency : id;
+    phaseCount[client]!++;
     const at = t + (maxDelay > 0 ? rng.float() * maxDelay : 0);
     let i = inFlight.length;
     while (i > 0 && inFlight[i - 1]!.t > at) i--;
@@ -118,11 +138,20 @@ export function runClosedLoop(replica: EngineModel, spec: ClosedLoopSpec): Close
     // A coalesced run in flight is cut at the first step boundary ≥ the arrival (exact, see EngineModel.interrupt).
     const cut = replica.interrupt?.(a.t) ?? null;
     if (cut !== null) stepEnd = cut;
-    const end = replica.enqueue({ attemptId: a.id, inputTokens: spec.inputTokens, outputTokens: spec.outputTokens, hashIds: null }, a.t, emit);
+    const end = replica.enqueue({ attemptId: a.id, inputTokens: spec.inputTokens, outputTokens: spec.outputTokens, hashIds: hashIdsOf(entryOf[a.id]!) }, a.t, emit);
     if (rejected !== null) throw new Error(`closed loop: request ${rejected} rejected (context_too_long): ${spec.inputTokens} + ${spec.outputTokens} tokens do not fit the KV cache`);
     if (end !== null) stepEnd = end;
   };
   const drain = spec.drainWarmup === true && spec.warmupRequests > 0;
+  const prompts = spec.prompts;
+  if (prompts !== undefined && !(Number.isInteger(prompts.blockTokens) && prompts.blockTokens >= 1)) {
+    throw new Error(`closed loop: prompts.blockTokens must be a positive integer, got ${prompts.blockTokens}`);
+  }
+  // Dataset entry of each request; an entry's hash ids are entry × blocks + 1 … entry × blocks + blocks.
+  const entryOf = new Int32Array(total);
+  const blocksPerPrompt = prompts === undefined ? 0 : Math.floor(spec.inputTokens / prompts.blockTokens);
+  const hashIdsOf = (entry: number): number[] | null =>
+    prompts === undefined ? null : Array.from({ length: blocksPerPrompt }, (_, k) => entry * blocksPerPrompt + k + 1);
   // Requests that may be sent before the current phase ends.
   let sendLimit = drain ? spec.warmupRequests : total;
   const spread = spec.startSpreadMs ?? 0;
@@ -135,24 +164,24 @@ export function runClosedLoop(replica: EngineModel, spec: ClosedLoopSpec): Close
   const startOffsetMs = (c: number): number => (Math.floor((c * cohorts) / spec.concurrency) * spread) / cohorts;
   const api = spec.apiServer ?? NO_API_SERVER;
   const deliveryMs = firstTokenDelayMs(api, spec.inputTokens) + streamDelayMs(api, spec.outputTokens);
-  // Sends due later (ramped first sends; clients waiting for their last token's delivery), ascending.
-  const dueSends: number[] = [];
-  const sendAt = (t: number): void => {
+  // Sends due later (ramped first sends; clients waiting for their last token's delivery), ascending by time.
+  const dueSends: { t: number; client: number }[] = [];
+  const sendAt = (t: number, client: number): void => {
     let i = dueSends.length;
-    while (i > 0 && dueSends[i - 1]! > t) i--;
-    dueSends.splice(i, 0, t);
+    while (i > 0 && dueSends[i - 1]!.t > t) i--;
+    dueSends.splice(i, 0, { t, client });
   };
   const firstSends = Math.min(spec.concurrency, sendLimit);
   for (let c = 0; c < firstSends; c++) {
     const t = startOffsetMs(c);
-    if (t === 0) send(0);
-    else sendAt(t);
+    if (t === 0) send(0, c);
+    else sendAt(t, c);
   }
   while (finished < total) {
     const due = dueSends[0];
-    if (due !== undefined && (stepEnd === null || due < stepEnd) && (inFlight[0] === undefined || due <= inFlight[0].t)) {
+    if (due !== undefined && (stepEnd === null || due.t < stepEnd) && (inFlight[0] === undefined || due.t <= inFlight[0].t)) {
       dueSends.shift();
-      send(due);
+      send(due.t, due.client);
       continue;
     }
     const next = inFlight[0];
@@ -167,17 +196,19 @@ export function runClosedLoop(replica: EngineModel, spec: ClosedLoopSpec): Close
     stepEnd = replica.completeStep(t, emit);
     steps++;
     for (let i = 0; i < newlyFinished.length && sent + dueSends.length < sendLimit; i++) {
-      if (deliveryMs > 0) sendAt(t + deliveryMs);
-      else send(t);
+      const client = clientOf[newlyFinished[i]!]!;
+      if (deliveryMs > 0) sendAt(t + deliveryMs, client);
+      else send(t, client);
     }
     if (finished === sendLimit && sendLimit < total) {
       // Warm-up drained: the measured phase starts with a burst of `concurrency` requests.
       sendLimit = total;
+      phaseCount.fill(0);
       const t0 = t + deliveryMs;
       for (let c = 0; c < spec.concurrency && sent + dueSends.length < total; c++) {
         const at = t0 + startOffsetMs(c);
-        if (at > t) sendAt(at);
-        else send(t);
+        if (at > t) sendAt(at, c);
+        else send(t, c);
       }
     }
   }

@@ -7,9 +7,12 @@
  * note), so this runs without `../shared`.
  *
  * Benchmark protocols (from AIConfigurator's `eval` harness, `src/aiconfigurator/eval/benchmarks/`):
- *  - vLLM points: genai-perf, `--concurrency C --request-count 10C --warmup-request-count 2C`; the
- *    warm-up drains before profiling starts. Server settings from AIConfigurator's benchmark rule for
- *    vLLM (`generator/rule_plugin/benchmark/vllm.rule`, see {@link vllmBenchmarkServer}).
+ *  - vLLM points: genai-perf, `--concurrency C --request-count 10C --warmup-request-count 2C
+ *    --num-dataset-entries 12C`; the warm-up drains before profiling starts, and perf_analyzer's data
+ *    order makes the measured phase's first 2C requests resend the warm-up's prompts
+ *    (`ClosedLoopSpec.prompts`), which the server's prefix cache (on by default in vLLM V1; the
+ *    rule does not turn it off) serves as hits. Server settings from AIConfigurator's benchmark rule
+ *    for vLLM (`generator/rule_plugin/benchmark/vllm.rule`, see {@link vllmBenchmarkServer}).
  *  - SGLang points: SGLang `bench_serving --max-concurrency C --num-prompts 10C`, nothing excluded;
  *    SGLang 0.5 server defaults (chunked_prefill_size 8,192, max_prefill_tokens 16,384, fcfs,
  *    mixed chunking off).
@@ -22,6 +25,9 @@ import type { ApiServerTerm } from './api-server.ts';
 import { calibratedApiServer, calibrationFor, loadCalibration } from './calibration.ts';
 import { type ClosedLoopSpec, meanOf, runClosedLoop } from './closed-loop.ts';
 import { buildReplica, type ReplicasConfig, ReplicasSchema, resolveReplicas } from './replica-config.ts';
+
+/** Tokens per prompt hash block of the validation replicas (`buildReplica`'s `hashBlockTokens`). */
+export const VALIDATION_HASH_BLOCK_TOKENS = 512;
 
 /** Path of the committed silicon rows. */
 export const SILICON_ROWS_PATH = join(dirname(fileURLToPath(import.meta.url)), 'validation-data', 'silicon-h100-dense.csv');
@@ -211,12 +217,17 @@ export function pointSetup(fam: ValidationFamily, r: SiliconRow, k: GroupConstan
   const io = { concurrency: c, inputTokens: r.isl, outputTokens: r.osl, apiServer: k.apiServer };
   const vllmServer = { ...common, ...vllmBenchmarkServer(r), enable_prefix_caching: false };
   if (fam.protocol === 'genai-perf') {
-    return { replicas: ReplicasSchema.parse(vllmServer), client: { ...io, warmupRequests: 2 * c, measuredRequests: 10 * c, drainWarmup: true } };
+    // vLLM V1's default prefix cache (AIConfigurator's vLLM CLI template passes --no-enable-prefix-caching
+    // only for `disable_prefix_cache`, which its benchmark rule never sets) and perf_analyzer's data order.
+    return {
+      replicas: ReplicasSchema.parse({ ...vllmServer, enable_prefix_caching: true }),
+      client: { ...io, warmupRequests: 2 * c, measuredRequests: 10 * c, drainWarmup: true, prompts: { blockTokens: VALIDATION_HASH_BLOCK_TOKENS, reuse: 'per-client-phase' } },
+    };
   }
   if (fam.protocol === 'staggered') {
     const replicas = ReplicasSchema.parse(vllmServer);
     // Clients start in cohorts spread over one lone request's latency; a cohort's members send together.
-    const lone = runClosedLoop(buildReplica(resolveReplicas(replicas), 512, { coalesceDecodeSteps: true }), { ...io, concurrency: 1, warmupRequests: 0, measuredRequests: 1 });
+    const lone = runClosedLoop(buildReplica(resolveReplicas(replicas), VALIDATION_HASH_BLOCK_TOKENS, { coalesceDecodeSteps: true }), { ...io, concurrency: 1, warmupRequests: 0, measuredRequests: 1 });
     const cohorts = k.startCohorts !== undefined ? { startCohorts: k.startCohorts } : {};
     return { replicas, client: { ...io, warmupRequests: 2 * c, measuredRequests: 10 * c, startSpreadMs: lone.durationMs, ...cohorts } };
   }
@@ -312,7 +323,7 @@ export function simulatePoint(
   const { replicas, client } = pointSetup(fam, r, constants);
   let res;
   // Coalesced decode runs are exact (the closed loop calls interrupt before every arrival).
-  const replica = buildReplica(resolveReplicas(replicas), 512, { coalesceDecodeSteps: opts.coalesce ?? true });
+  const replica = buildReplica(resolveReplicas(replicas), VALIDATION_HASH_BLOCK_TOKENS, { coalesceDecodeSteps: opts.coalesce ?? true });
   try {
     res = runClosedLoop(replica, client);
   } catch (e) {

@@ -7,6 +7,7 @@ import { loadCalibration } from '../../../simulator/engine/calibration.ts';
 import { meanOf, runClosedLoop } from '../../../simulator/engine/closed-loop.ts';
 import { loadCrossCheck } from '../../../simulator/engine/operator-tables.ts';
 import { buildReplica, ReplicasSchema, resolveReplicas } from '../../../simulator/engine/replica-config.ts';
+import type { EngineEvent } from '../../../simulator/engine/engine-model.ts';
 import type { StepTimeModel } from '../../../simulator/engine/step-time.ts';
 import { VllmReplica } from '../../../simulator/engine/vllm-replica.ts';
 import { committedConstants, median, pointSetup, quantile, readSiliconRows, simulatePoint, summarize, VALIDATION_FAMILIES, vllmBenchmarkServer } from '../../../simulator/engine/validation.ts';
@@ -32,6 +33,32 @@ describe('closed-loop client', () => {
     const b = runClosedLoop(mk(), { ...spec, maxArrivalDelayMs: 5, seed: 3 });
     expect([...a.ttftMs]).toEqual([...b.ttftMs]);
     expect(() => runClosedLoop(mk(), { ...spec, concurrency: 0 })).toThrow(/concurrency must be a positive integer/);
+  });
+
+  it('perf_analyzer prompt order: after a drained warm-up each client resends its warm-up prompts first', () => {
+    const spec = { concurrency: 2, inputTokens: 1024, outputTokens: 4, warmupRequests: 4, measuredRequests: 6, drainWarmup: true };
+    const mk = () => new VllmReplica({ stepTime: flat, kvBlocks: 10_000, maxNumBatchedTokens: 8192, hashBlockTokens: 512 });
+    const cached: number[] = [];
+    const spy = (r: VllmReplica): VllmReplica => {
+      const enqueue = r.enqueue.bind(r);
+      const completeStep = r.completeStep.bind(r);
+      const wrap = (emit: (e: EngineEvent) => void) => (e: EngineEvent) => {
+        if (e.kind === 'first_token' && e.attemptId >= 4) cached.push(e.cachedTokens);
+        emit(e);
+      };
+      r.enqueue = (req, t, emit) => enqueue(req, t, wrap(emit));
+      r.completeStep = (t, emit) => completeStep(t, wrap(emit));
+      return r;
+    };
+    const replay = runClosedLoop(spy(mk()), { ...spec, prompts: { blockTokens: 512, reuse: 'per-client-phase' } });
+    // Measured rounds 1–2 hit the warm-up's prompts (all but the last token cached), rounds 3 on are new.
+    expect(cached.slice(0, 4)).toEqual([1023, 1023, 1023, 1023]);
+    expect(cached.slice(4)).toEqual([0, 0]);
+    const none = runClosedLoop(mk(), { ...spec, prompts: { blockTokens: 512, reuse: 'none' } });
+    const plain = runClosedLoop(mk(), spec);
+    expect([...none.ttftMs]).toEqual([...plain.ttftMs]);
+    expect(meanOf(replay.ttftMs)).toBeLessThan(meanOf(plain.ttftMs));
+    expect(() => runClosedLoop(mk(), { ...spec, prompts: { blockTokens: 0, reuse: 'none' } })).toThrow(/blockTokens must be a positive integer/);
   });
 
   it('client cohorts start together: G cohorts over the spread, G ≥ C is the per-client ramp', () => {
@@ -81,6 +108,11 @@ describe('validation against measured serving points', () => {
       const { replicas } = pointSetup(fam, r);
       expect([replicas.max_num_seqs, replicas.max_num_batched_tokens, replicas.max_model_len]).toEqual([32, 32 + r.isl + 1500, r.isl + r.osl + 1500]);
     }
+    // genai-perf points: vLLM's default prefix cache and perf_analyzer's prompt order.
+    const q = VALIDATION_FAMILIES.find((f) => f.key === 'vllm-qwen3-32b')!;
+    const { replicas, client } = pointSetup(q, rows.find((x) => q.matches(x))!);
+    expect(replicas.enable_prefix_caching).toBe(true);
+    expect(client.prompts).toEqual({ blockTokens: 512, reuse: 'per-client-phase' });
   });
 
   it('the staggered client takes its cohort count from the constants (committed: the fitted client calibration)', () => {
