@@ -41,8 +41,8 @@ export interface UpstreamSpec {
   readonly apiKey: string | null;
   /** `model` sent upstream (`provider_model_id`, else the model id). */
   readonly upstreamModel: string;
-  /** The route's `endpoints:` (null: its kind's default). */
-  readonly endpoints?: readonly Endpoint[] | null;
+  /** The route's `endpoints:` family ids (null: its kind's default). */
+  readonly endpoints?: readonly string[] | null;
   /** The id the route will have, for the answer (optional). */
   readonly endpointId?: string;
 }
