@@ -11,6 +11,9 @@
  * own candidates and ignore the policy), a route id that is blank or not one of the model's, a
  * wait that is not > 0. The policy names its route by route id, so re-pointing the route keeps
  * it; the route cannot be deleted while the policy names it (`route-admin.ts`).
+ *
+ * `PUT /admin/routing/offload-routes-verifications/{model_id}` is the twin of the `PUT`: the same
+ * body and checks, then one small request to the offload route's upstream; nothing is saved.
  */
 import type { RoutingWrite } from '../store/routing-records.ts';
 import type { AdminCall } from './admin-api.ts';

@@ -11,6 +11,13 @@
  * - `PATCH /admin/routing/provider-route-strategies/{model_id}`: switch the model's router
  *   (refused towards `routewise` while the model has an offload policy: RouteWise ignores it).
  * Model ids may contain `/`, sent encoded (`%2F`) or not; route ids never do.
+ *
+ * The `POST` and `PUT` writes have `…-verifications` twins (`POST
+ * …/provider-route-models-verifications`, `POST …/provider-route-candidates-verifications/{model_id}`,
+ * `PUT …/provider-routes-verifications/{model_id}/{route_id}`): the same body and the same
+ * checks, in the same code (the 400s, 404s, 409s and the configuration check), then one small
+ * request to the route's upstream as the write would leave it (`verifications.ts`); nothing is
+ * saved. A stale `version` is not detected by a twin: only the store's write sees it.
  */
 import type { RoutingWrite } from '../store/routing-records.ts';
 import type { AdminCall } from './admin-api.ts';
