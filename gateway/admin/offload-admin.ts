@@ -108,7 +108,7 @@ export class OffloadAdmin {
       ...(b.max_input_tokens != null && { max_input_tokens: b.max_input_tokens }),
     };
     const writes: RoutingWrite[] = [{ kind: 'offload', modelId: model.modelId, key: '', value, expect: pre.version }];
-    if (verify) return verifyChange(this.d, call, fresh, writes, 'route_id', [routeSpec(model.modelId, r.route)], { model_id: model.modelId, route_id: r.routeId });
+    if (verify) return verifyChange(this.d, call, fresh, writes, { from: pre.from, param: 'route_id' }, [routeSpec(model.modelId, r.route)], { model_id: model.modelId, route_id: r.routeId });
     const out = await commit(this.d, call, fresh, writes, { from: pre.from, param: 'route_id', body: () => ({ model_id: model.modelId }) });
     if (out.answer.status === 200) {
       const applied = effective(this.d, this.d.overlay()).models.get(model.modelId);

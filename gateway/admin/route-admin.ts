@@ -17,7 +17,7 @@
  * `PUT …/provider-routes-verifications/{model_id}/{route_id}`): the same body and the same
  * checks, in the same code (the 400s, 404s, 409s and the configuration check), then one small
  * request to the route's upstream as the write would leave it (`verifications.ts`); nothing is
- * saved. A stale `version` is not detected by a twin: only the store's write sees it.
+ * saved.
  */
 import type { RoutingWrite } from '../store/routing-records.ts';
 import type { AdminCall } from './admin-api.ts';
@@ -144,7 +144,7 @@ export class RouteAdmin {
       { kind: 'model', modelId: b.model_id, key: '', value: model, expect: 'absent' },
       { kind: 'route', modelId: b.model_id, key: routeId, value: route.route, expect: 'absent' },
     ];
-    if (verify) return verifyChange(this.d, call, fresh, writes, null, [routeSpec(b.model_id, route.route)], { model_id: b.model_id, route_id: routeId });
+    if (verify) return verifyChange(this.d, call, fresh, writes, { from: null, param: null }, [routeSpec(b.model_id, route.route)], { model_id: b.model_id, route_id: routeId });
     return commit(this.d, call, fresh, writes, { from: null, status: 201, param: null, body: () => ({ model_id: b.model_id, route_id: routeId, endpoint_id: derivedRouteId(b.model_id, route.route) }) });
   }
 
@@ -168,7 +168,7 @@ export class RouteAdmin {
     const clash = this.endpointClash(model, route.route, null);
     if (clash) return clash;
     const writes: RoutingWrite[] = [{ kind: 'route', modelId: model.modelId, key: routeId, value: route.route, expect: 'absent' }];
-    if (verify) return verifyChange(this.d, call, fresh, writes, null, [routeSpec(model.modelId, route.route)], { model_id: model.modelId, route_id: routeId });
+    if (verify) return verifyChange(this.d, call, fresh, writes, { from: null, param: null }, [routeSpec(model.modelId, route.route)], { model_id: model.modelId, route_id: routeId });
     return commit(this.d, call, fresh, writes, { from: null, status: 201, param: null, body: () => ({ model_id: model.modelId, route_id: routeId, endpoint_id: derivedRouteId(model.modelId, route.route) }) });
   }
 
@@ -244,7 +244,7 @@ export class RouteAdmin {
     const clash = this.endpointClash(model, merged.route, r);
     if (clash) return clash;
     const writes: RoutingWrite[] = [{ kind: 'repoint', modelId: model.modelId, key: r.routeId, value: fields, expect: pre.version }];
-    if (verify) return verifyChange(this.d, call, fresh, writes, null, [routeSpec(model.modelId, merged.route)], key());
+    if (verify) return verifyChange(this.d, call, fresh, writes, { from: pre.from, param: null }, [routeSpec(model.modelId, merged.route)], key());
     return commit(this.d, call, fresh, writes, { from: pre.from, param: null, body: () => ({ ...key(), endpoint_id: derivedRouteId(model.modelId, merged.route) }) });
   }
 

@@ -1,6 +1,6 @@
 // The `…-verifications` twins of the runtime-route and offload writes against a real gateway on
 // 127.0.0.1: a live upstream verifies, a closed port reports the failure, every validation
-// answer (400 / 404 / 409) equals the write's own, and nothing is saved — the route listing, the
+// answer (400 / 404 / 409, and 412 for a stale If-Match) equals the write's own, and nothing is saved — the route listing, the
 // offload policies and the generation stay as they were, and the audit entries carry no change.
 import { createServer } from 'node:net';
 import pino from 'pino';
@@ -118,6 +118,10 @@ describe('runtime-route verifications', () => {
     await sameRefusal('PUT', write(live, 'nope'), twin(live, 'nope'), { base_url: spare.baseUrl }, 404, 'model_not_found');
     await sameRefusal('PUT', write(live), twin(live), {}, 400, 'invalid_request');
     await sameRefusal('PUT', write(live), twin(live), { base_url: dead }, 409, 'endpoint_exists');
+    await sameRefusal('PUT', write(live), twin(live), { base_url: spare.baseUrl, version: 7 }, 409, 'version_conflict');
+    const w = await adminCall(gw.url, 'PUT', write(live), { body: { base_url: spare.baseUrl }, ifMatch: '"3"' });
+    expect([w.status, w.body.error.code]).toEqual([412, 'precondition_failed']);
+    expect(await adminCall(gw.url, 'PUT', twin(live), { body: { base_url: spare.baseUrl }, ifMatch: '"3"' })).toEqual(w);
     expect(await snapshot()).toEqual(before);
   });
 
@@ -133,6 +137,7 @@ describe('runtime-route verifications', () => {
     await sameRefusal('PUT', write(), twin(), { route_id: live, wait_sec: 0 }, 400, 'invalid_request');
     await sameRefusal('PUT', write(), twin(), { route_id: ' ', wait_sec: 5 }, 400, 'invalid_request');
     await sameRefusal('PUT', write(), twin(), { route_id: 'nope', wait_sec: 5 }, 404, 'route_not_found');
+    await sameRefusal('PUT', write(), twin(), { route_id: live, wait_sec: 5, version: 2 }, 409, 'version_conflict');
     await sameRefusal('PUT', write('nope'), twin('nope'), { route_id: live, wait_sec: 5 }, 404, 'model_not_found');
     expect(await snapshot()).toEqual(before);
     expect(before.offload.policies).toEqual([]);
