@@ -11,15 +11,20 @@
  * own candidates and ignore the policy), a route id that is blank or not one of the model's, a
  * wait that is not > 0. The policy names its route by route id, so re-pointing the route keeps
  * it; the route cannot be deleted while the policy names it (`route-admin.ts`).
+ *
+ * `PUT /admin/routing/offload-routes-verifications/{model_id}` is the twin of the `PUT`: the same
+ * body and checks, then one small request to the offload route's upstream; nothing is saved.
  */
 import type { RoutingWrite } from '../store/routing-records.ts';
 import type { AdminCall } from './admin-api.ts';
 import { parseBody } from './admin-bodies.ts';
 import type { ModelOrigin, OffloadValue } from './effective-models.ts';
 import { OffloadBodySchema, ROUTE_FIXES, RoutingVersionBodySchema } from './route-bodies.ts';
-import { badRequest, commit, effective, findModel, findRoute, modelTail, precondition, refuse, routeNotFound, writesRefused, type RoutingAdminDeps, type RoutingResult } from './routing-admin-kit.ts';
+import { badRequest, commit, effective, findModel, findRoute, modelTail, precondition, refuse, routeNotFound, routeSpec, verifyChange, writesRefused, type RoutingAdminDeps, type RoutingResult } from './routing-admin-kit.ts';
 
 const OFFLOAD = '/admin/routing/offload-routes';
+/** The verification twin of `PUT …/{model_id}` (served where writes are refused too). */
+const OFFLOAD_VERIFY = '/admin/routing/offload-routes-verifications';
 
 /** The offload-policy calls; `route` answers null for a call that is not one. */
 export class OffloadAdmin {
@@ -29,6 +34,10 @@ export class OffloadAdmin {
   route(call: AdminCall): Promise<RoutingResult> | null {
     const { method, path } = call;
     if (path === OFFLOAD && method === 'GET') return Promise.resolve(this.list(null));
+    if (method === 'PUT' && path.startsWith(`${OFFLOAD_VERIFY}/`)) {
+      const v = modelTail(path.slice(OFFLOAD_VERIFY.length + 1));
+      return v === null ? null : this.set(call, v, true);
+    }
     if (!path.startsWith(`${OFFLOAD}/`)) return null;
     const name = modelTail(path.slice(OFFLOAD.length + 1));
     if (name === null) return null;
@@ -71,8 +80,8 @@ export class OffloadAdmin {
     };
   }
 
-  /** `PUT …/offload-routes/{model_id}`. */
-  private async set(call: AdminCall, name: string): Promise<RoutingResult> {
+  /** `PUT …/offload-routes/{model_id}`; `verify`: its twin, which tries the offload route's upstream. */
+  private async set(call: AdminCall, name: string, verify = false): Promise<RoutingResult> {
     const fresh = await this.d.repo.load();
     const eff = effective(this.d, fresh);
     const m = findModel(eff, name);
@@ -99,6 +108,7 @@ export class OffloadAdmin {
       ...(b.max_input_tokens != null && { max_input_tokens: b.max_input_tokens }),
     };
     const writes: RoutingWrite[] = [{ kind: 'offload', modelId: model.modelId, key: '', value, expect: pre.version }];
+    if (verify) return verifyChange(this.d, call, fresh, writes, { from: pre.from, param: 'route_id' }, [routeSpec(model.modelId, r.route)], { model_id: model.modelId, route_id: r.routeId });
     const out = await commit(this.d, call, fresh, writes, { from: pre.from, param: 'route_id', body: () => ({ model_id: model.modelId }) });
     if (out.answer.status === 200) {
       const applied = effective(this.d, this.d.overlay()).models.get(model.modelId);

@@ -11,18 +11,27 @@
  * - `PATCH /admin/routing/provider-route-strategies/{model_id}`: switch the model's router
  *   (refused towards `routewise` while the model has an offload policy: RouteWise ignores it).
  * Model ids may contain `/`, sent encoded (`%2F`) or not; route ids never do.
+ *
+ * The `POST` and `PUT` writes have `…-verifications` twins (`POST
+ * …/provider-route-models-verifications`, `POST …/provider-route-candidates-verifications/{model_id}`,
+ * `PUT …/provider-routes-verifications/{model_id}/{route_id}`): the same body and the same
+ * checks, in the same code (the 400s, 404s, 409s and the configuration check), then one small
+ * request to the route's upstream as the write would leave it (`verifications.ts`); nothing is
+ * saved.
  */
 import type { RoutingWrite } from '../store/routing-records.ts';
 import type { AdminCall } from './admin-api.ts';
 import { parseBody } from './admin-bodies.ts';
 import { derivedRouteId, type ModelOrigin, type RouteOrigin } from './effective-models.ts';
 import { CandidateBodySchema, checkRoute, ROUTE_FIXES, RoutePatchBodySchema, RoutingVersionBodySchema, RuntimeModelBodySchema, StrategyBodySchema } from './route-bodies.ts';
-import { badRequest, commit, effective, findModel, findRoute, modelRouteTail, modelTail, precondition, refuse, routeNotFound, writesRefused, type RoutingAdminDeps, type RoutingResult } from './routing-admin-kit.ts';
+import { badRequest, commit, effective, findModel, findRoute, modelRouteTail, modelTail, precondition, refuse, routeNotFound, routeSpec, verifyChange, writesRefused, type RoutingAdminDeps, type RoutingResult } from './routing-admin-kit.ts';
 
 const ROUTES = '/admin/routing/provider-routes';
 const MODELS = '/admin/routing/provider-route-models';
 const CANDIDATES = '/admin/routing/provider-route-candidates';
 const STRATEGIES = '/admin/routing/provider-route-strategies';
+/** Suffix of a write's collection that names its verification twin. */
+const VERIFY = '-verifications';
 
 /** The runtime models-and-routes calls; `route` answers null for a call that is not one. */
 export class RouteAdmin {
@@ -43,6 +52,11 @@ export class RouteAdmin {
       if (method === 'POST') return this.guard(() => this.addRoute(call, tail));
       if (method === 'PATCH' || method === 'DELETE') return this.guard(() => this.editRoute(call, tail));
     }
+    // Verification twins: the write's checks and body, a try of the upstream, nothing saved; so
+    // also served where writes are refused.
+    if (path === `${MODELS}${VERIFY}` && method === 'POST') return this.createModel(call, true);
+    if (path.startsWith(`${CANDIDATES}${VERIFY}/`) && method === 'POST') return this.addRoute(call, path.slice(CANDIDATES.length + VERIFY.length + 1), true);
+    if (path.startsWith(`${ROUTES}${VERIFY}/`) && method === 'PUT') return this.repoint(call, path.slice(ROUTES.length + VERIFY.length + 1), true);
     if (path.startsWith(`${STRATEGIES}/`) && method === 'PATCH') return this.guard(() => this.switchRouter(call, path.slice(STRATEGIES.length + 1)));
     return null;
   }
@@ -110,8 +124,8 @@ export class RouteAdmin {
     };
   }
 
-  /** `POST …/provider-route-models`. */
-  private async createModel(call: AdminCall): Promise<RoutingResult> {
+  /** `POST …/provider-route-models`; `verify`: its twin `POST …/provider-route-models-verifications`. */
+  private async createModel(call: AdminCall, verify = false): Promise<RoutingResult> {
     const body = parseBody(RuntimeModelBodySchema, call.body, ROUTE_FIXES);
     if (!body.ok) return badRequest(body.problem);
     const { route_id, ...rest } = body.value.route;
@@ -130,11 +144,12 @@ export class RouteAdmin {
       { kind: 'model', modelId: b.model_id, key: '', value: model, expect: 'absent' },
       { kind: 'route', modelId: b.model_id, key: routeId, value: route.route, expect: 'absent' },
     ];
+    if (verify) return verifyChange(this.d, call, fresh, writes, { from: null, param: null }, [routeSpec(b.model_id, route.route)], { model_id: b.model_id, route_id: routeId });
     return commit(this.d, call, fresh, writes, { from: null, status: 201, param: null, body: () => ({ model_id: b.model_id, route_id: routeId, endpoint_id: derivedRouteId(b.model_id, route.route) }) });
   }
 
-  /** `POST …/provider-route-candidates/{model_id}`. */
-  private async addRoute(call: AdminCall, tail: string): Promise<RoutingResult> {
+  /** `POST …/provider-route-candidates/{model_id}`; `verify`: its twin `POST …/provider-route-candidates-verifications/{model_id}`. */
+  private async addRoute(call: AdminCall, tail: string, verify = false): Promise<RoutingResult> {
     const name = modelTail(tail);
     if (name === null) return refuse(404, 'model_not_found', `Name the model: POST ${CANDIDATES}/{model_id}.`, 'model_id');
     const fresh = await this.d.repo.load();
@@ -153,6 +168,7 @@ export class RouteAdmin {
     const clash = this.endpointClash(model, route.route, null);
     if (clash) return clash;
     const writes: RoutingWrite[] = [{ kind: 'route', modelId: model.modelId, key: routeId, value: route.route, expect: 'absent' }];
+    if (verify) return verifyChange(this.d, call, fresh, writes, { from: null, param: null }, [routeSpec(model.modelId, route.route)], { model_id: model.modelId, route_id: routeId });
     return commit(this.d, call, fresh, writes, { from: null, status: 201, param: null, body: () => ({ model_id: model.modelId, route_id: routeId, endpoint_id: derivedRouteId(model.modelId, route.route) }) });
   }
 
@@ -194,8 +210,11 @@ export class RouteAdmin {
     return commit(this.d, call, fresh, writes, { from: pre.from, param: null, body: () => ({ ...key(), endpoint_id: derivedRouteId(model.modelId, merged.route) }) });
   }
 
-  /** `PUT` (re-point) / `DELETE` (restore) `…/provider-routes/{model_id}/{route_id}`: YAML routes only. */
-  private async repoint(call: AdminCall, tail: string): Promise<RoutingResult> {
+  /**
+   * `PUT` (re-point) / `DELETE` (restore) `…/provider-routes/{model_id}/{route_id}`: YAML routes
+   * only; `verify`: the twin of the `PUT`, `PUT …/provider-routes-verifications/{model_id}/{route_id}`.
+   */
+  private async repoint(call: AdminCall, tail: string, verify = false): Promise<RoutingResult> {
     const at = modelRouteTail(tail);
     if (!at) return refuse(404, 'route_not_found', `Name the model and the route: ${call.method} ${ROUTES}/{model_id}/{route_id}.`, 'route_id');
     const fresh = await this.d.repo.load();
@@ -225,6 +244,7 @@ export class RouteAdmin {
     const clash = this.endpointClash(model, merged.route, r);
     if (clash) return clash;
     const writes: RoutingWrite[] = [{ kind: 'repoint', modelId: model.modelId, key: r.routeId, value: fields, expect: pre.version }];
+    if (verify) return verifyChange(this.d, call, fresh, writes, { from: pre.from, param: null }, [routeSpec(model.modelId, merged.route)], key());
     return commit(this.d, call, fresh, writes, { from: pre.from, param: null, body: () => ({ ...key(), endpoint_id: derivedRouteId(model.modelId, merged.route) }) });
   }
 

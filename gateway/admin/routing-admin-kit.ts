@@ -5,12 +5,13 @@
  * the core would refuse is a 400 and is never stored), write the records in one transaction, read
  * the overlay back and apply it as a new generation, so the next request already routes with it.
  */
-import type { ModelsConfig, RoutingCore } from '../../core/index.ts';
+import type { ModelsConfig, RouteConfig, RoutingCore } from '../../core/index.ts';
 import type { OverlayRepo, OverlaySnapshot } from '../store/overlay-repo.ts';
-import type { RoutingRecord, RoutingWrite } from '../store/routing-records.ts';
+import { refusal, type RoutingRecord, type RoutingWrite, type RoutingWriteResult } from '../store/routing-records.ts';
 import type { AdminAnswer, AdminCall } from './admin-api.ts';
 import { parseIfMatch, type BodyProblem } from './admin-bodies.ts';
-import { composeModels, type EffectiveModels, type ModelOrigin, type RouteOrigin } from './effective-models.ts';
+import { composeModels, derivedRouteId, type EffectiveModels, type ModelOrigin, type RouteOrigin } from './effective-models.ts';
+import { verificationAnswer, verifyTimeout, verifyUpstream, type UpstreamSpec } from './verifications.ts';
 
 /** What the runtime-routing calls need from the gateway. */
 export interface RoutingAdminDeps {
@@ -144,6 +145,75 @@ export function recordView(r: RoutingRecord): Record<string, unknown> {
 }
 
 /**
+ * The 400 a batch gets when the configuration it would give is refused (checked on `fresh` with
+ * `writes` applied, nothing stored or put in force), else null.
+ * @param param the body field a refused configuration most likely comes from.
+ */
+export function checkChange(d: RoutingAdminDeps, fresh: OverlaySnapshot, writes: readonly RoutingWrite[], param: string | null): RoutingResult | null {
+  try {
+    d.check(simulate(fresh, writes));
+    return null;
+  } catch (e) {
+    return refuse(400, 'configuration_refused', `The change was not saved: the configuration it gives is refused: ${(e as Error).message}`, param);
+  }
+}
+
+/** The upstream `route` of model `modelId` would be, for a verification before it is built. */
+export function routeSpec(modelId: string, route: RouteConfig): UpstreamSpec {
+  return {
+    kind: route.kind,
+    baseUrl: route.base_url,
+    apiKey: route.api_key ?? null,
+    upstreamModel: route.provider_model_id ?? modelId,
+    endpoints: route.endpoints ?? null,
+    endpointId: derivedRouteId(modelId, route),
+  };
+}
+
+/** The answer to a batch refused for a record's version (412 / 409) or a create that met a record (409). */
+function conflict(r: Extract<RoutingWriteResult, { ok: false }>, from: 'if-match' | 'version' | null, param: string | null): RoutingResult {
+  if (r.exists) return { answer: { status: 409, etag: `"${r.currentVersion}"`, body: { ...error('already_exists', `The record was created meanwhile (now at version ${r.currentVersion}); read it with GET and change it instead.`, param), current_version: r.currentVersion } } };
+  const status = from === 'if-match' ? 412 : 409;
+  const code = status === 412 ? 'precondition_failed' : 'version_conflict';
+  return {
+    answer: {
+      status,
+      etag: `"${r.currentVersion}"`,
+      body: { ...error(code, `The record changed since you read it (now at version ${r.currentVersion}); read it again and resend your change based on that version.`, from === 'if-match' ? 'If-Match' : 'version'), current_version: r.currentVersion },
+    },
+  };
+}
+
+/**
+ * The `…-verifications` twin of `commit`: the same configuration check (the same 400) and the
+ * same version answers (412 / 409, against `fresh`: a write racing the twin is not seen), then
+ * one small request to each upstream of `specs` (`verifications.ts`), bounded by
+ * `?timeout_ms=`. Writes nothing, applies nothing; the answer is 200 with `saved: false` and
+ * `key`'s fields.
+ * @param from which precondition the call sent, as `commit` takes it.
+ * @param param the body field a refused configuration most likely comes from.
+ */
+export async function verifyChange(
+  d: RoutingAdminDeps,
+  call: AdminCall,
+  fresh: OverlaySnapshot,
+  writes: readonly RoutingWrite[],
+  opts: { from: 'if-match' | 'version' | null; param: string | null },
+  specs: readonly UpstreamSpec[],
+  key: Record<string, unknown>,
+): Promise<RoutingResult> {
+  const t = verifyTimeout(call);
+  if (!t.ok) return t.r;
+  const refused = checkChange(d, fresh, writes, opts.param);
+  if (refused) return refused;
+  for (const [i, w] of writes.entries()) {
+    const no = refusal(w, fresh.routing.find((x) => x.kind === w.kind && x.modelId === w.modelId && x.key === w.key) ?? null, i);
+    if (no) return conflict(no, opts.from, opts.param);
+  }
+  return verificationAnswer(await Promise.all(specs.map((s) => verifyUpstream(s, t.ms))), key);
+}
+
+/**
  * Checks, writes and applies a batch. The first write is the addressed record: its version is
  * the answer's ETag, and `from` says which precondition a stale version answers (412 for
  * `If-Match`, 409 for a body `version`; a create that finds a record answers 409 `already_exists`).
@@ -158,24 +228,10 @@ export async function commit(
   writes: RoutingWrite[],
   opts: { from: 'if-match' | 'version' | null; status?: number; param?: string | null; body: () => Record<string, unknown> },
 ): Promise<RoutingResult> {
-  try {
-    d.check(simulate(fresh, writes));
-  } catch (e) {
-    return refuse(400, 'configuration_refused', `The change was not saved: the configuration it gives is refused: ${(e as Error).message}`, opts.param ?? null);
-  }
+  const refused = checkChange(d, fresh, writes, opts.param ?? null);
+  if (refused) return refused;
   const r = await d.repo.writeRouting(writes, call.caller.id);
-  if (!r.ok) {
-    if (r.exists) return { answer: { status: 409, etag: `"${r.currentVersion}"`, body: { ...error('already_exists', `The record was created meanwhile (now at version ${r.currentVersion}); read it with GET and change it instead.`, opts.param ?? null), current_version: r.currentVersion } } };
-    const status = opts.from === 'if-match' ? 412 : 409;
-    const code = status === 412 ? 'precondition_failed' : 'version_conflict';
-    return {
-      answer: {
-        status,
-        etag: `"${r.currentVersion}"`,
-        body: { ...error(code, `The record changed since you read it (now at version ${r.currentVersion}); read it again and resend your change based on that version.`, opts.from === 'if-match' ? 'If-Match' : 'version'), current_version: r.currentVersion },
-      },
-    };
-  }
+  if (!r.ok) return conflict(r, opts.from, opts.param ?? null);
   try {
     d.apply(await d.repo.load());
   } catch (e) {

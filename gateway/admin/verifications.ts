@@ -9,10 +9,16 @@
  * and `error`; `verified` is true when every upstream answered 2xx. Nothing is written but the
  * audit entry of the call, and no routing state (breakers, latency profiles) is touched.
  *
+ * A twin's path is its write's collection with `-verifications` appended, the rest unchanged.
  * Twins served here: `PUT /admin/routing/weights-verifications/{model_id}/{endpoint_id}` (the
  * route's upstream) and `PUT /admin/routing/providers-verifications/{provider}` (every route
- * with the label). Routes added at run time verify a route that is not built yet with
- * `verifyUpstream` on an `UpstreamSpec` and answer with `verificationAnswer`.
+ * with the label). The twins of the runtime-route and offload writes (`POST
+ * …/provider-route-models-verifications`, `POST …/provider-route-candidates-verifications/{model_id}`,
+ * `PUT …/provider-routes-verifications/{model_id}/{route_id}`, `PUT
+ * …/offload-routes-verifications/{model_id}`) live beside their writes (`route-admin.ts`,
+ * `offload-admin.ts`, through `verifyChange` of `routing-admin-kit.ts`): they try the route as
+ * the write would leave it, on an `UpstreamSpec` with a pool of its own. Verifications are
+ * served also where writes are refused (several workers, no store), since they save nothing.
  */
 import { randomUUID } from 'node:crypto';
 import { Pool } from 'undici';
@@ -41,8 +47,8 @@ export interface UpstreamSpec {
   readonly apiKey: string | null;
   /** `model` sent upstream (`provider_model_id`, else the model id). */
   readonly upstreamModel: string;
-  /** The route's `endpoints:` (null: its kind's default). */
-  readonly endpoints?: readonly Endpoint[] | null;
+  /** The route's `endpoints:` family ids (null: its kind's default). */
+  readonly endpoints?: readonly string[] | null;
   /** The id the route will have, for the answer (optional). */
   readonly endpointId?: string;
 }

@@ -57,8 +57,11 @@ export type RoutingWriteResult =
 
 const keyOf = (kind: string, modelId: string, key: string): string => JSON.stringify([kind, modelId, key]);
 
-/** Whether `cur` meets `w.expect`; the refusal otherwise. */
-function refusal(w: RoutingWrite, cur: RoutingRecord | null, index: number): Extract<RoutingWriteResult, { ok: false }> | null {
+/**
+ * Whether `cur` (the record `w` addresses, or null) meets `w.expect`: null when it does, else the
+ * refusal the batch gets, `index` naming `w`.
+ */
+export function refusal(w: RoutingWrite, cur: RoutingRecord | null, index: number): Extract<RoutingWriteResult, { ok: false }> | null {
   const v = cur?.version ?? 0;
   const live = cur !== null && cur.value !== null;
   if (w.expect === 'absent' && live) return { ok: false, index, currentVersion: v, exists: true };
