@@ -10,7 +10,7 @@ import type { OverlayRepo, OverlaySnapshot } from '../store/overlay-repo.ts';
 import type { RoutingRecord, RoutingWrite } from '../store/routing-records.ts';
 import type { AdminAnswer, AdminCall } from './admin-api.ts';
 import { parseIfMatch, type BodyProblem } from './admin-bodies.ts';
-import { composeModels, type EffectiveModels, type ModelOrigin, type RouteOrigin } from './effective-models.ts';
+import { composeModels, recordKey, type EffectiveModels, type ModelOrigin, type RecordAssessment, type RouteOrigin } from './effective-models.ts';
 
 /** What the runtime-routing calls need from the gateway. */
 export interface RoutingAdminDeps {
@@ -22,10 +22,12 @@ export interface RoutingAdminDeps {
   /** The YAML registry in force (the overlay is laid over it). */
   yaml(): ModelsConfig;
   /**
-   * Builds (and drops) the configuration `next` would give, without putting it in force.
-   * @throws Error naming the model and field when the core or the worker scope refuses it.
+   * Runs every check of a generation build (`generation.ts` `checkGeneration`) on the
+   * configuration `next` gives, without putting it in force: the routing records that cannot be
+   * applied (left out of the generation and listed as ignored), or the error of a configuration
+   * refused with none of them.
    */
-  check(next: OverlaySnapshot): void;
+  assess(next: OverlaySnapshot): RecordAssessment;
   /** Applies `next` as a new generation. @throws Error when the core refuses it. */
   apply(next: OverlaySnapshot): void;
   generation(): number;
@@ -86,9 +88,9 @@ export function modelRouteTail(tail: string): { modelName: string; routeId: stri
   return { modelName: decode(t.slice(0, cut)), routeId: decode(t.slice(cut + 1)) };
 }
 
-/** The composition of the YAML with `overlay`. */
+/** The composition of the YAML with `overlay`, records that cannot be applied left out. */
 export function effective(d: RoutingAdminDeps, overlay: OverlaySnapshot): EffectiveModels {
-  return composeModels(d.yaml(), overlay.routing);
+  return composeModels(d.yaml(), overlay.routing, d.assess(overlay).refused);
 }
 
 /** A direct model by id or alias, or the 404. */
@@ -137,6 +139,27 @@ function simulate(snapshot: OverlaySnapshot, writes: readonly RoutingWrite[]): O
   return { ...snapshot, routing };
 }
 
+/**
+ * The 400 for a batch whose records the gateway could not apply, or null. The batch is refused
+ * when the configuration it gives fails the generation checks, when one of its records would be
+ * left out, or when it would leave out a record that applies now; records that cannot be applied
+ * already (stored before these checks, or by a gateway of another version) do not refuse it.
+ * @param opts.routeParam the body path of the route entry ('' or 'route.'), for a route field's `param`.
+ */
+function refusal(d: RoutingAdminDeps, fresh: OverlaySnapshot, writes: readonly RoutingWrite[], opts: { param?: string | null; routeParam?: string }): RoutingResult | null {
+  const next = d.assess(simulate(fresh, writes));
+  const say = (why: string, param: string | null): RoutingResult => refuse(400, 'configuration_refused', `The change was not saved: the configuration it gives is refused: ${why}`, param);
+  if (next.error) return say(next.error.message, opts.param ?? null);
+  const was = d.assess(fresh).refused;
+  const written = new Set(writes.filter((w) => w.value !== null).map((w) => recordKey(w)));
+  const added = [...next.refused].filter(([k]) => !was.has(k));
+  if (added.length === 0) return null;
+  const own = added.find(([k]) => written.has(k));
+  const [k, u] = own ?? added[0]!;
+  const param = own && u.field !== null && opts.routeParam !== undefined ? `${opts.routeParam}${u.field}` : (opts.param ?? null);
+  return say(own ? u.reason : `it would leave out the stored record ${k} (${u.reason})`, param);
+}
+
 /** A record as the API shows it. */
 export function recordView(r: RoutingRecord): Record<string, unknown> {
   const value = r.value && typeof r.value === 'object' && 'api_key' in (r.value as object) ? { ...(r.value as object), api_key: '***' } : r.value;
@@ -149,6 +172,8 @@ export function recordView(r: RoutingRecord): Record<string, unknown> {
  * `If-Match`, 409 for a body `version`; a create that finds a record answers 409 `already_exists`).
  * @param fresh the overlay as just read from the store (the change is checked against it).
  * @param param the body field a refused configuration most likely comes from.
+ * @param routeParam the body path of the route entry the batch writes ('' or 'route.'): a route
+ *   field the gateway cannot serve (`kind`, `endpoints`, `base_url`) is named under it.
  * @param body what the 200 / 201 answer carries besides the records and the generation.
  */
 export async function commit(
@@ -156,13 +181,10 @@ export async function commit(
   call: AdminCall,
   fresh: OverlaySnapshot,
   writes: RoutingWrite[],
-  opts: { from: 'if-match' | 'version' | null; status?: number; param?: string | null; body: () => Record<string, unknown> },
+  opts: { from: 'if-match' | 'version' | null; status?: number; param?: string | null; routeParam?: string; body: () => Record<string, unknown> },
 ): Promise<RoutingResult> {
-  try {
-    d.check(simulate(fresh, writes));
-  } catch (e) {
-    return refuse(400, 'configuration_refused', `The change was not saved: the configuration it gives is refused: ${(e as Error).message}`, opts.param ?? null);
-  }
+  const no = refusal(d, fresh, writes, opts);
+  if (no) return no;
   const r = await d.repo.writeRouting(writes, call.caller.id);
   if (!r.ok) {
     if (r.exists) return { answer: { status: 409, etag: `"${r.currentVersion}"`, body: { ...error('already_exists', `The record was created meanwhile (now at version ${r.currentVersion}); read it with GET and change it instead.`, opts.param ?? null), current_version: r.currentVersion } } };

@@ -93,7 +93,7 @@ describe('runtime routing calls on a gateway that cannot keep a change consisten
       },
       overlay: () => ({ weights: [], providers: [], routing: [], routewise: [] }),
       yaml: () => yaml,
-      check: () => {},
+      assess: () => ({ refused: new Map(), error: null }),
       apply: () => {},
       generation: () => 1,
       writesRefused: 'two workers, no store',

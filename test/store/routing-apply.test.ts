@@ -1,0 +1,129 @@
+// A routing change the gateway could not apply is refused before it is written (a 400 naming
+// the field, nothing stored), and a stored record that cannot be applied (written before these
+// checks, or by another gateway version) is left out and listed under `ignored` at start and
+// at reload instead of stopping the gateway or blocking other writes. Once with PGlite, once
+// with the run's PostgreSQL server.
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { endpointId } from '../../core/index.ts';
+import { startGateway, type RunningGateway } from '../../gateway/gateway.ts';
+import { SqlOverlayRepo } from '../../gateway/store/overlay-repo.ts';
+import { openStore, type StoreConfig } from '../../gateway/store/sql-store.ts';
+import { startEmulator, type RunningEmulator } from '../../simulator/emulator/emulator.ts';
+import { stackConfig, type UpstreamSpec } from '../gateway/harness.ts';
+import { adminCall, freshDatabase, freshPgliteDir, PG_SKIP, PG_URL, weightPath } from './harness.ts';
+
+const UPSTREAMS: UpstreamSpec[] = [{ weight: 1 }, { weight: 1 }];
+const MODELS = '/admin/routing/provider-route-models';
+const CAND = '/admin/routing/provider-route-candidates';
+
+function scenario(kind: 'pglite' | 'postgres', makeStore: () => Promise<Record<string, unknown>>): void {
+  let emus: RunningEmulator[] = [];
+  let store: Record<string, unknown>;
+  let gw: RunningGateway | null = null;
+  let ids: string[] = [];
+  const start = (): Promise<RunningGateway> => startGateway({ config: stackConfig(UPSTREAMS, emus, { store, store_poll_ms: 200 }), host: '127.0.0.1', port: 0, adminPort: 0, seed: 3, logger: pino({ level: 'silent' }) });
+  const call = (method: string, path: string, opts: Parameters<typeof adminCall>[3] = {}) => adminCall(gw!.url, method, path, opts);
+  const storeConfig = (): StoreConfig => (kind === 'pglite' ? { kind: 'pglite', dir: store.dir as string } : { kind: 'postgres', url: store.url as string, pool_size: 1, connect_timeout_ms: 5000 });
+  /** Writes routing records straight into the store, past every check of the admin API. */
+  const writeRaw = async (writes: Parameters<SqlOverlayRepo['writeRouting']>[0]): Promise<void> => {
+    const db = await openStore(storeConfig());
+    try {
+      const r = await new SqlOverlayRepo(db).writeRouting(writes, 'raw');
+      expect(r.ok).toBe(true);
+    } finally {
+      await db.close();
+    }
+  };
+  const storedRouting = async () => {
+    const db = kind === 'postgres' ? await openStore(storeConfig()) : null;
+    try {
+      return db ? (await new SqlOverlayRepo(db).load()).routing : null;
+    } finally {
+      await db?.close();
+    }
+  };
+
+  beforeAll(async () => {
+    emus = await Promise.all(UPSTREAMS.map((u) => startEmulator({ ...u, faults: { latency_scale: 0.02 } })));
+    ids = emus.map((e) => endpointId('demo', 'openai_compat', e.baseUrl));
+    store = await makeStore();
+    gw = await start();
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await Promise.all(emus.map((e) => e.close()));
+  });
+
+  it(`${kind}: a route kind without an adapter is a 400 naming the field, and nothing is written`, async () => {
+    const gen = (await call('GET', '/admin/routing/provider-routes')).body.generation;
+    const r = await call('POST', MODELS, { body: { model_id: 'x2', route: { route_id: 'a', base_url: emus[0]!.baseUrl, kind: 'bogus' } } });
+    expect([r.status, r.body.error?.code, r.body.error?.param], JSON.stringify(r.body)).toEqual([400, 'configuration_refused', 'route.kind']);
+    expect(r.body.error.message).toMatch(/not saved.*route kind 'bogus' has no gateway adapter; use one of: openai_compat/);
+    const list = (await call('GET', '/admin/routing/provider-routes')).body;
+    expect([list.generation, list.models.some((m: { model_id: string }) => m.model_id === 'x2'), list.ignored]).toEqual([gen, false, []]);
+    const stored = await storedRouting();
+    if (stored) expect(stored.filter((x) => x.modelId === 'x2')).toEqual([]);
+    // PATCH of a runtime route to such a kind, and endpoints its kind cannot serve: refused the same way.
+    expect((await call('POST', MODELS, { body: { model_id: 'ok2', route: { route_id: 'a', base_url: emus[0]!.baseUrl } } })).status).toBe(201);
+    const p = await call('PATCH', `${CAND}/ok2/a`, { body: { kind: 'bogus2' } });
+    expect([p.status, p.body.error?.code, p.body.error?.param], JSON.stringify(p.body)).toEqual([400, 'configuration_refused', 'kind']);
+    const e = await call('POST', `${CAND}/ok2`, { body: { route_id: 'b', base_url: emus[1]!.baseUrl, endpoints: ['nosuch'] } });
+    expect([e.status, e.body.error?.code, e.body.error?.param], JSON.stringify(e.body)).toEqual([400, 'configuration_refused', 'endpoints']);
+    const view = (await call('GET', '/admin/routing/provider-routes/ok2')).body.model;
+    expect(view.routes.map((x: { route_id: string; kind: string; version: number }) => [x.route_id, x.kind, x.version])).toEqual([['a', 'openai_compat', 1]]);
+    // Every other write still goes through.
+    const w = await call('PUT', weightPath('demo', ids[0]!), { body: { weight: 1 } });
+    expect(w.status, JSON.stringify(w.body)).toBe(200);
+  });
+
+  it(`${kind}: a stored record that cannot be applied is ignored with its reason at start; writes go on and it can be deleted`, async () => {
+    await gw!.close();
+    gw = null;
+    const rtEnd = endpointId('ok2', 'bogus', emus[1]!.baseUrl);
+    await writeRaw([
+      { kind: 'model', modelId: 'bad', key: '', value: { aliases: [], published: true, router_params: {} }, expect: 'absent' },
+      { kind: 'route', modelId: 'bad', key: 'a', value: { kind: 'bogus', base_url: 'http://127.0.0.1:9301/v1', weight: 1, local: true, input_modalities: ['text'] }, expect: 'absent' },
+      { kind: 'route', modelId: 'ok2', key: 'b', value: { kind: 'bogus', base_url: emus[1]!.baseUrl, weight: 1, local: true, input_modalities: ['text'] }, expect: 'absent' },
+    ]);
+    gw = await start(); // listens: the records are left out
+    const list = (await call('GET', '/admin/routing/provider-routes')).body;
+    expect(list.ignored).toEqual([
+      expect.objectContaining({ kind: 'route', model_id: 'bad', key: 'a', reason: expect.stringMatching(/^cannot be applied: model 'bad' route 0 .*route kind 'bogus' has no gateway adapter/) }),
+      expect.objectContaining({ kind: 'route', model_id: 'ok2', key: 'b', reason: expect.stringMatching(/^cannot be applied: .*route kind 'bogus' has no gateway adapter/) }),
+    ]);
+    // The model itself applies (without routes: it answers no route until one is added).
+    expect(list.models.find((m: { model_id: string }) => m.model_id === 'bad')).toMatchObject({ source: 'runtime', routes: [] });
+    expect(gw.core.model('ok2')!.routes.map((r) => r.endpointId)).toEqual([endpointId('ok2', 'openai_compat', emus[0]!.baseUrl)]);
+    expect(gw.core.model('ok2')!.routes.some((r) => r.endpointId === rtEnd)).toBe(false);
+    // Other writes are not blocked by them.
+    expect((await call('PUT', weightPath('demo', ids[1]!), { body: { weight: 2 } })).status).toBe(200);
+    const add = await call('POST', `${CAND}/ok2`, { body: { route_id: 'c', base_url: emus[1]!.baseUrl } });
+    expect(add.status, JSON.stringify(add.body)).toBe(201);
+    expect(gw.core.model('ok2')!.routes).toHaveLength(2);
+    // The ignored route can be deleted.
+    const del = await call('DELETE', `${CAND}/ok2/b`);
+    expect([del.status, del.body.deleted], JSON.stringify(del.body)).toEqual([200, true]);
+    expect((await call('GET', '/admin/routing/provider-routes')).body.ignored.map((x: { model_id: string; key: string }) => [x.model_id, x.key])).toEqual([['bad', 'a']]);
+    expect((await call('DELETE', `${CAND}/bad/a`)).status).toBe(200);
+    expect((await call('GET', '/admin/routing/provider-routes')).body.ignored).toEqual([]);
+  });
+
+  it.runIf(kind === 'postgres')(`${kind}: a record that cannot be applied, written by another writer, is ignored at reload and the gateway keeps applying`, async () => {
+    await writeRaw([{ kind: 'route', modelId: 'ok2', key: 'd', value: { kind: 'bogus3', base_url: 'http://127.0.0.1:9309/v1', weight: 1, local: true, input_modalities: ['text'] }, expect: 'absent' }]);
+    const until = performance.now() + 5_000;
+    const seen = async () => (await call('GET', '/admin/routing/provider-routes')).body.ignored.some((x: { key: string }) => x.key === 'd');
+    while (!(await seen()) && performance.now() < until) await new Promise((r) => setTimeout(r, 50));
+    expect(await seen()).toBe(true);
+    expect((await call('PUT', weightPath('demo', ids[1]!), { body: { weight: 3 } })).status).toBe(200);
+    expect(gw!.core.model('demo')!.routes[1]!.effectiveWeight).toBe(3);
+  });
+}
+
+describe('routing changes that cannot apply, PGlite store', () => {
+  scenario('pglite', async () => ({ kind: 'pglite', dir: freshPgliteDir() }));
+});
+
+describe.skipIf(!PG_URL)(`routing changes that cannot apply, PostgreSQL store${PG_SKIP ? ` (skipped: ${PG_SKIP})` : ''}`, () => {
+  scenario('postgres', async () => ({ kind: 'postgres', url: await freshDatabase() }));
+});
