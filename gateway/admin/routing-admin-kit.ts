@@ -8,7 +8,7 @@
 import type { ModelsConfig, RoutingCore } from '../../core/index.ts';
 import type { OverlayRepo, OverlaySnapshot } from '../store/overlay-repo.ts';
 import type { RoutingRecord, RoutingWrite } from '../store/routing-records.ts';
-import type { AdminAnswer, AdminCall } from './admin-api.ts';
+import { savedNotApplied, type AdminAnswer, type AdminCall } from './admin-api.ts';
 import { parseIfMatch, type BodyProblem } from './admin-bodies.ts';
 import { composeModels, recordKey, type EffectiveModels, type ModelOrigin, type RecordAssessment, type RouteOrigin } from './effective-models.ts';
 
@@ -198,14 +198,13 @@ export async function commit(
       },
     };
   }
+  const change = { before: r.before.map((x) => x && recordView(x)), after: r.after.map(recordView) };
   try {
     d.apply(await d.repo.load());
   } catch (e) {
-    // Checked above, so only a change written meanwhile through another replica can get here.
-    return refuse(500, 'apply_failed', `The change was saved but this gateway could not apply the store's configuration (${(e as Error).message}); it keeps serving on its current one. Fix or undo the last change.`, null);
+    // Checked above, so only a store that failed after the commit can get here.
+    const a = savedNotApplied(e);
+    return { answer: { ...a, etag: `"${r.after[0]!.version}"`, body: { ...(a.body as object), records: r.after.map(recordView) } }, change };
   }
-  return {
-    answer: { status: opts.status ?? 200, etag: `"${r.after[0]!.version}"`, body: { ...opts.body(), records: r.after.map(recordView), generation: d.generation() } },
-    change: { before: r.before.map((x) => x && recordView(x)), after: r.after.map(recordView) },
-  };
+  return { answer: { status: opts.status ?? 200, etag: `"${r.after[0]!.version}"`, body: { ...opts.body(), records: r.after.map(recordView), generation: d.generation() } }, change };
 }

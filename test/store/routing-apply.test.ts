@@ -2,10 +2,14 @@
 // the field, nothing stored), and a stored record that cannot be applied (written before these
 // checks, or by another gateway version) is left out and listed under `ignored` at start and
 // at reload instead of stopping the gateway or blocking other writes. Once with PGlite, once
-// with the run's PostgreSQL server.
+// with the run's PostgreSQL server. A change committed that the gateway then fails to apply
+// says so (500 apply_failed, audited with the records), never that nothing was changed.
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { endpointId } from '../../core/index.ts';
+import { endpointId, parseModelsConfig, RoutingCore } from '../../core/index.ts';
+import { AdminApi } from '../../gateway/admin/admin-api.ts';
+import { RouteAdmin } from '../../gateway/admin/route-admin.ts';
+import type { RoutingAdminDeps } from '../../gateway/admin/routing-admin-kit.ts';
 import { startGateway, type RunningGateway } from '../../gateway/gateway.ts';
 import { SqlOverlayRepo } from '../../gateway/store/overlay-repo.ts';
 import { openStore, type StoreConfig } from '../../gateway/store/sql-store.ts';
@@ -126,4 +130,56 @@ describe('routing changes that cannot apply, PGlite store', () => {
 
 describe.skipIf(!PG_URL)(`routing changes that cannot apply, PostgreSQL store${PG_SKIP ? ` (skipped: ${PG_SKIP})` : ''}`, () => {
   scenario('postgres', async () => ({ kind: 'postgres', url: await freshDatabase() }));
+});
+
+/** The admin API over a real store with an `apply` that fails after every commit. */
+function savedNotApplied(kind: 'pglite' | 'postgres', makeStore: () => Promise<StoreConfig>): void {
+  it(`${kind}: a change committed but not applied answers 500 apply_failed saying it was saved, audited with the records`, async () => {
+    const db = await openStore(await makeStore());
+    try {
+      const repo = new SqlOverlayRepo(db);
+      const yaml = parseModelsConfig({ models: [{ id: 'demo', route: [{ base_url: 'http://127.0.0.1:9301/v1' }] }] });
+      const core = new RoutingCore(yaml, {});
+      let overlay = await repo.load();
+      const deps: RoutingAdminDeps = {
+        repo,
+        core: () => core,
+        overlay: () => overlay,
+        yaml: () => yaml,
+        assess: () => ({ refused: new Map(), error: null }),
+        apply: () => {
+          throw new Error('refused by the core');
+        },
+        generation: () => 1,
+        writesRefused: null,
+      };
+      const api = new AdminApi({ repo, core: () => core, overlay: () => overlay, apply: deps.apply, generation: () => 1, persistent: true, writesRefused: null, log: pino({ level: 'silent' }), modules: [new RouteAdmin(deps)] });
+      const caller = { id: 'admin', admin: true, allowed: null };
+      const call = (method: string, path: string, body: unknown) => api.handle({ method, path, query: new URLSearchParams(), ifMatch: '', body: JSON.stringify(body), caller, remoteAddr: '127.0.0.1' });
+      const ep = endpointId('demo', 'openai_compat', 'http://127.0.0.1:9301/v1');
+      const w = await call('PUT', weightPath('demo', ep), { weight: 1 });
+      expect([w.status, (w.body as any).error.code, w.etag]).toEqual([500, 'apply_failed', '"1"']);
+      expect((w.body as any).error.message).toMatch(/^The change was saved in the store, but this gateway could not apply it \(refused by the core\)/);
+      expect((w.body as any).record).toMatchObject({ endpointId: ep, weight: 1, version: 1 });
+      const m = await call('POST', MODELS, { model_id: 'x3', route: { base_url: 'http://127.0.0.1:9302/v1' } });
+      expect([m.status, (m.body as any).error.code, (m.body as any).records.map((x: { kind: string }) => x.kind)]).toEqual([500, 'apply_failed', ['model', 'route']]);
+      overlay = await repo.load();
+      expect(overlay.weights.map((x) => [x.endpointId, x.weight])).toEqual([[ep, 1]]);
+      const audit = await repo.listAudit(10);
+      expect(audit.map((e) => [e.method, e.status, e.after !== null])).toEqual([
+        ['POST', 500, true],
+        ['PUT', 500, true],
+      ]);
+    } finally {
+      await db.close();
+    }
+  });
+}
+
+describe('a change saved but not applied, PGlite store', () => {
+  savedNotApplied('pglite', async () => ({ kind: 'pglite', dir: freshPgliteDir() }));
+});
+
+describe.skipIf(!PG_URL)('a change saved but not applied, PostgreSQL store', () => {
+  savedNotApplied('postgres', async () => ({ kind: 'postgres', url: await freshDatabase(), pool_size: 2, connect_timeout_ms: 5000 }));
 });
