@@ -115,17 +115,20 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   // offload policies laid over it (`admin/effective-models.ts`); weights and labels go to the core.
   // Records a generation cannot be built with (a route kind without an adapter, a router the core
   // refuses, …) are left out, and listed as ignored, rather than failing the start, a reload or
-  // the change feed. One assessment is kept: the overlay in force is assessed again and again.
-  let assessed: { base: GatewayConfig; key: string; result: RecordAssessment } | null = null;
+  // the change feed. The last few assessments are kept: an admin write assesses the overlay in
+  // force and the one it would give, several times over.
+  const assessed: Array<{ base: GatewayConfig; key: string; result: RecordAssessment }> = [];
   const assess = (c: GatewayConfig, o: OverlaySnapshot): RecordAssessment => {
     const key = JSON.stringify(o);
-    if (assessed && assessed.base === c && assessed.key === key) return assessed.result;
+    const hit = assessed.find((a) => a.base === c && a.key === key);
+    if (hit) return hit.result;
     const overlay = control.routeOverlay(o);
     const result = unusableRecords(o.routing, (records) => {
       const models = composeModels(c.models, records).config;
       checkGeneration(models === c.models ? c : { ...c, models }, overlay);
     });
-    assessed = { base: c, key, result };
+    assessed.unshift({ base: c, key, result });
+    assessed.length = Math.min(assessed.length, 4);
     return result;
   };
   const withOverlay = (c: GatewayConfig, o: OverlaySnapshot): GatewayConfig => {

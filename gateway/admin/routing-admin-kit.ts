@@ -4,9 +4,13 @@
  * bodies, and the write path — check the changed overlay as a whole configuration first (a change
  * the core would refuse is a 400 and is never stored), write the records in one transaction, read
  * the overlay back and apply it as a new generation, so the next request already routes with it.
+ * Weight overrides are per (model, endpoint id): a change that takes an endpoint id away from a
+ * model, or gives it one no route had, clears the override set on it in the same transaction
+ * (audited beside the records, listed as `weights_cleared` in the answer), so a new route never
+ * starts drained by an old route's override.
  */
 import type { ModelsConfig, RoutingCore } from '../../core/index.ts';
-import type { OverlayRepo, OverlaySnapshot } from '../store/overlay-repo.ts';
+import type { OverlayRepo, OverlaySnapshot, WeightKey, WeightOverrideRecord } from '../store/overlay-repo.ts';
 import type { RoutingRecord, RoutingWrite } from '../store/routing-records.ts';
 import { savedNotApplied, type AdminAnswer, type AdminCall } from './admin-api.ts';
 import { parseIfMatch, type BodyProblem } from './admin-bodies.ts';
@@ -160,6 +164,32 @@ function refusal(d: RoutingAdminDeps, fresh: OverlaySnapshot, writes: readonly R
   return say(own ? u.reason : `it would leave out the stored record ${k} (${u.reason})`, param);
 }
 
+/**
+ * The weight overrides a batch leaves stale: for each model it writes, the set overrides on an
+ * endpoint id that a route of the model has before the batch and no route has after it (a
+ * route deleted, re-pointed, restored, or given another base URL), or that no route has before
+ * and one has after (an override left from an earlier route on that endpoint id, which a new
+ * route would otherwise inherit). The batch clears them in its transaction.
+ */
+function staleWeights(d: RoutingAdminDeps, fresh: OverlaySnapshot, writes: readonly RoutingWrite[]): WeightKey[] {
+  const set = fresh.weights.filter((w) => w.weight !== null);
+  if (set.length === 0) return [];
+  const before = effective(d, fresh).models;
+  const after = effective(d, simulate(fresh, writes)).models;
+  const out: WeightKey[] = [];
+  for (const modelId of new Set(writes.map((w) => w.modelId))) {
+    const b = new Set(before.get(modelId)?.routes.map((r) => r.endpointId) ?? []);
+    const a = new Set(after.get(modelId)?.routes.map((r) => r.endpointId) ?? []);
+    for (const w of set) if (w.modelId === modelId && b.has(w.endpointId) !== a.has(w.endpointId)) out.push({ modelId, endpointId: w.endpointId });
+  }
+  return out;
+}
+
+/** A weight override as the audit shows it beside routing records. */
+function weightView(w: WeightOverrideRecord): Record<string, unknown> {
+  return { kind: 'weight', model_id: w.modelId, key: w.endpointId, value: w.weight, version: w.version, updated_by: w.updatedBy, updated_at: w.updatedAt };
+}
+
 /** A record as the API shows it. */
 export function recordView(r: RoutingRecord): Record<string, unknown> {
   const value = r.value && typeof r.value === 'object' && 'api_key' in (r.value as object) ? { ...(r.value as object), api_key: '***' } : r.value;
@@ -185,7 +215,7 @@ export async function commit(
 ): Promise<RoutingResult> {
   const no = refusal(d, fresh, writes, opts);
   if (no) return no;
-  const r = await d.repo.writeRouting(writes, call.caller.id);
+  const r = await d.repo.writeRouting(writes, call.caller.id, staleWeights(d, fresh, writes));
   if (!r.ok) {
     if (r.exists) return { answer: { status: 409, etag: `"${r.currentVersion}"`, body: { ...error('already_exists', `The record was created meanwhile (now at version ${r.currentVersion}); read it with GET and change it instead.`, opts.param ?? null), current_version: r.currentVersion } } };
     const status = opts.from === 'if-match' ? 412 : 409;
@@ -198,13 +228,14 @@ export async function commit(
       },
     };
   }
-  const change = { before: r.before.map((x) => x && recordView(x)), after: r.after.map(recordView) };
+  const change = { before: [...r.before.map((x) => x && recordView(x)), ...r.weights.map((w) => weightView(w.before))], after: [...r.after.map(recordView), ...r.weights.map((w) => weightView(w.after))] };
+  const cleared = r.weights.length > 0 ? { weights_cleared: r.weights.map((w) => ({ model_id: w.after.modelId, endpoint_id: w.after.endpointId, weight_before: w.before.weight, version: w.after.version })) } : {};
   try {
     d.apply(await d.repo.load());
   } catch (e) {
     // Checked above, so only a store that failed after the commit can get here.
     const a = savedNotApplied(e);
-    return { answer: { ...a, etag: `"${r.after[0]!.version}"`, body: { ...(a.body as object), records: r.after.map(recordView) } }, change };
+    return { answer: { ...a, etag: `"${r.after[0]!.version}"`, body: { ...(a.body as object), records: r.after.map(recordView), ...cleared } }, change };
   }
-  return { answer: { status: opts.status ?? 200, etag: `"${r.after[0]!.version}"`, body: { ...opts.body(), records: r.after.map(recordView), generation: d.generation() } }, change };
+  return { answer: { status: opts.status ?? 200, etag: `"${r.after[0]!.version}"`, body: { ...opts.body(), records: r.after.map(recordView), ...cleared, generation: d.generation() } }, change };
 }

@@ -3,7 +3,8 @@
 // checks, or by another gateway version) is left out and listed under `ignored` at start and
 // at reload instead of stopping the gateway or blocking other writes. Once with PGlite, once
 // with the run's PostgreSQL server. A change committed that the gateway then fails to apply
-// says so (500 apply_failed, audited with the records), never that nothing was changed.
+// says so (500 apply_failed, audited with the records), never that nothing was changed. A route
+// that goes away takes the weight override of its endpoint id with it.
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { endpointId, parseModelsConfig, RoutingCore } from '../../core/index.ts';
@@ -111,6 +112,39 @@ function scenario(kind: 'pglite' | 'postgres', makeStore: () => Promise<Record<s
     expect((await call('GET', '/admin/routing/provider-routes')).body.ignored.map((x: { model_id: string; key: string }) => [x.model_id, x.key])).toEqual([['bad', 'a']]);
     expect((await call('DELETE', `${CAND}/bad/a`)).status).toBe(200);
     expect((await call('GET', '/admin/routing/provider-routes')).body.ignored).toEqual([]);
+  });
+
+  it(`${kind}: a route deleted, re-pointed or restored clears the weight override of the endpoint id it leaves; a new route never inherits one`, async () => {
+    const ov = (e: RunningEmulator) => endpointId('ov', 'openai_compat', e.baseUrl);
+    expect((await call('POST', MODELS, { body: { model_id: 'ov', route: { route_id: 'a', base_url: emus[0]!.baseUrl } } })).status).toBe(201);
+    expect((await call('POST', `${CAND}/ov`, { body: { route_id: 'b', base_url: emus[1]!.baseUrl } })).status).toBe(201);
+    expect((await call('PUT', weightPath('ov', ov(emus[1]!)), { body: { weight: 0 } })).status).toBe(200);
+    const del = await call('DELETE', `${CAND}/ov/b`);
+    expect([del.status, del.body.weights_cleared], JSON.stringify(del.body)).toEqual([200, [{ model_id: 'ov', endpoint_id: ov(emus[1]!), weight_before: 0, version: 2 }]]);
+    const c = await call('POST', `${CAND}/ov`, { body: { route_id: 'c', base_url: emus[1]!.baseUrl, weight: 5 } });
+    expect([c.status, c.body.weights_cleared]).toEqual([201, undefined]);
+    const view = (await call('GET', '/admin/routing/provider-routes/ov')).body.model.routes.find((r: { route_id: string }) => r.route_id === 'c');
+    expect([view.effective_weight, view.exclusion_reasons]).toEqual([5, []]);
+    // PATCH to another base URL leaves the old endpoint id: its override goes too.
+    expect((await call('PUT', weightPath('ov', ov(emus[1]!)), { body: { weight: 0 } })).status).toBe(200);
+    const moved = await call('PATCH', `${CAND}/ov/c`, { body: { base_url: 'http://127.0.0.1:9309/v1' } });
+    expect(moved.body.weights_cleared?.map((w: { endpoint_id: string }) => w.endpoint_id)).toEqual([ov(emus[1]!)]);
+    expect((await call('PATCH', `${CAND}/ov/c`, { body: { base_url: emus[1]!.baseUrl } })).status).toBe(200);
+    expect(gw!.core.model('ov')!.routes.map((r) => r.effectiveWeight)).toEqual([1, 5]);
+    // A YAML route re-pointed, then restored: the override of the endpoint id it leaves is cleared each time.
+    const path = `/admin/routing/provider-routes/demo/${encodeURIComponent(ids[1]!)}`;
+    expect((await call('PUT', weightPath('demo', ids[1]!), { body: { weight: 0 } })).status).toBe(200);
+    const put = await call('PUT', path, { body: { base_url: 'http://127.0.0.1:9308/v1' } });
+    expect([put.status, put.body.weights_cleared?.map((w: { endpoint_id: string }) => w.endpoint_id)]).toEqual([200, [ids[1]]]);
+    const moved2 = endpointId('demo', 'openai_compat', 'http://127.0.0.1:9308/v1');
+    expect((await call('PUT', weightPath('demo', moved2), { body: { weight: 0 } })).status).toBe(200);
+    const restore = await call('DELETE', path);
+    expect([restore.status, restore.body.weights_cleared?.map((w: { endpoint_id: string }) => w.endpoint_id)]).toEqual([200, [moved2]]);
+    expect(gw!.core.model('demo')!.routes.map((r) => [r.endpointId, r.effectiveWeight])).toEqual([[ids[0], 1], [ids[1], 1]]);
+    // Audited beside the route record, before and after.
+    const entry = (await call('GET', '/admin/audit?limit=50')).body.entries.find((e: { method: string; path: string }) => e.method === 'DELETE' && e.path === `${CAND}/ov/b`);
+    expect(entry.before.map((x: { kind: string; value: unknown }) => [x.kind, x.value === null ? null : x.kind === 'weight' ? x.value : 'route'])).toEqual([['route', 'route'], ['weight', 0]]);
+    expect(entry.after.map((x: { kind: string; value: unknown; version: number }) => [x.kind, x.value, x.version])).toEqual([['route', null, 2], ['weight', null, 2]]);
   });
 
   it.runIf(kind === 'postgres')(`${kind}: a record that cannot be applied, written by another writer, is ignored at reload and the gateway keeps applying`, async () => {
