@@ -156,6 +156,16 @@ function scenario(kind: 'pglite' | 'postgres', makeStore: () => Promise<Record<s
     expect((await call('PUT', weightPath('demo', ids[1]!), { body: { weight: 3 } })).status).toBe(200);
     expect(gw!.core.model('demo')!.routes[1]!.effectiveWeight).toBe(3);
   });
+
+  it(`${kind}: a route added on an endpoint id that an override left by a route the YAML dropped names clears that override`, async () => {
+    expect((await call('PUT', weightPath('demo', ids[1]!), { body: { weight: 0 } })).status).toBe(200);
+    gw!.reload(stackConfig(UPSTREAMS.slice(0, 1), emus.slice(0, 1), { store, store_poll_ms: 200 })); // the override stays, unused
+    const add = await call('POST', `${CAND}/demo`, { body: { route_id: 'back', base_url: emus[1]!.baseUrl } });
+    expect([add.status, add.body.endpoint_id, add.body.weights_cleared?.map((w: { endpoint_id: string }) => w.endpoint_id)], JSON.stringify(add.body)).toEqual([201, ids[1], [ids[1]]]);
+    expect(gw!.core.model('demo')!.routes.map((r) => [r.endpointId, r.effectiveWeight])).toEqual([[ids[0], 1], [ids[1], 1]]);
+    expect((await call('DELETE', `${CAND}/demo/back`)).status).toBe(200);
+    gw!.reload(stackConfig(UPSTREAMS, emus, { store, store_poll_ms: 200 }));
+  });
 }
 
 describe('routing changes that cannot apply, PGlite store', () => {
