@@ -30,7 +30,7 @@ import { randomInt } from 'node:crypto';
 import uWS from '@trufflesuite/uws-js-unofficial';
 import type { TemplatedApp, us_listen_socket } from '@trufflesuite/uws-js-unofficial';
 import pino from 'pino';
-import { IntrusiveList, ProbeGate, RoutingCore } from '../core/index.ts';
+import { IntrusiveList, ProbeGate } from '../core/index.ts';
 import { requestLogMemoryLimitMb } from './config/gateway-settings.ts';
 import type { GatewayConfig } from './config/load.ts';
 import { restartOnly } from './config/restart-only.ts';
@@ -43,15 +43,13 @@ import { aggregateMetricsText, mergeDeepHealth, type WorkerSnapshot } from './se
 import { UpstreamPools } from './upstream/pools.ts';
 import { AdminApi } from './admin/admin-api.ts';
 import { ControlPlane } from './admin/control-plane.ts';
-import { composeModels } from './admin/effective-models.ts';
+import { composeModels, unusableRecords, type RecordAssessment } from './admin/effective-models.ts';
 import { OffloadAdmin } from './admin/offload-admin.ts';
 import { RouteAdmin } from './admin/route-admin.ts';
 import type { RoutingAdminDeps } from './admin/routing-admin-kit.ts';
-import { healthOptions, workerScopeError } from './config/load.ts';
-import { defaultEndpoints } from './upstream/adapters.ts';
 import { requestReports } from './admin/request-reports.ts';
 import type { OverlaySnapshot } from './store/overlay-repo.ts';
-import { buildGeneration } from './generation.ts';
+import { buildGeneration, checkGeneration } from './generation.ts';
 import { RouteWiseProber, type ProbeCounters } from './routewise/prober.ts';
 
 export type { GatewayOptions, ProbeStatus, RunningGateway } from './gateway-options.ts';
@@ -115,8 +113,26 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const logPrompts = rl.log_prompts;
   // The YAML registry with the overlay's runtime models, routes, re-points, router switches and
   // offload policies laid over it (`admin/effective-models.ts`); weights and labels go to the core.
+  // Records a generation cannot be built with (a route kind without an adapter, a router the core
+  // refuses, …) are left out, and listed as ignored, rather than failing the start, a reload or
+  // the change feed. The last few assessments are kept: an admin write assesses the overlay in
+  // force and the one it would give, several times over.
+  const assessed: Array<{ base: GatewayConfig; key: string; result: RecordAssessment }> = [];
+  const assess = (c: GatewayConfig, o: OverlaySnapshot): RecordAssessment => {
+    const key = JSON.stringify(o);
+    const hit = assessed.find((a) => a.base === c && a.key === key);
+    if (hit) return hit.result;
+    const overlay = control.routeOverlay(o);
+    const result = unusableRecords(o.routing, (records) => {
+      const models = composeModels(c.models, records).config;
+      checkGeneration(models === c.models ? c : { ...c, models }, overlay);
+    });
+    assessed.unshift({ base: c, key, result });
+    assessed.length = Math.min(assessed.length, 4);
+    return result;
+  };
   const withOverlay = (c: GatewayConfig, o: OverlaySnapshot): GatewayConfig => {
-    const models = composeModels(c.models, o.routing).config;
+    const models = composeModels(c.models, o.routing, assess(c, o).refused).config;
     return models === c.models ? c : { ...c, models };
   };
   const build = (c: GatewayConfig, prev: Generation | null): Generation =>
@@ -185,12 +201,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     core: () => ctx.gen.core,
     overlay: () => control.overlay,
     yaml: () => base.models,
-    check: (next) => {
-      const c = withOverlay(base, next);
-      const scope = workerScopeError(c.models, s.server.workers);
-      if (scope) throw new Error(scope);
-      new RoutingCore(c.models, { health: healthOptions(c.settings), settings: c.routingSettings, overlay: control.routeOverlay(next), defaultEndpoints });
-    },
+    assess: (next) => assess(base, next),
     apply: (next) => applyOverlay(next),
     generation: () => generation,
     writesRefused: control.store === null && s.server.workers > 1 ? `This gateway runs ${s.server.workers} workers and has no store, so a change would reach only the worker that took it; configure store: (kind: postgres) to change routing at run time.` : null,

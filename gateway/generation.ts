@@ -18,7 +18,47 @@ import type { FinishedExchange, RouteTarget } from './server/exchange-context.ts
 import type { Generation } from './server/uws.ts';
 import { adoptWakeups } from './server/wakeups.ts';
 import type { UpstreamPools } from './upstream/pools.ts';
-import { adapterFor, defaultEndpoints } from './upstream/adapters.ts';
+import { adapterFor, defaultEndpoints, routeServeProblem } from './upstream/adapters.ts';
+
+/**
+ * A route this gateway cannot serve (`upstream/adapters.ts` `routeServeProblem`): the model id,
+ * the route's index in the model's `route:` list, and the route field the problem comes from.
+ */
+export class RouteRefusedError extends Error {
+  constructor(
+    readonly modelId: string,
+    readonly routeIndex: number,
+    readonly field: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** The checks of `buildGeneration` that come before the core: worker scope, then every route. */
+function checkRoutes(config: GatewayConfig): void {
+  const scope = workerScopeError(config.models, config.settings.server.workers);
+  if (scope) throw new Error(`gateway: configuration refused: ${scope}`);
+  for (const m of config.models.models) {
+    m.route.forEach((r, i) => {
+      const p = routeServeProblem(r);
+      if (p) throw new RouteRefusedError(m.id, i, p.field, `model '${m.id}' route ${i} (${r.base_url}): ${p.message}`);
+    });
+  }
+}
+
+/**
+ * Every check `buildGeneration` makes, without building or putting anything in force: worker
+ * scope, an adapter and endpoint families for every route, an http(s) base URL, and the routing
+ * core's own checks with `overlay`. The admin API runs it on the configuration a change would
+ * give before writing the change.
+ * @throws RouteRefusedError for a route the gateway cannot serve; Error naming the model and
+ *   field for the rest.
+ */
+export function checkGeneration(config: GatewayConfig, overlay: RouteOverlay): void {
+  checkRoutes(config);
+  new RoutingCore(config.models, { health: healthOptions(config.settings), settings: config.routingSettings, overlay, defaultEndpoints });
+}
 
 /** What a generation needs besides its configuration. */
 export interface GenerationDeps {
@@ -44,8 +84,7 @@ export interface GenerationDeps {
  */
 export function buildGeneration(config: GatewayConfig, d: GenerationDeps): Generation {
   const s = config.settings;
-  const scope = workerScopeError(config.models, s.server.workers);
-  if (scope) throw new Error(`gateway: configuration refused: ${scope}`);
+  checkRoutes(config);
   const core = new RoutingCore(config.models, {
     health: healthOptions(s),
     settings: config.routingSettings,

@@ -12,7 +12,8 @@
  * (`If-Match` ⇒ 412 when stale, a body `version` ⇒ 409), then the whole overlay is read back and
  * applied as a new configuration generation (`AdminDeps.apply`), so what a replica serves is
  * always what the store holds. A store that cannot be reached answers 503 and changes nothing:
- * the gateway keeps serving on the generation it last applied.
+ * the gateway keeps serving on the generation it last applied. A change that was committed but
+ * could not be read back or applied answers 500 `apply_failed`, saying that it was saved.
  */
 import type { Logger } from 'pino';
 import type { Caller } from '../callers.ts';
@@ -281,8 +282,13 @@ export class AdminApi {
         },
       };
     }
-    this.d.apply(await this.d.repo.load());
-    return { answer: { status: 200, etag: `"${r.after.version}"`, body: { ...key(), record: r.after, generation: this.d.generation() } }, change: { before: r.before, after: r.after } };
+    const change = { before: r.before, after: r.after };
+    try {
+      this.d.apply(await this.d.repo.load());
+    } catch (e) {
+      return { answer: { ...savedNotApplied(e), etag: `"${r.after.version}"`, body: { ...(savedNotApplied(e).body as object), ...key(), record: r.after } }, change };
+    }
+    return { answer: { status: 200, etag: `"${r.after.version}"`, body: { ...key(), record: r.after, generation: this.d.generation() } }, change };
   }
 }
 
@@ -314,7 +320,19 @@ export function badRequest(p: BodyProblem): AdminAnswer {
   return { status: 400, body: error('invalid_request', p.message, p.param) };
 }
 
-/** 503 for a store that failed mid-call (the generation in force is unchanged). */
+/**
+ * 500 `apply_failed` for a change that was committed to the store but that this gateway could
+ * not read back or apply: the answer says it was saved (the audit entry carries the records),
+ * and that the generation in force is unchanged until the store's configuration applies.
+ */
+export function savedNotApplied(e: unknown): AdminAnswer {
+  return {
+    status: 500,
+    body: error('apply_failed', `The change was saved in the store, but this gateway could not apply it (${(e as Error).message}); it keeps serving on its current configuration until the store's configuration applies (at the next change it picks up, or a restart). Undo or fix the change if it should not stay.`, null),
+  };
+}
+
+/** 503 for a store that failed before anything was written (the generation in force is unchanged). */
 function storeDown(e: unknown): AdminAnswer {
   return { status: 503, body: { error: { message: `The store cannot be reached (${(e as Error).message}); nothing was changed and the gateway keeps serving on its current configuration. Retry when the store is back.`, type: 'server_error', param: null, code: 'store_unavailable' } } };
 }

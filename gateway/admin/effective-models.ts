@@ -14,7 +14,10 @@
  * Records that no longer fit the YAML (a runtime model whose id the YAML now uses, a route of a
  * model that is gone, an endpoint id that repeats one already there, a re-point of a YAML route
  * that is gone) are left out and listed in `ignored` with the reason, so a reload of the YAML
- * never fails because of the overlay.
+ * never fails because of the overlay. So are records the gateway cannot build a generation with
+ * (`unusableRecords`: a route kind without an adapter, a router the core refuses, …): the
+ * gateway finds them at start, at every reload and before every admin write, and the admin API
+ * refuses a change that would add one.
  */
 import { endpointId, parseModelsConfig, type ModelConfig, type ModelsConfig, type OffloadConfig, type RouteConfig } from '../../core/index.ts';
 import type { RoutingRecord } from '../store/routing-records.ts';
@@ -86,6 +89,76 @@ export interface EffectiveModels {
   names: Map<string, string>;
 }
 
+/** A record's identity: (kind, model, key) as one string. */
+export function recordKey(r: Pick<RoutingRecord, 'kind' | 'modelId' | 'key'>): string {
+  return JSON.stringify([r.kind, r.modelId, r.key]);
+}
+
+/** Why a record cannot be applied; `field`: the route field it comes from, when known. */
+export interface Unusable {
+  reason: string;
+  field: string | null;
+}
+
+/** The outcome of `unusableRecords`. */
+export interface RecordAssessment {
+  /** Live records left out, by `recordKey`, each with why. */
+  refused: ReadonlyMap<string, Unusable>;
+  /**
+   * Set when the configuration fails with every routing record left out too (the YAML, the
+   * weights or the RouteWise settings are refused, not a routing record); `refused` is empty then.
+   */
+  error: Error | null;
+}
+
+/**
+ * The live records of `records` that a generation cannot be built with. `trial` builds (and
+ * drops) the configuration a list of records gives and throws when it is refused. When every
+ * record builds together, none is refused (one trial). Otherwise the records are taken in
+ * order (`seq`, the order they were created in) and each is kept only when the ones kept so far
+ * and it still build: a record is refused for its own problem, or for clashing with an older
+ * record that was kept. Removed records (value null) go along unchanged.
+ * @returns the refused records with the trial's message; `error` when even no record fails.
+ */
+export function unusableRecords(records: readonly RoutingRecord[], trial: (records: readonly RoutingRecord[]) => void): RecordAssessment {
+  try {
+    trial(records);
+    return { refused: new Map(), error: null };
+  } catch {
+    // find which records it is, below
+  }
+  let kept = records.filter((r) => r.value === null);
+  try {
+    trial(kept);
+  } catch (e) {
+    return { refused: new Map(), error: e as Error };
+  }
+  const refused = new Map<string, Unusable>();
+  const taken = new Set<RoutingRecord>();
+  const attempt = (add: RoutingRecord[]): unknown => {
+    const next = [...kept, ...add];
+    try {
+      trial(next);
+    } catch (e) {
+      return e;
+    }
+    kept = next;
+    for (const a of add) taken.add(a);
+    return null;
+  };
+  for (const r of records) {
+    if (r.value === null || taken.has(r)) continue;
+    let e = attempt([r]);
+    // A runtime model is written with its first route: a model the core refuses without routes is tried with it.
+    const first = r.kind === 'model' ? records.find((x) => x.kind === 'route' && x.modelId === r.modelId && x.value !== null) : undefined;
+    if (e !== null && first) e = attempt([r, first]);
+    if (e === null) continue;
+    const field = (e as { field?: unknown }).field;
+    refused.set(recordKey(r), { reason: (e as Error).message, field: typeof field === 'string' ? field : null });
+  }
+  return { refused, error: null };
+}
+
 /** The id of a route: its derived endpoint id. */
 export function derivedRouteId(modelId: string, r: Pick<RouteConfig, 'kind' | 'base_url'>): string {
   return endpointId(modelId, r.kind, r.base_url);
@@ -93,13 +166,19 @@ export function derivedRouteId(modelId: string, r: Pick<RouteConfig, 'kind' | 'b
 
 /**
  * Lays `records` over `yaml`.
+ * @param refused records to leave out (`unusableRecords`), each listed in `ignored` with its reason.
  * @throws Error only when the result fails the registry's own checks (`parseModelsConfig`), e.g.
  *   a runtime route added to a model that a multi-target model uses as a one-route target; the
- *   admin API checks every change against this before writing it.
+ *   gateway finds such records with `unusableRecords` and passes them as `refused`.
  */
-export function composeModels(yaml: ModelsConfig, records: readonly RoutingRecord[]): EffectiveModels {
-  const live = records.filter((r) => r.value !== null);
+export function composeModels(yaml: ModelsConfig, records: readonly RoutingRecord[], refused: ReadonlyMap<string, Unusable> = new Map()): EffectiveModels {
   const ignored: IgnoredRecord[] = [];
+  const live = records.filter((r) => {
+    if (r.value === null) return false;
+    const no = refused.get(recordKey(r));
+    if (no) ignored.push({ kind: r.kind, modelId: r.modelId, key: r.key, reason: `cannot be applied: ${no.reason}` });
+    return no === undefined;
+  });
   const names = new Map<string, string>();
   const entries: ModelConfig[] = [];
   const origins = new Map<string, ModelOrigin>();

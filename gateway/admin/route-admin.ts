@@ -19,7 +19,8 @@
  * request to the route's upstream as the write would leave it (`verifications.ts`); nothing is
  * saved.
  */
-import type { RoutingWrite } from '../store/routing-records.ts';
+import type { OverlaySnapshot } from '../store/overlay-repo.ts';
+import type { RoutingRecord, RoutingWrite } from '../store/routing-records.ts';
 import type { AdminCall } from './admin-api.ts';
 import { parseBody } from './admin-bodies.ts';
 import { derivedRouteId, type ModelOrigin, type RouteOrigin } from './effective-models.ts';
@@ -144,8 +145,8 @@ export class RouteAdmin {
       { kind: 'model', modelId: b.model_id, key: '', value: model, expect: 'absent' },
       { kind: 'route', modelId: b.model_id, key: routeId, value: route.route, expect: 'absent' },
     ];
-    if (verify) return verifyChange(this.d, call, fresh, writes, { from: null, param: null }, [routeSpec(b.model_id, route.route)], { model_id: b.model_id, route_id: routeId });
-    return commit(this.d, call, fresh, writes, { from: null, status: 201, param: null, body: () => ({ model_id: b.model_id, route_id: routeId, endpoint_id: derivedRouteId(b.model_id, route.route) }) });
+    if (verify) return verifyChange(this.d, call, fresh, writes, { from: null, param: null, routeParam: 'route.' }, [routeSpec(b.model_id, route.route)], { model_id: b.model_id, route_id: routeId });
+    return commit(this.d, call, fresh, writes, { from: null, status: 201, param: null, routeParam: 'route.', body: () => ({ model_id: b.model_id, route_id: routeId, endpoint_id: derivedRouteId(b.model_id, route.route) }) });
   }
 
   /** `POST …/provider-route-candidates/{model_id}`; `verify`: its twin `POST …/provider-route-candidates-verifications/{model_id}`. */
@@ -168,8 +169,8 @@ export class RouteAdmin {
     const clash = this.endpointClash(model, route.route, null);
     if (clash) return clash;
     const writes: RoutingWrite[] = [{ kind: 'route', modelId: model.modelId, key: routeId, value: route.route, expect: 'absent' }];
-    if (verify) return verifyChange(this.d, call, fresh, writes, { from: null, param: null }, [routeSpec(model.modelId, route.route)], { model_id: model.modelId, route_id: routeId });
-    return commit(this.d, call, fresh, writes, { from: null, status: 201, param: null, body: () => ({ model_id: model.modelId, route_id: routeId, endpoint_id: derivedRouteId(model.modelId, route.route) }) });
+    if (verify) return verifyChange(this.d, call, fresh, writes, { from: null, param: null, routeParam: '' }, [routeSpec(model.modelId, route.route)], { model_id: model.modelId, route_id: routeId });
+    return commit(this.d, call, fresh, writes, { from: null, status: 201, param: null, routeParam: '', body: () => ({ model_id: model.modelId, route_id: routeId, endpoint_id: derivedRouteId(model.modelId, route.route) }) });
   }
 
   /** `PATCH` / `DELETE …/provider-route-candidates/{model_id}/{route_id}`: runtime routes only. */
@@ -181,7 +182,11 @@ export class RouteAdmin {
     if (!m.ok) return m.result;
     const model = m.model;
     const r = findRoute(model, at.routeId);
-    if (!r) return routeNotFound(model, at.routeId, 'route_id');
+    if (!r) {
+      // A stored route the gateway leaves out (listed under `ignored`) can still be deleted.
+      const stray = call.method === 'DELETE' ? fresh.routing.find((x) => x.kind === 'route' && x.modelId === model.modelId && x.key === at.routeId && x.value !== null) : undefined;
+      return stray ? this.deleteStray(call, fresh, model, stray) : routeNotFound(model, at.routeId, 'route_id');
+    }
     if (r.source !== 'runtime') {
       return refuse(409, 'not_runtime_route', `Route '${r.routeId}' of model '${model.modelId}' comes from models.yaml; re-point it with PUT ${ROUTES}/${encodeURIComponent(model.modelId)}/${encodeURIComponent(r.routeId)} (DELETE there restores it), or edit the file.`, 'route_id');
     }
@@ -207,7 +212,20 @@ export class RouteAdmin {
     const clash = this.endpointClash(model, merged.route, r);
     if (clash) return clash;
     const writes: RoutingWrite[] = [{ kind: 'route', modelId: model.modelId, key: r.routeId, value: merged.route, expect: pre.version }];
-    return commit(this.d, call, fresh, writes, { from: pre.from, param: null, body: () => ({ ...key(), endpoint_id: derivedRouteId(model.modelId, merged.route) }) });
+    return commit(this.d, call, fresh, writes, { from: pre.from, param: null, routeParam: '', body: () => ({ ...key(), endpoint_id: derivedRouteId(model.modelId, merged.route) }) });
+  }
+
+  /** `DELETE` of a route record that is stored but left out of the generation (`ignored`). */
+  private deleteStray(call: AdminCall, fresh: OverlaySnapshot, model: ModelOrigin, rec: RoutingRecord): Promise<RoutingResult> | RoutingResult {
+    const body = parseBody(RoutingVersionBodySchema, call.body, ROUTE_FIXES);
+    if (!body.ok) return badRequest(body.problem);
+    const pre = precondition(call, body.value.version);
+    if (!pre.ok) return pre.result;
+    const writes: RoutingWrite[] = [{ kind: 'route', modelId: model.modelId, key: rec.key, value: null, expect: pre.version }];
+    const others = fresh.routing.some((x) => x.kind === 'route' && x.modelId === model.modelId && x.key !== rec.key && x.value !== null);
+    const last = model.source === 'runtime' && model.routes.length === 0 && !others;
+    if (last) writes.push({ kind: 'model', modelId: model.modelId, key: '', value: null, expect: model.record!.version });
+    return commit(this.d, call, fresh, writes, { from: pre.from, param: 'route_id', body: () => ({ model_id: model.modelId, route_id: rec.key, deleted: true, model_removed: last }) });
   }
 
   /**
@@ -244,8 +262,8 @@ export class RouteAdmin {
     const clash = this.endpointClash(model, merged.route, r);
     if (clash) return clash;
     const writes: RoutingWrite[] = [{ kind: 'repoint', modelId: model.modelId, key: r.routeId, value: fields, expect: pre.version }];
-    if (verify) return verifyChange(this.d, call, fresh, writes, { from: pre.from, param: null }, [routeSpec(model.modelId, merged.route)], key());
-    return commit(this.d, call, fresh, writes, { from: pre.from, param: null, body: () => ({ ...key(), endpoint_id: derivedRouteId(model.modelId, merged.route) }) });
+    if (verify) return verifyChange(this.d, call, fresh, writes, { from: pre.from, param: null, routeParam: '' }, [routeSpec(model.modelId, merged.route)], key());
+    return commit(this.d, call, fresh, writes, { from: pre.from, param: null, routeParam: '', body: () => ({ ...key(), endpoint_id: derivedRouteId(model.modelId, merged.route) }) });
   }
 
   /** `PATCH …/provider-route-strategies/{model_id}`. */

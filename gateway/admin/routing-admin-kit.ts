@@ -4,13 +4,17 @@
  * bodies, and the write path — check the changed overlay as a whole configuration first (a change
  * the core would refuse is a 400 and is never stored), write the records in one transaction, read
  * the overlay back and apply it as a new generation, so the next request already routes with it.
+ * Weight overrides are per (model, endpoint id): a change that takes an endpoint id away from a
+ * model, or gives it one no route had, clears the override set on it in the same transaction
+ * (audited beside the records, listed as `weights_cleared` in the answer), so a new route never
+ * starts drained by an old route's override.
  */
 import type { ModelsConfig, RouteConfig, RoutingCore } from '../../core/index.ts';
-import type { OverlayRepo, OverlaySnapshot } from '../store/overlay-repo.ts';
+import type { OverlayRepo, OverlaySnapshot, WeightKey, WeightOverrideRecord } from '../store/overlay-repo.ts';
 import { refusal, type RoutingRecord, type RoutingWrite, type RoutingWriteResult } from '../store/routing-records.ts';
-import type { AdminAnswer, AdminCall } from './admin-api.ts';
+import { savedNotApplied, type AdminAnswer, type AdminCall } from './admin-api.ts';
 import { parseIfMatch, type BodyProblem } from './admin-bodies.ts';
-import { composeModels, derivedRouteId, type EffectiveModels, type ModelOrigin, type RouteOrigin } from './effective-models.ts';
+import { composeModels, derivedRouteId, recordKey, type EffectiveModels, type ModelOrigin, type RecordAssessment, type RouteOrigin } from './effective-models.ts';
 import { verificationAnswer, verifyTimeout, verifyUpstream, type UpstreamSpec } from './verifications.ts';
 
 /** What the runtime-routing calls need from the gateway. */
@@ -23,10 +27,12 @@ export interface RoutingAdminDeps {
   /** The YAML registry in force (the overlay is laid over it). */
   yaml(): ModelsConfig;
   /**
-   * Builds (and drops) the configuration `next` would give, without putting it in force.
-   * @throws Error naming the model and field when the core or the worker scope refuses it.
+   * Runs every check of a generation build (`generation.ts` `checkGeneration`) on the
+   * configuration `next` gives, without putting it in force: the routing records that cannot be
+   * applied (left out of the generation and listed as ignored), or the error of a configuration
+   * refused with none of them.
    */
-  check(next: OverlaySnapshot): void;
+  assess(next: OverlaySnapshot): RecordAssessment;
   /** Applies `next` as a new generation. @throws Error when the core refuses it. */
   apply(next: OverlaySnapshot): void;
   generation(): number;
@@ -87,9 +93,9 @@ export function modelRouteTail(tail: string): { modelName: string; routeId: stri
   return { modelName: decode(t.slice(0, cut)), routeId: decode(t.slice(cut + 1)) };
 }
 
-/** The composition of the YAML with `overlay`. */
+/** The composition of the YAML with `overlay`, records that cannot be applied left out. */
 export function effective(d: RoutingAdminDeps, overlay: OverlaySnapshot): EffectiveModels {
-  return composeModels(d.yaml(), overlay.routing);
+  return composeModels(d.yaml(), overlay.routing, d.assess(overlay).refused);
 }
 
 /** A direct model by id or alias, or the 404. */
@@ -138,24 +144,57 @@ function simulate(snapshot: OverlaySnapshot, writes: readonly RoutingWrite[]): O
   return { ...snapshot, routing };
 }
 
+/**
+ * The 400 for a batch whose records the gateway could not apply, or null. The batch is refused
+ * when the configuration it gives fails the generation checks, when one of its records would be
+ * left out, or when it would leave out a record that applies now; records that cannot be applied
+ * already (stored before these checks, or by a gateway of another version) do not refuse it.
+ * @param opts.routeParam the body path of the route entry ('' or 'route.'), for a route field's `param`.
+ */
+function configurationRefusal(d: RoutingAdminDeps, fresh: OverlaySnapshot, writes: readonly RoutingWrite[], opts: { param?: string | null; routeParam?: string }): RoutingResult | null {
+  const next = d.assess(simulate(fresh, writes));
+  const say = (why: string, param: string | null): RoutingResult => refuse(400, 'configuration_refused', `The change was not saved: the configuration it gives is refused: ${why}`, param);
+  if (next.error) return say(next.error.message, opts.param ?? null);
+  const was = d.assess(fresh).refused;
+  const written = new Set(writes.filter((w) => w.value !== null).map((w) => recordKey(w)));
+  const added = [...next.refused].filter(([k]) => !was.has(k));
+  if (added.length === 0) return null;
+  const own = added.find(([k]) => written.has(k));
+  const [k, u] = own ?? added[0]!;
+  const param = own && u.field !== null && opts.routeParam !== undefined ? `${opts.routeParam}${u.field}` : (opts.param ?? null);
+  return say(own ? u.reason : `it would leave out the stored record ${k} (${u.reason})`, param);
+}
+
+/**
+ * The weight overrides a batch leaves stale: for each model it writes, the set overrides on an
+ * endpoint id that a route of the model has before the batch and no route has after it (a
+ * route deleted, re-pointed, restored, or given another base URL), or that no route has before
+ * and one has after (an override left from an earlier route on that endpoint id, which a new
+ * route would otherwise inherit). The batch clears them in its transaction.
+ */
+function staleWeights(d: RoutingAdminDeps, fresh: OverlaySnapshot, writes: readonly RoutingWrite[]): WeightKey[] {
+  const set = fresh.weights.filter((w) => w.weight !== null);
+  if (set.length === 0) return [];
+  const before = effective(d, fresh).models;
+  const after = effective(d, simulate(fresh, writes)).models;
+  const out: WeightKey[] = [];
+  for (const modelId of new Set(writes.map((w) => w.modelId))) {
+    const b = new Set(before.get(modelId)?.routes.map((r) => r.endpointId) ?? []);
+    const a = new Set(after.get(modelId)?.routes.map((r) => r.endpointId) ?? []);
+    for (const w of set) if (w.modelId === modelId && b.has(w.endpointId) !== a.has(w.endpointId)) out.push({ modelId, endpointId: w.endpointId });
+  }
+  return out;
+}
+
+/** A weight override as the audit shows it beside routing records. */
+function weightView(w: WeightOverrideRecord): Record<string, unknown> {
+  return { kind: 'weight', model_id: w.modelId, key: w.endpointId, value: w.weight, version: w.version, updated_by: w.updatedBy, updated_at: w.updatedAt };
+}
+
 /** A record as the API shows it. */
 export function recordView(r: RoutingRecord): Record<string, unknown> {
   const value = r.value && typeof r.value === 'object' && 'api_key' in (r.value as object) ? { ...(r.value as object), api_key: '***' } : r.value;
   return { kind: r.kind, model_id: r.modelId, key: r.key, value, version: r.version, updated_by: r.updatedBy, updated_at: r.updatedAt };
-}
-
-/**
- * The 400 a batch gets when the configuration it would give is refused (checked on `fresh` with
- * `writes` applied, nothing stored or put in force), else null.
- * @param param the body field a refused configuration most likely comes from.
- */
-export function checkChange(d: RoutingAdminDeps, fresh: OverlaySnapshot, writes: readonly RoutingWrite[], param: string | null): RoutingResult | null {
-  try {
-    d.check(simulate(fresh, writes));
-    return null;
-  } catch (e) {
-    return refuse(400, 'configuration_refused', `The change was not saved: the configuration it gives is refused: ${(e as Error).message}`, param);
-  }
 }
 
 /** The upstream `route` of model `modelId` would be, for a verification before it is built. */
@@ -198,13 +237,13 @@ export async function verifyChange(
   call: AdminCall,
   fresh: OverlaySnapshot,
   writes: readonly RoutingWrite[],
-  opts: { from: 'if-match' | 'version' | null; param: string | null },
+  opts: { from: 'if-match' | 'version' | null; param: string | null; routeParam?: string },
   specs: readonly UpstreamSpec[],
   key: Record<string, unknown>,
 ): Promise<RoutingResult> {
   const t = verifyTimeout(call);
   if (!t.ok) return t.r;
-  const refused = checkChange(d, fresh, writes, opts.param);
+  const refused = configurationRefusal(d, fresh, writes, { param: opts.param, ...(opts.routeParam !== undefined ? { routeParam: opts.routeParam } : {}) });
   if (refused) return refused;
   for (const [i, w] of writes.entries()) {
     const no = refusal(w, fresh.routing.find((x) => x.kind === w.kind && x.modelId === w.modelId && x.key === w.key) ?? null, i);
@@ -219,6 +258,8 @@ export async function verifyChange(
  * `If-Match`, 409 for a body `version`; a create that finds a record answers 409 `already_exists`).
  * @param fresh the overlay as just read from the store (the change is checked against it).
  * @param param the body field a refused configuration most likely comes from.
+ * @param routeParam the body path of the route entry the batch writes ('' or 'route.'): a route
+ *   field the gateway cannot serve (`kind`, `endpoints`, `base_url`) is named under it.
  * @param body what the 200 / 201 answer carries besides the records and the generation.
  */
 export async function commit(
@@ -226,20 +267,20 @@ export async function commit(
   call: AdminCall,
   fresh: OverlaySnapshot,
   writes: RoutingWrite[],
-  opts: { from: 'if-match' | 'version' | null; status?: number; param?: string | null; body: () => Record<string, unknown> },
+  opts: { from: 'if-match' | 'version' | null; status?: number; param?: string | null; routeParam?: string; body: () => Record<string, unknown> },
 ): Promise<RoutingResult> {
-  const refused = checkChange(d, fresh, writes, opts.param ?? null);
-  if (refused) return refused;
-  const r = await d.repo.writeRouting(writes, call.caller.id);
+  const no = configurationRefusal(d, fresh, writes, opts);
+  if (no) return no;
+  const r = await d.repo.writeRouting(writes, call.caller.id, staleWeights(d, fresh, writes));
   if (!r.ok) return conflict(r, opts.from, opts.param ?? null);
+  const change = { before: [...r.before.map((x) => x && recordView(x)), ...r.weights.map((w) => weightView(w.before))], after: [...r.after.map(recordView), ...r.weights.map((w) => weightView(w.after))] };
+  const cleared = r.weights.length > 0 ? { weights_cleared: r.weights.map((w) => ({ model_id: w.after.modelId, endpoint_id: w.after.endpointId, weight_before: w.before.weight, version: w.after.version })) } : {};
   try {
     d.apply(await d.repo.load());
   } catch (e) {
-    // Checked above, so only a change written meanwhile through another replica can get here.
-    return refuse(500, 'apply_failed', `The change was saved but this gateway could not apply the store's configuration (${(e as Error).message}); it keeps serving on its current one. Fix or undo the last change.`, null);
+    // Checked above, so only a store that failed after the commit can get here.
+    const a = savedNotApplied(e);
+    return { answer: { ...a, etag: `"${r.after[0]!.version}"`, body: { ...(a.body as object), records: r.after.map(recordView), ...cleared } }, change };
   }
-  return {
-    answer: { status: opts.status ?? 200, etag: `"${r.after[0]!.version}"`, body: { ...opts.body(), records: r.after.map(recordView), generation: d.generation() } },
-    change: { before: r.before.map((x) => x && recordView(x)), after: r.after.map(recordView) },
-  };
+  return { answer: { status: opts.status ?? 200, etag: `"${r.after[0]!.version}"`, body: { ...opts.body(), records: r.after.map(recordView), ...cleared, generation: d.generation() } }, change };
 }

@@ -60,6 +60,15 @@ export interface OverlaySnapshot {
   routewise: RouteWiseSettingRecord[];
 }
 
+/** A weight override's key. */
+export interface WeightKey {
+  modelId: string;
+  endpointId: string;
+}
+
+/** A routing batch's outcome: with the weight overrides it cleared, each before and after. */
+export type RoutingBatchResult = (Extract<RoutingWriteResult, { ok: true }> & { weights: Array<{ before: WeightOverrideRecord; after: WeightOverrideRecord }> }) | Extract<RoutingWriteResult, { ok: false }>;
+
 /** One audited admin call. */
 export interface AuditEntry {
   id: number;
@@ -89,8 +98,13 @@ export interface OverlayRepo {
   writeWeight(modelId: string, endpointId: string, weight: number | null, expectedVersion: number | null, by: string): Promise<WriteResult<WeightOverrideRecord>>;
   /** Disables or enables a provider label (same version rule). */
   writeProvider(provider: string, disabled: boolean, expectedVersion: number | null, by: string): Promise<WriteResult<ProviderRecord>>;
-  /** Writes a batch of routing records in one transaction (`routing-records.ts`). */
-  writeRouting(writes: readonly RoutingWrite[], by: string): Promise<RoutingWriteResult>;
+  /**
+   * Writes a batch of routing records in one transaction (`routing-records.ts`), and in the same
+   * transaction clears the weight overrides of `clearWeights` that are set (a route that goes
+   * away, or a new route on an endpoint id an old override names, must not keep or inherit it).
+   * Nothing is cleared when the batch is refused.
+   */
+  writeRouting(writes: readonly RoutingWrite[], by: string, clearWeights?: readonly WeightKey[]): Promise<RoutingBatchResult>;
   /**
    * Sets (value not null) or removes (null) RouteWise settings of one layer in one transaction,
    * each under the version rule; `expectedVersion` (or null) applies to every key written.
@@ -131,8 +145,19 @@ export class MemoryOverlayRepo implements OverlayRepo {
     return { weights: [...this.weights.values()].map((r) => ({ ...r })), providers: [...this.providers.values()].map((r) => ({ ...r })), routing: this.routing.load(), routewise: rw.map((r) => ({ ...r })) };
   }
 
-  async writeRouting(writes: readonly RoutingWrite[], by: string): Promise<RoutingWriteResult> {
-    return this.routing.write(writes, by);
+  async writeRouting(writes: readonly RoutingWrite[], by: string, clearWeights: readonly WeightKey[] = []): Promise<RoutingBatchResult> {
+    const r = this.routing.write(writes, by);
+    if (!r.ok) return r;
+    const weights: Array<{ before: WeightOverrideRecord; after: WeightOverrideRecord }> = [];
+    for (const k of clearWeights) {
+      const key = JSON.stringify([k.modelId, k.endpointId]);
+      const cur = this.weights.get(key);
+      if (!cur || cur.weight === null) continue;
+      const after: WeightOverrideRecord = { ...cur, weight: null, version: cur.version + 1, updatedBy: by, updatedAt: new Date().toISOString() };
+      this.weights.set(key, after);
+      weights.push({ before: { ...cur }, after: { ...after } });
+    }
+    return { ...r, weights };
   }
   async writeRouteWise(modelId: string, values: ReadonlyArray<readonly [string, unknown]>, expectedVersion: number | null, by: string, validate?: (after: RouteWiseSettingRecord[]) => void): Promise<WriteResult<RouteWiseSettingRecord[]>> {
     const cur = values.map(([key]) => this.routewise.get(JSON.stringify([modelId, key])) ?? null);
@@ -224,8 +249,20 @@ export class SqlOverlayRepo implements OverlayRepo {
     return { weights: w.rows.map(weightRecord), providers: p.rows.map(providerRecord), routing: await this.routing.load(), routewise: rw.rows.map(routeWiseRecord) };
   }
 
-  writeRouting(writes: readonly RoutingWrite[], by: string): Promise<RoutingWriteResult> {
-    return this.routing.write(writes, by);
+  async writeRouting(writes: readonly RoutingWrite[], by: string, clearWeights: readonly WeightKey[] = []): Promise<RoutingBatchResult> {
+    const r = await this.routing.write(writes, by, async (q) => {
+      const weights: Array<{ before: WeightOverrideRecord; after: WeightOverrideRecord }> = [];
+      for (const k of clearWeights) {
+        const cur = (await q.query<WeightRow>('SELECT * FROM weight_overrides WHERE model_id = $1 AND endpoint_id = $2 FOR UPDATE', [k.modelId, k.endpointId])).rows[0];
+        if (!cur || cur.weight === null) continue;
+        const done = (await q.query<WeightRow>('UPDATE weight_overrides SET weight = NULL, version = version + 1, updated_by = $3, updated_at = now() WHERE model_id = $1 AND endpoint_id = $2 RETURNING *', [k.modelId, k.endpointId, by])).rows[0]!;
+        weights.push({ before: weightRecord(cur), after: weightRecord(done) });
+      }
+      return weights;
+    });
+    if (!r.ok) return r;
+    const { also, ...rest } = r;
+    return { ...rest, weights: also ?? [] };
   }
   writeRouteWise(modelId: string, values: ReadonlyArray<readonly [string, unknown]>, expectedVersion: number | null, by: string, validate?: (after: RouteWiseSettingRecord[]) => void): Promise<WriteResult<RouteWiseSettingRecord[]>> {
     return this.store.transaction(async (q) => {

@@ -124,8 +124,10 @@ export class SqlRoutingRecords {
   /**
    * Applies the batch in one transaction. Rows are read FOR UPDATE; a missing row is inserted
    * with ON CONFLICT DO NOTHING, so two writers that both found it missing cannot both win.
+   * @param also more statements of the same transaction, run after the batch was written (not
+   *   when it is refused); its result is returned with the batch's.
    */
-  write(writes: readonly RoutingWrite[], by: string): Promise<RoutingWriteResult> {
+  write<T = undefined>(writes: readonly RoutingWrite[], by: string, also?: (q: Queryer) => Promise<T>): Promise<RoutingWriteResult & { also?: T }> {
     return this.store.transaction(async (q) => {
       const before: Array<RoutingRecord | null> = [];
       const after: RoutingRecord[] = [];
@@ -153,7 +155,8 @@ export class SqlRoutingRecords {
         before.push(cur);
         after.push(toRecord(done));
       }
-      return { ok: true as const, before, after };
+      const more = also ? await also(q) : undefined;
+      return { ok: true as const, before, after, ...(more !== undefined && { also: more }) };
     }).catch((e: unknown) => {
       if (e instanceof Refused) return e.result;
       throw e;

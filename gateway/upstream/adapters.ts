@@ -48,6 +48,37 @@ export function adapterFor(kind: string): UpstreamAdapter {
   return a;
 }
 
+/** Why this gateway cannot serve a route, with the route field it comes from. */
+export interface RouteServeProblem {
+  /** `kind`, `endpoints` or `base_url`. */
+  field: 'kind' | 'endpoints' | 'base_url';
+  message: string;
+}
+
+/**
+ * What a generation build needs of one route entry (`generation.ts` checks every route with it
+ * before building, `config/load.ts` reports the same rules with file lines): an adapter for its
+ * `kind`, `endpoints:` families that are registered and that the adapter serves, and an absolute
+ * http(s) `base_url`. Null when the route can be served.
+ */
+export function routeServeProblem(r: { kind: string; base_url: string; endpoints?: readonly string[] | undefined }): RouteServeProblem | null {
+  const a = ADAPTER_MAP.get(r.kind);
+  if (!a) return { field: 'kind', message: `route kind '${r.kind}' has no gateway adapter; use one of: ${routeKinds().join(', ')}` };
+  const declared = r.endpoints ?? [];
+  const unknown = declared.filter((e) => !endpointFamily(e));
+  if (unknown.length > 0) return { field: 'endpoints', message: `the gateway has no endpoint family ${unknown.map((e) => `'${e}'`).join(', ')}` };
+  const extra = declared.filter((e) => !a.endpoints.includes(e));
+  if (extra.length > 0) return { field: 'endpoints', message: `a ${r.kind} route cannot serve ${extra.join(', ')}; list only endpoints its kind serves: ${a.endpoints.join(', ')}` };
+  let url: URL;
+  try {
+    url = new URL(r.base_url);
+  } catch {
+    return { field: 'base_url', message: `'${r.base_url}' is not an absolute URL` };
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return { field: 'base_url', message: `'${url.protocol}' URLs cannot be served by the gateway; use an http:// or https:// base_url` };
+  return null;
+}
+
 /** The routing core's default `endpoints:` of a route: what its kind's adapter serves. */
 export const defaultEndpoints: DefaultEndpoints = (kind) => ADAPTER_MAP.get(kind)?.endpoints;
 

@@ -48,7 +48,7 @@ describe('admin writes refused without a store', () => {
     const core = new RoutingCore(models);
     const overlay: OverlaySnapshot = { weights: [], providers: [], routing: [], routewise: [] };
     let applied = 0;
-    const deps: RoutingAdminDeps = { repo: new MemoryOverlayRepo(), core: () => core, overlay: () => overlay, yaml: () => models, check: () => undefined, apply: () => void applied++, generation: () => 1, writesRefused: 'two workers, no store' };
+    const deps: RoutingAdminDeps = { repo: new MemoryOverlayRepo(), core: () => core, overlay: () => overlay, yaml: () => models, assess: () => ({ refused: new Map(), error: null }), apply: () => void applied++, generation: () => 1, writesRefused: 'two workers, no store' };
     const api = new AdminApi({ repo: deps.repo, core: () => core, overlay: () => overlay, apply: () => void applied++, generation: () => 1, persistent: false, writesRefused: 'two workers, no store', log: pino({ level: 'silent' }), modules: [new RouteAdmin(deps), new OffloadAdmin(deps)] });
     const call = (method: string, path: string, body: unknown): Promise<{ status: number; body: any }> =>
       api.handle({ method, path, query: new URLSearchParams('timeout_ms=2000'), ifMatch: '', body: JSON.stringify(body), caller: { id: 'admin', admin: true, allowed: null }, remoteAddr: '127.0.0.1' } satisfies AdminCall) as Promise<{ status: number; body: any }>;

@@ -4,7 +4,7 @@
 // keep a change consistent.
 import { describe, expect, it } from 'vitest';
 import { parseModelsConfig } from '../../core/index.ts';
-import { composeModels } from '../../gateway/admin/effective-models.ts';
+import { composeModels, recordKey, unusableRecords } from '../../gateway/admin/effective-models.ts';
 import { OffloadAdmin } from '../../gateway/admin/offload-admin.ts';
 import { RouteAdmin } from '../../gateway/admin/route-admin.ts';
 import type { RoutingAdminDeps } from '../../gateway/admin/routing-admin-kit.ts';
@@ -84,6 +84,53 @@ describe('composeModels', () => {
   });
 });
 
+describe('unusableRecords', () => {
+  // A trial that refuses any route with kind 'bogus', with the field, as the gateway's build does.
+  const trial = (records: readonly RoutingRecord[]): void => {
+    for (const m of composeModels(yaml, records).config.models) {
+      if (m.route.some((r) => r.kind === 'bogus')) throw Object.assign(new Error(`model '${m.id}': route kind 'bogus' has no gateway adapter`), { field: 'kind' });
+    }
+  };
+  it('refuses nothing, in one trial, when every record builds together', () => {
+    let trials = 0;
+    const records = [rec('route', 'a', 'r', route(8010))];
+    expect(unusableRecords(records, (r) => (trials++, trial(r)))).toEqual({ refused: new Map(), error: null });
+    expect(trials).toBe(1);
+  });
+  it('leaves out exactly the records that do not build, with the reason and field; removed records and the rest stay', () => {
+    const bad = rec('route', 'a', 'bad', { ...route(8011), kind: 'bogus' });
+    const good = rec('route', 'a', 'good', route(8012));
+    const gone = { ...rec('route', 'a', 'gone', null) };
+    const out = unusableRecords([bad, gone, good], trial);
+    expect([...out.refused]).toEqual([[recordKey(bad), { reason: "model 'a': route kind 'bogus' has no gateway adapter", field: 'kind' }]]);
+    const eff = composeModels(yaml, [bad, gone, good], out.refused);
+    expect(eff.models.get('a')!.routes.map((r) => r.routeId)).toEqual(['a:local-8001', 'a:local-8002', 'good']);
+    expect(eff.ignored).toEqual([{ kind: 'route', modelId: 'a', key: 'bad', reason: "cannot be applied: model 'a': route kind 'bogus' has no gateway adapter" }]);
+  });
+  it('answers the error, refusing no record, when the configuration fails without any', () => {
+    const out = unusableRecords([rec('route', 'a', 'r', route(8013))], () => {
+      throw new Error('the YAML itself');
+    });
+    expect([out.refused.size, out.error?.message]).toEqual([0, 'the YAML itself']);
+  });
+});
+
+describe('weight overrides a routing batch clears', () => {
+  it('only set ones, in the batch that succeeds (in-memory repo)', async () => {
+    const repo = new MemoryOverlayRepo();
+    await repo.writeWeight('a', 'a:local-8001', 0, null, 't');
+    await repo.writeWeight('a', 'a:local-8002', null, null, 't');
+    const refused = await repo.writeRouting([{ kind: 'route', modelId: 'a', key: 'x', value: route(8020), expect: 3 }], 't', [{ modelId: 'a', endpointId: 'a:local-8001' }]);
+    expect(refused.ok).toBe(false);
+    expect((await repo.load()).weights.find((w) => w.endpointId === 'a:local-8001')!.weight).toBe(0);
+    const r = await repo.writeRouting([{ kind: 'route', modelId: 'a', key: 'x', value: route(8020), expect: null }], 't', [
+      { modelId: 'a', endpointId: 'a:local-8001' },
+      { modelId: 'a', endpointId: 'a:local-8002' },
+    ]);
+    expect(r.ok && r.weights.map((w) => [w.before.weight, w.after.weight, w.after.version])).toEqual([[0, null, 2]]);
+  });
+});
+
 describe('runtime routing calls on a gateway that cannot keep a change consistent', () => {
   it('answer 409 store_required for every change and still read', async () => {
     const deps: RoutingAdminDeps = {
@@ -93,7 +140,7 @@ describe('runtime routing calls on a gateway that cannot keep a change consisten
       },
       overlay: () => ({ weights: [], providers: [], routing: [], routewise: [] }),
       yaml: () => yaml,
-      check: () => {},
+      assess: () => ({ refused: new Map(), error: null }),
       apply: () => {},
       generation: () => 1,
       writesRefused: 'two workers, no store',
