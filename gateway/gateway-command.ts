@@ -221,7 +221,8 @@ async function startWorkers(config: GatewayConfig, n: number, seed: number): Pro
   }
   const workers: Worker[] = [];
   let adminUrl: string | null = null;
-  await Promise.all(
+  // One worker that cannot start stops the others, so the process exits with the error.
+  const started = Promise.all(
     Array.from({ length: n }, (_, i) => {
       const w = new Worker(entry, { workerData: { config, seed, worker: i, peers: peers[i] }, transferList: peers[i]!.map((p) => p.port) });
       workers.push(w);
@@ -235,6 +236,12 @@ async function startWorkers(config: GatewayConfig, n: number, seed: number): Pro
       });
     }),
   );
+  try {
+    await started;
+  } catch (e) {
+    await Promise.all(workers.map((w) => w.terminate()));
+    throw e;
+  }
   return { workers, adminUrl };
 }
 

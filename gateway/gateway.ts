@@ -137,7 +137,14 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   };
   const build = (c: GatewayConfig, prev: Generation | null): Generation =>
     buildGeneration(withOverlay(c, control.overlay), { seed, worker, pools, log, metrics, requestLog, logPrompts, overlay: control.routeOverlay(), carryFrom: prev?.core ?? null });
-  ctx.gen = build(config, null);
+  try {
+    ctx.gen = build(config, null);
+  } catch (e) {
+    await pools.close();
+    await requestLog?.close();
+    await control.close();
+    throw e;
+  }
   /** The YAML configuration in force (the overlay is applied on top of it). */
   let base = config;
   let generation = 1;
@@ -158,7 +165,16 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     });
 
   const app = createApp(ctx);
-  const { port, socket } = await listen(app, host, opts.port ?? s.server.port, !opts.sharedPort);
+  // A listener that cannot be bound closes what was opened above (store connection, request-log
+  // writer thread, upstream pools), so the process has nothing left keeping it alive.
+  const abandon = async (e: unknown, what: string): Promise<never> => {
+    (app as TemplatedApp & { close(): void }).close();
+    await pools.close();
+    await requestLog?.close();
+    await control.close();
+    throw new Error(`${what}${(e as Error).message}`);
+  };
+  const { port, socket } = await listen(app, host, opts.port ?? s.server.port, !opts.sharedPort).catch((e: unknown) => abandon(e, ''));
   let admin: { app: TemplatedApp; socket: us_listen_socket; url: string } | null = null;
   if (opts.adminPort !== undefined && opts.adminPort !== null) {
     const adminHost = opts.adminHost ?? s.server.admin_host;
@@ -167,11 +183,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       const a = await listen(aapp, adminHost, opts.adminPort, true);
       admin = { app: aapp, socket: a.socket, url: `http://${bracket(adminHost)}:${a.port}` };
     } catch (e) {
-      (app as TemplatedApp & { close(): void }).close();
-      await pools.close();
-      await requestLog?.close();
-      await control.close();
-      throw new Error(`gateway: admin listener: ${(e as Error).message}`);
+      await abandon(e, 'gateway: admin listener: ');
     }
   }
   let prober = startProber(ctx.gen);
