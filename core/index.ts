@@ -12,6 +12,8 @@ export {
   formatConfigError,
   ModelsConfigSchema,
   RouteSchema,
+  MAX_ROUTE_WEIGHT,
+  MAX_OFFLOAD_WAIT_SEC,
   type ModelsConfig,
   type ModelConfig,
   type RouteConfig,

@@ -29,11 +29,21 @@ export const QuotaWindowConfigSchema = z
   })
   .strict();
 
+/**
+ * The largest route weight (models.yaml `route[].weight`, the admin API's routes and weight
+ * overrides): weights are relative, and with this bound the sum over any model's routes stays
+ * finite, so the weighted draw keeps their ratios.
+ */
+export const MAX_ROUTE_WEIGHT = 1e6;
+
+/** The longest offload wait (`offload.wait_sec`), seconds: one day. */
+export const MAX_OFFLOAD_WAIT_SEC = 86_400;
+
 /** One `route:` entry of a model. */
 export const RouteSchema = z
   .object({
     kind: z.string().min(1).default('openai_compat'),
-    weight: z.number().nonnegative().default(1),
+    weight: z.number().nonnegative().max(MAX_ROUTE_WEIGHT, `must be at most ${MAX_ROUTE_WEIGHT} (weights are relative)`).default(1),
     base_url: z.string().min(1),
     provider: z.string().min(1).optional(),
     provider_model_id: z.string().min(1).optional(),
@@ -185,7 +195,7 @@ export const CooldownSchema = z
 export const OffloadSchema = z
   .object({
     route: z.string().min(1),
-    wait_sec: z.number().positive(),
+    wait_sec: z.number().positive().max(MAX_OFFLOAD_WAIT_SEC, `must be at most ${MAX_OFFLOAD_WAIT_SEC} seconds (one day)`),
     engine_queue_limit: z.number().int().min(1).optional(),
     max_input_tokens: z.number().int().min(1).optional(),
   })

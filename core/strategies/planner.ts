@@ -200,14 +200,25 @@ export interface StrategyDefinition<P = unknown> {
 
 /**
  * Weighted random draw over candidate weights (renormalised), one `rng.float()` per call.
- * Returns the index of the drawn candidate. Weights must be > 0 and `candidates` non-empty.
+ * Returns the index of the drawn candidate. Weights must be finite and > 0 and `candidates`
+ * non-empty. Configured weights are at most `MAX_ROUTE_WEIGHT` (1e6), so the sum is finite; a
+ * sum that overflows anyway (weights near `Number.MAX_VALUE`) is drawn over the weights divided
+ * by the largest, which keeps their ratios instead of always answering the last candidate.
  */
 export function weightedDraw(candidates: readonly Candidate[], rng: Rng): number {
   let total = 0;
   for (const c of candidates) total += c.weight;
+  let scale = 1;
+  if (!Number.isFinite(total)) {
+    let max = 0;
+    for (const c of candidates) max = Math.max(max, c.weight);
+    scale = 1 / max;
+    total = 0;
+    for (const c of candidates) total += c.weight * scale;
+  }
   let r = rng.float() * total;
   for (let i = 0; i < candidates.length; i++) {
-    r -= candidates[i]!.weight;
+    r -= candidates[i]!.weight * scale;
     if (r < 0) return i;
   }
   return candidates.length - 1; // float rounding at the top edge

@@ -23,7 +23,7 @@ import { routeWiseSettingsRoutes } from './routewise-settings-admin.ts';
 import { verificationRoutes } from './verifications.ts';
 import type { RouteTarget } from '../server/exchange-context.ts';
 import { RefusedAudit, type RefusedAuditOptions, type RefusedCall } from './refused-audit.ts';
-import { AuditQuerySchema, parseBody, parseIfMatch, parseQuery, ProviderBodySchema, VersionOnlyBodySchema, WeightBodySchema, type BodyProblem } from './admin-bodies.ts';
+import { AuditQuerySchema, maskedUrl, parseBody, parseIfMatch, parseQuery, ProviderBodySchema, VersionOnlyBodySchema, WeightBodySchema, type BodyProblem } from './admin-bodies.ts';
 
 /** One admin call as the HTTP layer read it. */
 export interface AdminCall {
@@ -202,7 +202,7 @@ export class AdminApi {
           return {
             endpoint_id: r.endpointId,
             provider: r.provider,
-            base_url: r.baseUrl,
+            base_url: maskedUrl(r.baseUrl),
             configured_weight: r.configuredWeight,
             effective_weight: r.effectiveWeight,
             exclusion_reasons: r.exclusionReasons,

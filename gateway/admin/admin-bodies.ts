@@ -4,13 +4,13 @@
  * field's dotted path (`weight`, `version`, `limit`).
  */
 import { z } from 'zod';
-import { closestName } from '../../core/index.ts';
+import { closestName, MAX_ROUTE_WEIGHT } from '../../core/index.ts';
 
 /** `PUT /admin/routing/weights/{model_id}/{endpoint_id}`. */
 export const WeightBodySchema = z
   .object({
     /** The route's effective weight from now on; 0 drains it. */
-    weight: z.number().min(0).refine(Number.isFinite, 'must be a finite number'),
+    weight: z.number().min(0).max(MAX_ROUTE_WEIGHT, `must be at most ${MAX_ROUTE_WEIGHT} (weights are relative)`),
     /** The override's version this write is based on (0: none existed); stale ⇒ 409. */
     version: z.number().int().min(0).optional(),
   })
@@ -38,7 +38,7 @@ export interface BodyProblem {
 }
 
 const FIXES: Record<string, string> = {
-  weight: 'send a number >= 0, e.g. {"weight": 0} to drain the route',
+  weight: `send a number from 0 to ${MAX_ROUTE_WEIGHT}, e.g. {"weight": 0} to drain the route`,
   version: 'send the integer version you read from GET /admin/routing (0 when there was no record), or leave it out',
   disabled: 'send true or false',
   limit: 'use an integer from 1 to 1000',
@@ -68,6 +68,11 @@ export function parseQuery<T>(schema: z.ZodType<T>, query: URLSearchParams): { o
 
 function check<T>(schema: z.ZodType<T>, raw: unknown, fixes: Readonly<Record<string, string>> = {}): { ok: true; value: T } | { ok: false; problem: BodyProblem } {
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return { ok: false, problem: { message: 'The body must be a JSON object.', param: null } };
+  const nul = nulAt(raw, []);
+  if (nul !== null) {
+    const field = nul.join('.') || null;
+    return { ok: false, problem: { message: `'${field ?? '(body)'}' is invalid: it contains a NUL character (\\u0000), which no field may hold; remove it.`, param: field } };
+  }
   const r = schema.safeParse(raw);
   if (r.success) return { ok: true, value: r.data };
   // An unknown field is named first: a misspelt one ('wieght') is also why its real one is missing.
@@ -81,8 +86,30 @@ function check<T>(schema: z.ZodType<T>, raw: unknown, fixes: Readonly<Record<str
   const issue = r.error.issues[0]!;
   const field = issue.path.map(String).join('.') || null;
   const fix = field ? (fixes[field] ?? FIXES[field]) : undefined;
-  const missing = issue.code === 'invalid_type' && (raw as Record<string, unknown>)[field ?? ''] === undefined;
+  const missing = issue.code === 'invalid_type' && issue.path.length > 0 && valueAt(raw, issue.path) === undefined;
   return { ok: false, problem: { message: `'${field ?? '(body)'}' ${missing ? 'is required' : `is invalid: ${issue.message}`}${fix ? `; ${fix}` : ''}.`, param: field } };
+}
+
+/** The value at `path` inside `raw` (undefined when a step is missing). */
+function valueAt(raw: unknown, path: readonly PropertyKey[]): unknown {
+  let v = raw;
+  for (const k of path) {
+    if (v === null || typeof v !== 'object') return undefined;
+    v = (v as Record<PropertyKey, unknown>)[k];
+  }
+  return v;
+}
+
+/** The path of the first key or string holding U+0000 in a parsed JSON value (PostgreSQL text cannot store it), or null. */
+function nulAt(v: unknown, path: string[]): string[] | null {
+  if (typeof v === 'string') return v.includes('\u0000') ? path : null;
+  if (v === null || typeof v !== 'object') return null;
+  for (const [k, x] of Object.entries(v)) {
+    if (k.includes('\u0000')) return [...path, k];
+    const at = nulAt(x, [...path, k]);
+    if (at) return at;
+  }
+  return null;
 }
 
 /** The object schema at `path` inside `schema` (through optional / default wrappers), if any. */
@@ -106,4 +133,16 @@ export function parseIfMatch(header: string): { ok: true; version: number | null
   const m = /^(?:W\/)?"?(\d{1,9})"?$/.exec(h);
   if (!m) return { ok: false, problem: { message: `If-Match '${h}' is not a record version; send the ETag you read, e.g. If-Match: "3".`, param: 'If-Match' } };
   return { ok: true, version: Number(m[1]) };
+}
+
+/**
+ * `url` as the admin API shows it: the password of its userinfo (`http://user:secret@host/v1`)
+ * replaced by `***`, as an `api_key` is; any other string comes back unchanged.
+ */
+export function maskedUrl(url: string): string {
+  if (!URL.canParse(url)) return url;
+  const u = new URL(url);
+  if (u.password === '') return url;
+  u.password = '***';
+  return u.href;
 }

@@ -22,9 +22,9 @@
 import type { OverlaySnapshot } from '../store/overlay-repo.ts';
 import type { RoutingRecord, RoutingWrite } from '../store/routing-records.ts';
 import type { AdminCall } from './admin-api.ts';
-import { parseBody } from './admin-bodies.ts';
+import { maskedUrl, parseBody } from './admin-bodies.ts';
 import { derivedRouteId, type ModelOrigin, type RouteOrigin } from './effective-models.ts';
-import { CandidateBodySchema, checkRoute, ROUTE_FIXES, RoutePatchBodySchema, RoutingVersionBodySchema, RuntimeModelBodySchema, StrategyBodySchema } from './route-bodies.ts';
+import { CandidateBodySchema, checkRoute, patchedRoute, RepointBodySchema, ROUTE_FIXES, RoutePatchBodySchema, RoutingVersionBodySchema, RuntimeModelBodySchema, StrategyBodySchema } from './route-bodies.ts';
 import { badRequest, commit, effective, findModel, findRoute, modelRouteTail, modelTail, precondition, refuse, routeNotFound, routeSpec, verifyChange, writesRefused, type RoutingAdminDeps, type RoutingResult } from './routing-admin-kit.ts';
 
 const ROUTES = '/admin/routing/provider-routes';
@@ -107,7 +107,7 @@ export class RouteAdmin {
           endpoint_id: r.endpointId,
           source: r.source,
           kind: r.route.kind,
-          base_url: r.route.base_url,
+          base_url: maskedUrl(r.route.base_url),
           provider: lr?.provider ?? r.route.provider ?? null,
           provider_model_id: r.route.provider_model_id ?? null,
           weight: r.route.weight,
@@ -119,7 +119,7 @@ export class RouteAdmin {
           version: r.record?.version ?? 0,
           updated_by: r.record?.updatedBy ?? null,
           updated_at: r.record?.updatedAt ?? null,
-          ...(r.yaml && r.source === 'override' && { yaml: { kind: r.yaml.kind, base_url: r.yaml.base_url, endpoint_id: derivedRouteId(m.modelId, r.yaml) } }),
+          ...(r.yaml && r.source === 'override' && { yaml: { kind: r.yaml.kind, base_url: maskedUrl(r.yaml.base_url), endpoint_id: derivedRouteId(m.modelId, r.yaml) } }),
         };
       }),
     };
@@ -207,7 +207,7 @@ export class RouteAdmin {
       if (last) writes.push({ kind: 'model', modelId: model.modelId, key: '', value: null, expect: model.record!.version });
       return commit(this.d, call, fresh, writes, { from: pre.from, param: 'route_id', body: () => ({ ...key(), deleted: true, model_removed: last }) });
     }
-    const merged = checkRoute({ ...r.route, ...fields }, '');
+    const merged = checkRoute(patchedRoute(r.route, fields), '');
     if (!merged.ok) return badRequest(merged.problem);
     const clash = this.endpointClash(model, merged.route, r);
     if (clash) return clash;
@@ -246,7 +246,7 @@ export class RouteAdmin {
       return refuse(409, 'runtime_route', `Route '${r.routeId}' of model '${model.modelId}' was added at run time, so there is no YAML route to re-point or restore; change it with PATCH ${path} or delete it with DELETE ${path}.`, 'route_id');
     }
     const del = call.method === 'DELETE';
-    const body = del ? parseBody(RoutingVersionBodySchema, call.body, ROUTE_FIXES) : parseBody(RoutePatchBodySchema, call.body, ROUTE_FIXES);
+    const body = del ? parseBody(RoutingVersionBodySchema, call.body, ROUTE_FIXES) : parseBody(RepointBodySchema, call.body, ROUTE_FIXES);
     if (!body.ok) return badRequest(body.problem);
     const { version, ...fields } = body.value as { version?: number } & Record<string, unknown>;
     const pre = precondition(call, version);

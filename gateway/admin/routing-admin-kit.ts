@@ -13,7 +13,7 @@ import type { ModelsConfig, RouteConfig, RoutingCore } from '../../core/index.ts
 import type { OverlayRepo, OverlaySnapshot, WeightKey, WeightOverrideRecord } from '../store/overlay-repo.ts';
 import { refusal, type RoutingRecord, type RoutingWrite, type RoutingWriteResult } from '../store/routing-records.ts';
 import { savedNotApplied, type AdminAnswer, type AdminCall } from './admin-api.ts';
-import { parseIfMatch, type BodyProblem } from './admin-bodies.ts';
+import { maskedUrl, parseIfMatch, type BodyProblem } from './admin-bodies.ts';
 import { composeModels, derivedRouteId, recordKey, type EffectiveModels, type ModelOrigin, type RecordAssessment, type RouteOrigin } from './effective-models.ts';
 import { verificationAnswer, verifyTimeout, verifyUpstream, type UpstreamSpec } from './verifications.ts';
 
@@ -75,22 +75,22 @@ function decode(segment: string): string {
 }
 
 /**
- * The model id of a path tail (`Qwen%2FQwen3-8B` or `Qwen/Qwen3-8B`), or null when empty.
+ * The model id of a path tail (`Qwen%2FQwen3-8B` or `Qwen/Qwen3-8B`), or null when empty. A
+ * leading `/` is kept (`…/provider-routes//lead` names model `/lead`); `findModel` falls back to
+ * the id without it.
  */
 export function modelTail(tail: string): string | null {
-  const t = tail.replace(/^\/+/, '');
-  return t.length === 0 ? null : decode(t);
+  return /^\/*$/.test(tail) ? null : decode(tail);
 }
 
 /**
  * Model id and route id of a path tail: the last segment is the route id (route ids have no
- * `/`), everything before it the model id (encoded or not).
+ * `/`), everything before it the model id (encoded or not, a leading `/` kept as in `modelTail`).
  */
 export function modelRouteTail(tail: string): { modelName: string; routeId: string } | null {
-  const t = tail.replace(/^\/+/, '');
-  const cut = t.lastIndexOf('/');
-  if (cut <= 0 || cut === t.length - 1) return null;
-  return { modelName: decode(t.slice(0, cut)), routeId: decode(t.slice(cut + 1)) };
+  const cut = tail.lastIndexOf('/');
+  if (cut === tail.length - 1 || /^\/*$/.test(tail.slice(0, Math.max(cut, 0)))) return null;
+  return { modelName: decode(tail.slice(0, cut)), routeId: decode(tail.slice(cut + 1)) };
 }
 
 /** The composition of the YAML with `overlay`, records that cannot be applied left out. */
@@ -100,7 +100,8 @@ export function effective(d: RoutingAdminDeps, overlay: OverlaySnapshot): Effect
 
 /** A direct model by id or alias, or the 404. */
 export function findModel(eff: EffectiveModels, name: string): { ok: true; model: ModelOrigin } | { ok: false; result: RoutingResult } {
-  const id = eff.names.get(name);
+  // A doubled slash after the collection (`…/provider-routes//demo`) still finds `demo`.
+  const id = eff.names.get(name) ?? (name.startsWith('/') ? eff.names.get(name.replace(/^\/+/, '')) : undefined);
   const m = id === undefined ? undefined : eff.models.get(id);
   if (m) return { ok: true, model: m };
   const why = id === undefined ? `No model '${name}'` : `Model '${name}' is a multi-target model and has no routes of its own`;
@@ -191,9 +192,15 @@ function weightView(w: WeightOverrideRecord): Record<string, unknown> {
   return { kind: 'weight', model_id: w.modelId, key: w.endpointId, value: w.weight, version: w.version, updated_by: w.updatedBy, updated_at: w.updatedAt };
 }
 
-/** A record as the API shows it. */
+/** A record as the API (and the audit) shows it: an `api_key` as `***`, a base URL's password as `***`. */
 export function recordView(r: RoutingRecord): Record<string, unknown> {
-  const value = r.value && typeof r.value === 'object' && 'api_key' in (r.value as object) ? { ...(r.value as object), api_key: '***' } : r.value;
+  let value = r.value;
+  if (value && typeof value === 'object' && !Array.isArray(value)) {
+    const v = { ...(value as Record<string, unknown>) };
+    if ('api_key' in v) v['api_key'] = '***';
+    if (typeof v['base_url'] === 'string') v['base_url'] = maskedUrl(v['base_url']);
+    value = v;
+  }
   return { kind: r.kind, model_id: r.modelId, key: r.key, value, version: r.version, updated_by: r.updatedBy, updated_at: r.updatedAt };
 }
 

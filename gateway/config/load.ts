@@ -219,26 +219,8 @@ function checkConfig(
   models.models.forEach((m, mi) => {
     m.route.forEach((r, ri) => {
       const path = ['models', mi, 'route', ri];
-      const kinds = routeKinds();
-      const unknown = (r.endpoints ?? []).filter((e) => !endpointFamily(e));
-      if (!kinds.includes(r.kind)) {
-        at(src.models, [...path, 'kind'], `route kind '${r.kind}' has no gateway adapter`, `use one of: ${kinds.join(', ')} (vLLM, SGLang, Ollama and OpenAI-style APIs are all openai_compat)`);
-      } else if (unknown.length > 0) {
-        at(src.models, [...path, 'endpoints'], `the gateway has no endpoint family ${unknown.map((e) => `'${e}'`).join(', ')}`, `list only endpoint families it serves: ${endpointFamilies().map((f) => f.endpoint).join(', ')}`);
-      } else {
-        const served = adapterFor(r.kind).endpoints;
-        const extra = (r.endpoints ?? []).filter((e) => !served.includes(e));
-        if (extra.length > 0) at(src.models, [...path, 'endpoints'], `a ${r.kind} route cannot serve ${extra.join(', ')}`, `list only endpoints its kind serves: ${served.join(', ')}`);
-      }
-      let url: URL | null = null;
-      try {
-        url = new URL(r.base_url);
-      } catch {
-        at(src.models, [...path, 'base_url'], `'${r.base_url}' is not an absolute URL`, 'write e.g. http://127.0.0.1:8000/v1');
-      }
-      if (url && url.protocol !== 'http:' && url.protocol !== 'https:') {
-        at(src.models, [...path, 'base_url'], `'${url.protocol}' URLs cannot be served by the gateway`, 'use an http:// or https:// base_url (sim:// is for the simulator)');
-      }
+      for (const p of routeServeProblems(r)) at(src.models, [...path, p.field], p.message, p.fix);
+      const url = URL.canParse(r.base_url) ? new URL(r.base_url) : null;
       if (url && url.protocol === 'http:' && r.api_key && !isLoopback(url.hostname)) {
         warnings.push(`models.${mi} (id '${m.id}').route.${ri}: api_key is sent in clear over http:// to ${url.hostname}`);
       }
@@ -423,6 +405,41 @@ function lineOf(f: SourceFile, path: readonly (string | number)[]): number | nul
 }
 
 /** A zod issue as message + fix, with the allowed keys or values spelled out. */
+/** A route field the gateway cannot serve: the field of the route entry, what is wrong, the fix. */
+export interface RouteServeProblem {
+  field: 'kind' | 'endpoints' | 'base_url';
+  message: string;
+  fix: string;
+}
+
+/**
+ * What keeps the gateway from serving a route that passed `RouteSchema`: a kind without an
+ * adapter, endpoint families it does not register or the kind does not serve, a base URL that is
+ * not an absolute http(s) URL. models.yaml and the admin API's route bodies both check with it,
+ * so a route added at run time is refused exactly when the file would refuse it.
+ */
+export function routeServeProblems(r: { kind: string; base_url: string; endpoints?: readonly string[] | undefined }): RouteServeProblem[] {
+  const out: RouteServeProblem[] = [];
+  const kinds = routeKinds();
+  const unknown = (r.endpoints ?? []).filter((e) => !endpointFamily(e));
+  if (!kinds.includes(r.kind)) {
+    out.push({ field: 'kind', message: `route kind '${r.kind}' has no gateway adapter`, fix: `use one of: ${kinds.join(', ')} (vLLM, SGLang, Ollama and OpenAI-style APIs are all openai_compat)` });
+  } else if (unknown.length > 0) {
+    out.push({ field: 'endpoints', message: `the gateway has no endpoint family ${unknown.map((e) => `'${e}'`).join(', ')}`, fix: `list only endpoint families it serves: ${endpointFamilies().map((f) => f.endpoint).join(', ')}` });
+  } else {
+    const served = adapterFor(r.kind).endpoints;
+    const extra = (r.endpoints ?? []).filter((e) => !served.includes(e));
+    if (extra.length > 0) out.push({ field: 'endpoints', message: `a ${r.kind} route cannot serve ${extra.join(', ')}`, fix: `list only endpoints its kind serves: ${served.join(', ')}` });
+  }
+  if (!URL.canParse(r.base_url)) {
+    out.push({ field: 'base_url', message: `'${r.base_url}' is not an absolute URL`, fix: 'write e.g. http://127.0.0.1:8000/v1' });
+  } else {
+    const url = new URL(r.base_url);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') out.push({ field: 'base_url', message: `'${url.protocol}' URLs cannot be served by the gateway`, fix: 'use an http:// or https:// base_url (sim:// is for the simulator)' });
+  }
+  return out;
+}
+
 function describeIssue(issue: z.core.$ZodIssue, root: z.ZodType): { message: string; fix: string | null } {
   const i = issue as z.core.$ZodIssue & { keys?: string[]; values?: unknown[]; expected?: string; input?: unknown; minimum?: unknown; maximum?: unknown; origin?: string };
   switch (i.code) {

@@ -7,32 +7,24 @@
  *   takes it; a whole body goes out with `tryEnd`, resumed from `onWritable` at the offset
  *   uWS reports (the pattern of uWS's own `VideoStreamer` example).
  */
+import { STATUS_CODES } from 'node:http';
 import type { HttpResponse } from '@trufflesuite/uws-js-unofficial';
 
 /** Response headers as pairs (names lowercase). */
 export type HeaderPairs = ReadonlyArray<readonly [string, string]>;
 
-const REASONS: Record<number, string> = {
-  200: 'OK',
-  400: 'Bad Request',
-  401: 'Unauthorized',
-  403: 'Forbidden',
-  404: 'Not Found',
-  405: 'Method Not Allowed',
-  413: 'Payload Too Large',
-  422: 'Unprocessable Entity',
-  429: 'Too Many Requests',
-  499: 'Client Closed Request',
-  500: 'Internal Server Error',
-  502: 'Bad Gateway',
-  503: 'Service Unavailable',
-  504: 'Gateway Timeout',
-};
+/**
+ * Reason phrases: Node's table of the IANA registry (RFC 9110 and its extensions), plus 499
+ * (nginx's "client closed request", which the request log records for a client gone away).
+ */
+const REASONS: Readonly<Record<number, string>> = { ...STATUS_CODES, 499: 'Client Closed Request' } as Record<number, string>;
 
-/** `200 OK`-style status line for uWS's `writeStatus`. */
+/** `200 OK`-style status line for uWS's `writeStatus`; a status without a registered phrase gets its class's (`2xx` → `Success`, …). */
 export function statusLine(status: number): string {
-  return `${status} ${REASONS[status] ?? 'Status'}`;
+  return `${status} ${REASONS[status] ?? CLASS_REASONS[Math.floor(status / 100)] ?? 'Unknown'}`;
 }
+
+const CLASS_REASONS: Readonly<Record<number, string>> = { 1: 'Informational', 2: 'Success', 3: 'Redirection', 4: 'Client Error', 5: 'Server Error' };
 
 /** A uWS response with abort tracking, corking and backpressure. */
 export class ClientResponse {

@@ -82,9 +82,9 @@ function scenario(kind: 'pglite' | 'postgres', makeStore: () => Promise<StoreBlo
     await bad('POST', '/admin/routing/provider-route-models', { model_id: 'fresh', aliases: ['demo-alias'], route: { base_url: spare.baseUrl } }, 409, 'model_exists', 'aliases.0', /alias/);
     await bad('POST', '/admin/routing/provider-route-models', { model_id: 'auto-fast', route: { base_url: spare.baseUrl } }, 400, 'invalid_request', 'model_id', /reserved for auto/);
     await bad('POST', '/admin/routing/provider-route-models', { model_id: 'fresh' }, 400, 'invalid_request', 'route', /'route' is required; send the first route/);
-    await bad('POST', '/admin/routing/provider-route-models', { model_id: 'fresh', route: { base_url: 'localhost:8000' } }, 400, 'invalid_request', 'route.base_url', /absolute http\(s\) URL/);
+    await bad('POST', '/admin/routing/provider-route-models', { model_id: 'fresh', route: { base_url: 'localhost:8000' } }, 400, 'invalid_request', 'route.base_url', /use an http:\/\/ or https:\/\/ base_url/);
     await bad('POST', '/admin/routing/provider-route-models', { model_id: 'fresh', route: { base_url: spare.baseUrl, colour: 'red' } }, 400, 'invalid_request', 'route.colour', /Unknown field 'route.colour'.*allowed: route_id, kind/);
-    await bad('POST', '/admin/routing/provider-route-models', { model_id: 'fresh', route: { base_url: spare.baseUrl, weight: -1 } }, 400, 'invalid_request', 'route.weight', />= 0/);
+    await bad('POST', '/admin/routing/provider-route-models', { model_id: 'fresh', route: { base_url: spare.baseUrl, weight: -1 } }, 400, 'invalid_request', 'route.weight', />= ?0/);
     await bad('POST', '/admin/routing/provider-route-models', { model_id: 'fresh', route: { base_url: spare.baseUrl, quota: { limit: 1, window_sec: 60 } } }, 400, 'invalid_request', 'route.quota', /provider_type: quota/);
     await bad('POST', '/admin/routing/provider-route-models', { model_id: 'fresh', router: 'fastest', route: { base_url: spare.baseUrl } }, 400, 'configuration_refused', null, /unknown router 'fastest'/);
     await bad('POST', '/admin/routing/provider-route-models', { model_id: 'fresh', route: { route_id: 'a/b', base_url: spare.baseUrl } }, 400, 'invalid_request', 'route.route_id', /must not contain \//);
@@ -111,7 +111,7 @@ function scenario(kind: 'pglite' | 'postgres', makeStore: () => Promise<StoreBlo
     const stale = await call('PATCH', `${cand}/first`, { body: { weight: 2 }, ifMatch: '"1"' });
     expect([stale.status, stale.body.error.code, stale.body.current_version]).toEqual([412, 'precondition_failed', 2]);
     expect((await call('PATCH', `${cand}/first`, { body: { weight: 2, version: 1 } })).status).toBe(409);
-    await bad('PATCH', `${cand}/first`, {}, 400, 'invalid_request', null, /at least one route field/);
+    await bad('PATCH', `${cand}/first`, {}, 400, 'invalid_request', null, /no fields to change; send at least one of/);
     await bad('PATCH', `${cand}/first`, { base_url: emus[1]!.baseUrl }, 409, 'endpoint_exists', 'base_url');
     await bad('PATCH', `${cand}/nope`, { weight: 1 }, 404, 'route_not_found', 'route_id', /first, second/);
     await bad('PATCH', `/admin/routing/provider-route-candidates/demo/${enc(ids[0]!)}`, { weight: 1 }, 409, 'not_runtime_route', 'route_id', /PUT \/admin\/routing\/provider-routes/);
@@ -140,7 +140,7 @@ function scenario(kind: 'pglite' | 'postgres', makeStore: () => Promise<StoreBlo
     expect(view).toMatchObject({ route_id: ids[1], endpoint_id: moved, source: 'override', version: 1, yaml: { base_url: emus[1]!.baseUrl, endpoint_id: ids[1] } });
     // Addressed by the endpoint id it has now, too; a base_url another route derives is refused.
     await bad('PUT', `/admin/routing/provider-routes/demo/${enc(moved)}`, { base_url: emus[0]!.baseUrl }, 409, 'endpoint_exists', 'base_url');
-    await bad('PUT', path, { base_url: 'ftp://x' }, 400, 'invalid_request', 'base_url', /absolute http/);
+    await bad('PUT', path, { base_url: 'ftp://x' }, 400, 'invalid_request', 'base_url', /use an http:\/\/ or https:\/\/ base_url/);
     await bad('PUT', path, { wieght: 2 }, 400, 'invalid_request', 'wieght', /did you mean 'weight'/);
     await bad('PUT', `/admin/routing/provider-routes/${enc(RT)}/first`, { base_url: spare.baseUrl }, 409, 'runtime_route', 'route_id', /PATCH/);
     await bad('PUT', '/admin/routing/provider-routes/demo/nope', { base_url: spare.baseUrl }, 404, 'route_not_found', 'route_id');
@@ -171,7 +171,7 @@ function scenario(kind: 'pglite' | 'postgres', makeStore: () => Promise<StoreBlo
     // Refusals.
     await bad('PUT', off, { route_id: ids[1], wait_sec: 0 }, 400, 'invalid_request', 'wait_sec', /> 0.*send the wait in seconds/);
     await bad('PUT', off, { route_id: ids[1], wait_sec: -3 }, 400, 'invalid_request', 'wait_sec');
-    await bad('PUT', off, { route_id: '   ', wait_sec: 2 }, 400, 'invalid_request', 'route_id', /blank/);
+    await bad('PUT', off, { route_id: '   ', wait_sec: 2 }, 400, 'invalid_request', 'route_id', /whitespace/);
     await bad('PUT', off, { wait_sec: 2 }, 400, 'invalid_request', 'route_id', /is required/);
     await bad('PUT', off, { route_id: 'nope', wait_sec: 2 }, 404, 'route_not_found', 'route_id');
     await bad('PUT', off, { route_id: ids[1], wait_sec: 2, engine_queue_limit: 0 }, 400, 'invalid_request', 'engine_queue_limit');

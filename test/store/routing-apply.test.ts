@@ -63,8 +63,8 @@ function scenario(kind: 'pglite' | 'postgres', makeStore: () => Promise<Record<s
   it(`${kind}: a route kind without an adapter is a 400 naming the field, and nothing is written`, async () => {
     const gen = (await call('GET', '/admin/routing/provider-routes')).body.generation;
     const r = await call('POST', MODELS, { body: { model_id: 'x2', route: { route_id: 'a', base_url: emus[0]!.baseUrl, kind: 'bogus' } } });
-    expect([r.status, r.body.error?.code, r.body.error?.param], JSON.stringify(r.body)).toEqual([400, 'configuration_refused', 'route.kind']);
-    expect(r.body.error.message).toMatch(/not saved.*route kind 'bogus' has no gateway adapter; use one of: openai_compat/);
+    expect([r.status, r.body.error?.code, r.body.error?.param], JSON.stringify(r.body)).toEqual([400, 'invalid_request', 'route.kind']);
+    expect(r.body.error.message).toMatch(/route kind 'bogus' has no gateway adapter; use one of: openai_compat/);
     const list = (await call('GET', '/admin/routing/provider-routes')).body;
     expect([list.generation, list.models.some((m: { model_id: string }) => m.model_id === 'x2'), list.ignored]).toEqual([gen, false, []]);
     const stored = await storedRouting();
@@ -72,9 +72,9 @@ function scenario(kind: 'pglite' | 'postgres', makeStore: () => Promise<Record<s
     // PATCH of a runtime route to such a kind, and endpoints its kind cannot serve: refused the same way.
     expect((await call('POST', MODELS, { body: { model_id: 'ok2', route: { route_id: 'a', base_url: emus[0]!.baseUrl } } })).status).toBe(201);
     const p = await call('PATCH', `${CAND}/ok2/a`, { body: { kind: 'bogus2' } });
-    expect([p.status, p.body.error?.code, p.body.error?.param], JSON.stringify(p.body)).toEqual([400, 'configuration_refused', 'kind']);
+    expect([p.status, p.body.error?.code, p.body.error?.param], JSON.stringify(p.body)).toEqual([400, 'invalid_request', 'kind']);
     const e = await call('POST', `${CAND}/ok2`, { body: { route_id: 'b', base_url: emus[1]!.baseUrl, endpoints: ['nosuch'] } });
-    expect([e.status, e.body.error?.code, e.body.error?.param], JSON.stringify(e.body)).toEqual([400, 'configuration_refused', 'endpoints']);
+    expect([e.status, e.body.error?.code, e.body.error?.param], JSON.stringify(e.body)).toEqual([400, 'invalid_request', 'endpoints']);
     const view = (await call('GET', '/admin/routing/provider-routes/ok2')).body.model;
     expect(view.routes.map((x: { route_id: string; kind: string; version: number }) => [x.route_id, x.kind, x.version])).toEqual([['a', 'openai_compat', 1]]);
     // Every other write still goes through.
