@@ -44,6 +44,8 @@ export interface ClientRequest {
    * error body, in-band error, relayed event and stream terminator of this request is written with it.
    */
   readonly wire: ClientWire;
+  /** The request's endpoint family (`endpoints/families.ts`). */
+  readonly family: EndpointFamily;
 }
 
 /** A request the gateway refuses before routing. */
@@ -97,6 +99,7 @@ export function readClientRequest(endpoint: Endpoint, text: string): ClientReque
     outputTokensHint: positiveInt(body.max_completion_tokens) ?? positiveInt(body.max_tokens),
     modalities,
     wire: wireOf(family),
+    family,
   };
 }
 

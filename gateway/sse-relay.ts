@@ -21,6 +21,7 @@ import { createParser, type EventSourceMessage, type EventSourceParser } from 'e
 import type { Usage } from '../core/index.ts';
 import type { ClientWire } from './endpoints/client-wire.ts';
 import { openAiWire } from './endpoints/openai-wire.ts';
+import type { TranslatedEvent } from './translate/translated.ts';
 
 /** What the relay produces, in order. */
 export type RelayEvent =
@@ -47,6 +48,20 @@ export interface RelayOptions {
   maxEventChars?: number;
   /** Frames each relayed event for the client (`ClientWire.streamEvent`); default OpenAI's. */
   wire?: ClientWire;
+  /**
+   * Turns each chunk into the client family's events instead of relaying it (an Anthropic
+   * client on an OpenAI upstream: `translate/chat-stream-to-messages.ts`); its `end` events go
+   * out before `done`. Absent: chunks are relayed as they are.
+   */
+  translator?: ChunkTranslator;
+}
+
+/** A stream translator the relay drives (`RelayOptions.translator`). */
+export interface ChunkTranslator {
+  /** The client events of one parsed chunk (usage-only chunks included). */
+  chunk(chunk: Record<string, unknown>): readonly TranslatedEvent[];
+  /** The closing events, once, before `done`. */
+  end(): readonly TranslatedEvent[];
 }
 
 /** One upstream stream's relay. Feed bytes with `push`, then call `end`. */
@@ -93,6 +108,18 @@ export class SseRelay {
     if (rest) this.parser.feed(rest);
   }
 
+  /**
+   * The answer is whole (`[DONE]`, or a finish reason and usage from a lenient server): the
+   * translator's closing events, then `done` with the usage, into `out`; later bytes are ignored.
+   */
+  complete(out: RelayEvent[]): void {
+    if (this.over) return;
+    const t = this.opts.translator;
+    if (t) for (const ev of t.end()) out.push({ kind: 'frame', text: this.wire.streamEvent(ev.name, ev.data), token: ev.token });
+    out.push({ kind: 'done', usage: this.usage });
+    this.over = true;
+  }
+
   private stop(e: RelayEvent): void {
     this.out.push(e);
     this.over = true;
@@ -101,7 +128,7 @@ export class SseRelay {
   private onEvent(e: EventSourceMessage): void {
     if (this.over) return;
     const data = e.data;
-    if (data === '[DONE]') return this.stop({ kind: 'done', usage: this.usage });
+    if (data === '[DONE]') return this.complete(this.out);
     let obj: unknown;
     try {
       obj = JSON.parse(data);
@@ -112,6 +139,13 @@ export class SseRelay {
     if (obj.error !== undefined && obj.error !== null) return this.stop(inBandError(obj.error));
     let changed = false;
     const choices = Array.isArray(obj.choices) ? obj.choices : [];
+    const t = this.opts.translator;
+    if (t) {
+      if (isRecord(obj.usage)) this.usage = toUsage(obj.usage);
+      for (const c of choices) if (isRecord(c) && c.finish_reason !== null && c.finish_reason !== undefined) this.finishSeen = true;
+      for (const ev of t.chunk(obj)) this.out.push({ kind: 'frame', text: this.wire.streamEvent(ev.name, ev.data), token: ev.token });
+      return;
+    }
     if (isRecord(obj.usage)) {
       this.usage = toUsage(obj.usage);
       if (!this.opts.includeUsage && choices.length === 0) return; // the usage-only chunk

@@ -65,6 +65,14 @@ export interface RouteRequest {
   readonly headers?: Readonly<Record<string, string>> | null;
   /** Request cookies by name, for `hash_on: cookie`. */
   readonly cookies?: Readonly<Record<string, string>> | null;
+  /**
+   * One route only (seed 000, "/v1/messages picks its adapter itself and has no fallback"): a
+   * `router:` model picks its first admitted route as usual — the offload route only when no
+   * other admits, never for a prompt over its max offload input — and then neither fails over
+   * to another route, nor offloads on a wait, nor hedges. Multi-target aliases ignore it (they
+   * fail over as chat completions do, seed 003). Absent/false = the usual fallback.
+   */
+  readonly singleRoute?: boolean;
 }
 
 /** Token usage an upstream reported at the end of a response. */

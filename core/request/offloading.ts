@@ -23,6 +23,7 @@ export interface OffloadHost extends CandidateSource<Life<OffloadHost>> {
 
 /** Whether `a` may still be cut short to go to the offload route. */
 export function interruptible(life: Life<OffloadHost>, a: LiveAttempt): boolean {
+  if (life.request.singleRoute === true) return false; // one route: no offload on a wait
   const s = life.source;
   return s.offload.interruptible(a.role === 'normal', a.route.endpointId, s.contextFloor, s.deps.admission);
 }

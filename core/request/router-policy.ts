@@ -10,7 +10,8 @@
  *   over to the remaining routes in declaration order, skipping weight 0 and routes a gate
  *   refuses or whose breaker gives no claim, then the offload route as last resort, then the
  *   interrupted route once more; if all fail the client gets the primary's error. A committed
- *   stream never falls back (a stall is an in-band error);
+ *   stream never falls back (a stall is an in-band error), nor does a pinned request or one that
+ *   asked for a single route (`RouteRequest.singleRoute`);
  * - deadlines beyond the shared ones (headers, total, idle, overall): the engine wait of an offload model
  *   (`offloading.ts`) and the hedge checkpoint (`hedging.ts`).
  */
@@ -48,7 +49,7 @@ function largerWindowLeft(life: RouterLife, nowMs: number): boolean {
  * then the offload route as last resort, then the interrupted route once more; else the error.
  */
 function continueAfter(life: RouterLife, outcome: Outcome, nowMs: number): LifecycleAction[] {
-  if (life.pinned) return life.live.length > 0 ? [] : life.failWithOutcome(life.firstFailure ?? outcome, nowMs, life.firstFailureAttemptId);
+  if (life.pinned || life.request.singleRoute === true) return life.live.length > 0 ? [] : life.failWithOutcome(life.firstFailure ?? outcome, nowMs, life.firstFailureAttemptId);
   const s = life.source;
   const admission = s.deps.admission;
   for (const r of s.eligibleRoutes) {
@@ -137,7 +138,7 @@ export const ROUTER_POLICY: AttemptPolicy<Life<RouteSource>> = {
       requestScoped = !largerWindowLeft(life, nowMs);
     }
     const terminal = cls === 'terminal' || requestScoped;
-    if (life.pinned || life.committed !== null || terminal) {
+    if (life.pinned || life.request.singleRoute === true || life.committed !== null || terminal) {
       if (life.live.length > 0) return [];
       if (requestScoped || life.committed !== null) return life.failWithOutcome(outcome, nowMs, a.attemptId);
       return life.failWithOutcome(life.firstFailure ?? outcome, nowMs, life.firstFailureAttemptId ?? a.attemptId);

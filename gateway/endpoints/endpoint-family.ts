@@ -11,7 +11,7 @@
  * with the family's `wire.streamEvent`.
  */
 import type { Modality } from '../../core/index.ts';
-import type { BodyProblem, Endpoint } from '../request-body.ts';
+import type { BodyProblem, ClientRequest, Endpoint } from '../request-body.ts';
 import type { ClientWire } from './client-wire.ts';
 
 /** What the routing core is told of a prompt. */
@@ -55,4 +55,14 @@ export interface EndpointFamily {
    * adapter decides what reaches its upstream. No other client header is ever forwarded.
    */
   readonly forwardHeaders?: readonly string[];
+  /**
+   * Ask the routing core for a single route (`RouteRequest.singleRoute`: a `router:` model picks
+   * one and does not fall back; seed 000 for /v1/messages). Absent: the usual fallback.
+   */
+  readonly singleRoute?: boolean;
+  /**
+   * The family's own 200 answer when no route of the model can serve it (the core's
+   * `endpoint_not_served`), e.g. count_tokens' estimate; absent: that 400 goes to the client.
+   */
+  answerWhenUnserved?(req: ClientRequest): { body: string; headers: ReadonlyArray<readonly [string, string]> };
 }

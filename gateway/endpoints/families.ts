@@ -19,6 +19,8 @@ import type { ClientWire } from './client-wire.ts';
 import { completions } from './completions.ts';
 import type { EndpointFamily } from './endpoint-family.ts';
 import { embeddings } from './embeddings.ts';
+import { countTokens } from './messages/count-tokens.ts';
+import { messages } from './messages/messages.ts';
 import { openAiWire } from './openai-wire.ts';
 
 const FAMILIES = new Map<string, EndpointFamily>();
@@ -59,3 +61,5 @@ export function endpointFamilies(): readonly EndpointFamily[] {
 registerEndpointFamily(chatCompletions);
 registerEndpointFamily(completions);
 registerEndpointFamily(embeddings);
+registerEndpointFamily(messages);
+registerEndpointFamily(countTokens);

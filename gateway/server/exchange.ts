@@ -30,6 +30,7 @@ import type { ExchangeContext, ExchangeMeta } from './exchange-context.ts';
 import { logRequestLine } from './request-line.ts';
 import { routeRequestOf } from './route-request.ts';
 import { PASS_THROUGH_CODES, upstreamMessage } from './upstream-error-body.ts';
+import { DROPPED_PARAMS_HEADER } from '../upstream/dropped-params.ts';
 
 const SSE_TYPE = ['content-type', 'text/event-stream'] as const;
 const NO_CACHE = ['cache-control', 'no-cache'] as const;
@@ -353,6 +354,10 @@ export class Exchange implements ListLinks<Exchange> {
     this.committed = att;
     const servedBy = ['x-switchyard-served-by', att.target.endpointId] as const;
     const fromAdapter = att.handle?.commitHeaders ?? NO_HEADERS; // e.g. the fields a translating adapter dropped
+    if (fromAdapter !== NO_HEADERS && this.ctx.log.isLevelEnabled('info')) {
+      const dropped = fromAdapter.find(([k]) => k === DROPPED_PARAMS_HEADER);
+      if (dropped) this.ctx.log.info({ requestId: this.requestId, endpointId: att.target.endpointId, droppedParams: dropped[1] }, 'request fields dropped for this upstream');
+    }
     if (this.req.stream) {
       this.streamOk = this.client.startStream([...this.baseHeaders, servedBy, ...fromAdapter, SSE_TYPE, NO_CACHE, NO_BUFFERING], att.pending.join(''));
       att.pending = [];
@@ -375,6 +380,12 @@ export class Exchange implements ListLinks<Exchange> {
     if (this.client.headersSent) {
       // Committed stream: an in-band error, then the end — never the terminator.
       this.client.end(this.takeOut() + this.req.wire.streamError(code, upstreamMessage(upstreamBody) ?? message, status, retryAfterSec));
+      return;
+    }
+    const unserved = code === 'endpoint_not_served' ? this.req.family.answerWhenUnserved?.(this.req) : undefined;
+    if (unserved) {
+      // No route can serve this family; the family answers itself (count_tokens' estimate).
+      this.client.send(200, [...this.baseHeaders, ...unserved.headers, ['content-type', 'application/json']], unserved.body);
       return;
     }
     const headers: Array<readonly [string, string]> = [...this.baseHeaders, ['content-type', 'application/json']];

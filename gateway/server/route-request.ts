@@ -32,5 +32,6 @@ export function routeRequestOf(req: ClientRequest, meta: ExchangeMeta, hashPrefi
     clientIp: meta.clientIp,
     headers: meta.headers,
     cookies: meta.cookies,
+    singleRoute: req.family.singleRoute === true,
   };
 }

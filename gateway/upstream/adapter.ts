@@ -113,6 +113,12 @@ export interface UpstreamAdapter {
    */
   readonly endpoints: readonly Endpoint[];
   /**
+   * The families a route of this kind serves when its `endpoints:` lists none, when that is
+   * fewer than `endpoints` (a family only some upstreams of the kind offer, such as an engine's
+   * tokenizer); absent: all of `endpoints`.
+   */
+  readonly defaultEndpoints?: readonly Endpoint[];
+  /**
    * Starts one attempt of `req` (the client's request in its family's format, `req.endpoint`
    * one of `endpoints`) on `target`. Streaming attempts report through `hooks`; `end` is called
    * exactly once, never synchronously from this call; failures are `AttemptEnd`s, never throws.

@@ -12,6 +12,7 @@
 import type { DefaultEndpoints } from '../../core/index.ts';
 import { endpointFamily } from '../endpoints/families.ts';
 import type { UpstreamAdapter } from './adapter.ts';
+import { anthropicAdapter } from './anthropic/anthropic-adapter.ts';
 import { openaiCompatAdapter } from './openai-compat.ts';
 
 const ADAPTER_MAP = new Map<string, UpstreamAdapter>();
@@ -79,8 +80,12 @@ export function routeServeProblem(r: { kind: string; base_url: string; endpoints
   return null;
 }
 
-/** The routing core's default `endpoints:` of a route: what its kind's adapter serves. */
-export const defaultEndpoints: DefaultEndpoints = (kind) => ADAPTER_MAP.get(kind)?.endpoints;
+/** The routing core's default `endpoints:` of a route: its kind's adapter's defaults, else all it serves. */
+export const defaultEndpoints: DefaultEndpoints = (kind) => {
+  const a = ADAPTER_MAP.get(kind);
+  return a?.defaultEndpoints ?? a?.endpoints;
+};
 
 // The adapters, one line each.
 registerAdapter(openaiCompatAdapter);
+registerAdapter(anthropicAdapter);

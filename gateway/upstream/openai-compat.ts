@@ -16,8 +16,13 @@
 import type { Dispatcher, Pool } from 'undici';
 import { classifyUpstreamError, parseRetryAfterMs, type Outcome, type Usage } from '../../core/index.ts';
 import type { ClientWire } from '../endpoints/client-wire.ts';
-import { upstreamBody, type Endpoint } from '../request-body.ts';
+import { upstreamBody, type ClientRequest, type Endpoint } from '../request-body.ts';
+import { TOKEN_COUNT_HEADER } from '../endpoints/messages/count-tokens.ts';
 import { SseRelay, toUsage, type RelayEvent } from '../sse-relay.ts';
+import { ChatStreamToMessages } from '../translate/chat-stream-to-messages.ts';
+import { messagesRequestToChat } from '../translate/messages-to-chat.ts';
+import { chatCompletionToMessage } from '../translate/message-bodies.ts';
+import { droppedParamsHeader } from './dropped-params.ts';
 import type { AttemptEnd, AttemptHandle, AttemptHooks, UpstreamAdapter } from './adapter.ts';
 
 export type { AttemptEnd, AttemptHandle, AttemptHooks } from './adapter.ts';
@@ -41,17 +46,56 @@ export interface AttemptSpec {
   readonly maxErrorBodyBytes: number;
   /** Frames relayed stream events for the client (the request's family wire); default OpenAI's. */
   readonly wire?: ClientWire;
+  /** `AttemptHandle.commitHeaders` of the attempt (e.g. the fields a translation dropped). */
+  readonly commitHeaders?: ReadonlyArray<readonly [string, string]>;
 }
 
-/** Upstream path (after the route's base_url, which ends in `/v1`) of each endpoint family served. */
+/**
+ * Upstream path (after the route's base_url, which ends in `/v1`) of each endpoint family served:
+ * Anthropic's `messages` is translated into a chat completion (`../translate/`), and
+ * `count_tokens` asks the engine's tokenizer at the server root (`POST /tokenize`, vLLM and
+ * SGLang), which only a route that lists `count_tokens` in its `endpoints:` is asked for.
+ */
 export const UPSTREAM_PATH = {
   chat: '/chat/completions',
   completion: '/completions',
   embedding: '/embeddings',
+  messages: '/chat/completions',
+  count_tokens: '/tokenize',
 } as const satisfies Readonly<Record<Endpoint, string>>;
 
 /** An endpoint family this adapter serves. */
 export type OpenAIEndpoint = keyof typeof UPSTREAM_PATH;
+
+/** What a route of this kind serves when it lists no `endpoints:` (not every OpenAI-style server has a tokenizer). */
+const DEFAULT_ENDPOINTS: readonly OpenAIEndpoint[] = ['chat', 'completion', 'embedding', 'messages'];
+
+/** The engine's tokenizer path for a route's base path: `/tokenize` at the server root (`/v1` dropped). */
+export function tokenizePath(basePath: string): string {
+  return `${basePath.replace(/\/v1$/, '')}/tokenize`;
+}
+
+/**
+ * The upstream body of one attempt, the commit headers it brings (the fields a translation
+ * dropped, the source of a token count), or the refusal of a field that cannot be carried.
+ */
+function upstreamRequest(req: ClientRequest, upstreamModel: string): { body: string; commitHeaders: ReadonlyArray<readonly [string, string]> | undefined } | AttemptEnd {
+  if (req.endpoint !== 'messages' && req.endpoint !== 'count_tokens') return { body: upstreamBody(req, upstreamModel), commitHeaders: undefined };
+  const t = messagesRequestToChat(req.body, upstreamModel);
+  if (!t.ok) {
+    // Anthropic's envelope has no `param`: the message names the field.
+    const errorBody = JSON.stringify({ type: 'error', error: { type: 'invalid_request_error', message: `${t.param}: ${t.message}`, param: t.param } });
+    return { kind: 'failed', outcome: { kind: 'http_status', status: 400, errorClass: 'client_error', retryAfterMs: null }, errorBody };
+  }
+  const dropped = droppedParamsHeader(t.dropped);
+  if (req.endpoint === 'count_tokens') {
+    const c = t.body;
+    const body: Record<string, unknown> = { model: upstreamModel, messages: c.messages, add_generation_prompt: true };
+    if (c.tools !== undefined) body.tools = c.tools;
+    return { body: JSON.stringify(body), commitHeaders: [[TOKEN_COUNT_HEADER, 'tokenizer']] };
+  }
+  return { body: JSON.stringify(t.body), commitHeaders: dropped ? [dropped] : undefined };
+}
 
 /**
  * The `openai_compat` adapter: the client's OpenAI body with the route's model name (and stream
@@ -61,14 +105,21 @@ export type OpenAIEndpoint = keyof typeof UPSTREAM_PATH;
 export const openaiCompatAdapter: UpstreamAdapter = {
   kind: 'openai_compat',
   endpoints: Object.keys(UPSTREAM_PATH),
+  defaultEndpoints: DEFAULT_ENDPOINTS,
   startAttempt(target, req, ctx, hooks, end) {
     // The exchange dispatches only the families a route serves, a subset of `endpoints` above.
     const endpoint = req.endpoint as OpenAIEndpoint;
+    const up = upstreamRequest(req, target.upstreamModel);
+    if ('kind' in up) {
+      queueMicrotask(() => end(up));
+      return { abort() {} };
+    }
     return startAttempt(
       {
         pool: target.pool,
-        path: target.basePath + UPSTREAM_PATH[endpoint],
-        body: upstreamBody(req, target.upstreamModel),
+        path: endpoint === 'count_tokens' ? tokenizePath(target.basePath) : target.basePath + UPSTREAM_PATH[endpoint],
+        body: up.body,
+        commitHeaders: up.commitHeaders,
         apiKey: target.apiKey,
         requestId: ctx.requestId,
         stream: req.stream,
@@ -143,6 +194,7 @@ const enum Mode {
 
 /** undici dispatch handler of one attempt; see `runAttempt` for what it reports. */
 class AttemptHandler implements Dispatcher.DispatchHandler, AttemptHandle {
+  readonly commitHeaders: ReadonlyArray<readonly [string, string]> | undefined;
   private controller: Dispatcher.DispatchController | null = null;
   private mode = Mode.Waiting;
   /** Abort asked before undici handed over its controller. */
@@ -167,7 +219,9 @@ class AttemptHandler implements Dispatcher.DispatchHandler, AttemptHandle {
     private readonly spec: AttemptSpec,
     private readonly hooks: AttemptHooks,
     private readonly onEnd: (e: AttemptEnd) => void,
-  ) {}
+  ) {
+    this.commitHeaders = spec.commitHeaders;
+  }
 
   /** The attempt's end was reported (or is about to be, see `started`). */
   private get ended(): boolean {
@@ -215,7 +269,13 @@ class AttemptHandler implements Dispatcher.DispatchHandler, AttemptHandle {
     if (!String(headers['content-type'] ?? '').includes('text/event-stream')) return this.fail(controller, RESET);
     this.mode = Mode.Stream;
     const spec = this.spec;
-    this.relay = new SseRelay({ endpoint: spec.endpoint === 'completion' ? 'completion' : 'chat', includeUsage: spec.includeUsage, model: spec.publicModel, wire: spec.wire });
+    this.relay = new SseRelay({
+      endpoint: spec.endpoint === 'completion' ? 'completion' : 'chat',
+      includeUsage: spec.includeUsage,
+      model: spec.publicModel,
+      wire: spec.wire,
+      translator: spec.endpoint === 'messages' ? new ChatStreamToMessages(spec.publicModel) : undefined,
+    });
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
@@ -242,7 +302,7 @@ class AttemptHandler implements Dispatcher.DispatchHandler, AttemptHandle {
   onResponseEnd(controller: Dispatcher.DispatchController): void {
     switch (this.mode) {
       case Mode.Body:
-        return this.finish(wholeBody(this.parts.length === 1 ? this.parts[0]!.toString('utf8') : Buffer.concat(this.parts).toString('utf8'), this.spec.publicModel));
+        return this.finish(wholeBody(this.parts.length === 1 ? this.parts[0]!.toString('utf8') : Buffer.concat(this.parts).toString('utf8'), this.spec.publicModel, this.spec.endpoint));
       case Mode.ErrorBody:
         return this.finish(this.httpFailure());
       case Mode.Stream:
@@ -287,7 +347,7 @@ class AttemptHandler implements Dispatcher.DispatchHandler, AttemptHandle {
     if (!this.streamed && relay.finishSeen && relay.usage !== null && !relay.finished) {
       // A finish reason and then the usage chunk (always asked for upstream): the answer is
       // whole, so the client is not kept waiting for a [DONE] a lenient server may never send.
-      this.out.push({ kind: 'done', usage: relay.usage });
+      relay.complete(this.out);
     }
     if (this.out.length === 0) return;
     const batch = this.out;
@@ -334,7 +394,7 @@ class AttemptHandler implements Dispatcher.DispatchHandler, AttemptHandle {
     if (this.streamed) return this.finish({ kind: 'streamed' });
     // The body ended without [DONE]. A finish reason means the answer is whole (lenient servers).
     if (relay.finishSeen) {
-      this.out.push({ kind: 'done', usage: relay.usage });
+      relay.complete(this.out);
       this.deliver(controller);
       if (this.ended) return;
       return this.finish({ kind: 'streamed' });
@@ -368,8 +428,12 @@ class AttemptHandler implements Dispatcher.DispatchHandler, AttemptHandle {
   }
 }
 
-/** A whole 2xx body: the model name rewritten to the public one, and its usage. */
-function wholeBody(text: string, publicModel: string): AttemptEnd {
+/**
+ * A whole 2xx body: the model name rewritten to the public one, and its usage; for `messages`
+ * the chat completion as an Anthropic Message, for `count_tokens` the tokenizer's count as
+ * `{"input_tokens"}`.
+ */
+function wholeBody(text: string, publicModel: string, endpoint: OpenAIEndpoint): AttemptEnd {
   let obj: unknown;
   try {
     obj = JSON.parse(text);
@@ -378,7 +442,12 @@ function wholeBody(text: string, publicModel: string): AttemptEnd {
   }
   if (obj === null || typeof obj !== 'object' || Array.isArray(obj)) return RESET;
   const o = obj as Record<string, unknown>;
+  if (endpoint === 'count_tokens') {
+    if (typeof o.count !== 'number') return RESET;
+    return { kind: 'body', text: JSON.stringify({ input_tokens: o.count }), usage: null };
+  }
   const usage = o.usage !== null && typeof o.usage === 'object' ? toUsage(o.usage as Record<string, unknown>) : null;
+  if (endpoint === 'messages') return { kind: 'body', text: JSON.stringify(chatCompletionToMessage(o, publicModel)), usage };
   if (typeof o.model === 'string' && o.model !== publicModel) {
     o.model = publicModel;
     return { kind: 'body', text: JSON.stringify(o), usage };

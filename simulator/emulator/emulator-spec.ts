@@ -17,7 +17,7 @@ export const EmulatorSpecSchema = z
     engine_profile: z.string().min(1).optional(),
     /** The replica as a `replicas:` block without `count` (engine limits, or a calibrated engine); checked when it starts. */
     engine: z.record(z.string(), z.unknown()).optional(),
-    /** When set, callers must send `Authorization: Bearer <api_key>` (a hosted API's behaviour). */
+    /** When set, callers must send `Authorization: Bearer <api_key>` (a hosted API's behaviour; Anthropic's routes also take `x-api-key`). */
     api_key: z.string().min(1).optional(),
     default_output_tokens: z.number().int().positive().optional(),
     faults: FaultKnobsSchema.partial().default({}),

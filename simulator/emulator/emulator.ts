@@ -7,37 +7,31 @@
  * make it misbehave on purpose. It records every request it received and when its client went
  * away (`request-log.ts`), so tests can assert what the gateway did upstream.
  *
- * Endpoints: POST /v1/chat/completions, /v1/completions, /v1/embeddings; GET /v1/models;
+ * Endpoints: POST /v1/chat/completions, /v1/completions, /v1/embeddings (OpenAI's API);
+ * POST /v1/messages, /v1/messages/count_tokens (Anthropic's Messages API, its auth, errors and
+ * event stream); POST /tokenize (vLLM's and SGLang's tokenizer, no key, no faults); GET /v1/models;
  * GET /emulator/records; GET and PUT /emulator/faults (JSON, merged over the current knobs).
+ * Chat, completions and messages share one generation path (engine timing, every fault); only
+ * the bytes differ, written by the dialect's `OutputWriter` (`openai-shapes.ts`,
+ * `anthropic-shapes.ts`).
  *
- * Prompt size: 4 bytes of prompt text per token (the gateway's estimate). Prefix caching works on
- * real prompt text: the messages' JSON is cut into blocks of `HASH_BLOCK_TOKENS` tokens and each
- * block gets a hash chained over its predecessors, so requests that share a prefix share blocks.
- * Output length: `max_tokens` (or `max_completion_tokens`), else `defaultOutputTokens`; either
- * must be an integer ≥ 1 when given (else a 400 naming it, as OpenAI's API answers).
+ * Prompt size: 4 bytes of prompt text per token (the gateway's estimate); the prompt text is the
+ * messages' JSON (chat), the prompt's (completions), or that of `{system, messages, tools}`
+ * (Anthropic). Prefix caching works on that text: it is cut into blocks of `HASH_BLOCK_TOKENS`
+ * tokens and each block gets a hash chained over its predecessors, so requests that share a
+ * prefix share blocks. Output length: `max_tokens` (or `max_completion_tokens`), else
+ * `defaultOutputTokens`; either must be an integer ≥ 1 when given (else a 400 naming it, as
+ * OpenAI's API answers); Anthropic's `max_tokens` is required.
  * Backpressure: token chunks are tiny and paced by the model, so writes rely on uWS's buffering.
  */
 import uWS from '@trufflesuite/uws-js-unofficial';
 import type { HttpRequest, HttpResponse, TemplatedApp } from '@trufflesuite/uws-js-unofficial';
 import { deriveRng, type Rng } from '../../core/index.ts';
-import { ReplicasSchema, replicaFactory } from '../engine/replica-config.ts';
+import { ReplicasSchema, replicaFactory, resolveReplicas, type ReplicasConfig } from '../engine/replica-config.ts';
 import { FaultKnobsSchema, NO_FAULTS, planFaults, type FaultKnobs, type FaultPlan } from './faults.ts';
-import {
-  contentChunk,
-  embedding,
-  errorBody,
-  finishChunk,
-  fullResponse,
-  roleChunk,
-  SSE_DONE,
-  sse,
-  tokenText,
-  toolCallChunk,
-  usage,
-  usageChunk,
-  type ChunkHead,
-  type EmulatedEndpoint,
-} from './openai-shapes.ts';
+import { ANTHROPIC_ERRORS, anthropicWriter } from './anthropic-shapes.ts';
+import { embedding, errorBody, OPENAI_ERRORS, openAiWriter, tokenText, type ChunkHead, type EmulatedEndpoint } from './openai-shapes.ts';
+import type { ErrorShapes, Failure, OutputWriter, StopKind, TokenCounts } from './output-writer.ts';
 import { RequestLog, type RecordOutcome, type RequestRecord } from './request-log.ts';
 import { WallClockEngine, type EngineListener } from './wall-clock-engine.ts';
 
@@ -65,7 +59,10 @@ export interface EmulatorOptions {
   engine?: Record<string, unknown>;
   /** Initial fault knobs (validated; unknown keys throw). */
   faults?: Partial<FaultKnobs>;
-  /** When set, requests must carry `Authorization: Bearer <apiKey>` (else 401), like a hosted API. */
+  /**
+   * When set, requests must carry `Authorization: Bearer <apiKey>` (else 401), like a hosted API;
+   * Anthropic's routes also take `x-api-key: <apiKey>`. `/tokenize` needs no key.
+   */
   apiKey?: string | null;
   /** Output tokens when the request sets no max_tokens. Default 64. */
   defaultOutputTokens?: number;
@@ -99,9 +96,46 @@ export interface RunningEmulator {
   close(): Promise<void>;
 }
 
+/** What a request that is served (not failed at once) meets: first-token stall and mid-stream faults. */
+type ServePlan = Extract<FaultPlan, { kind: 'serve' }>;
+
+/** The plan of a route that takes no faults. */
+const SPARED: ServePlan = { kind: 'serve', firstTokenStallMs: 0, midstream: null };
+
+/** How one path is served: its error dialect, its key check, whether faults apply, and the handler. */
+interface Route {
+  readonly errors: ErrorShapes;
+  /** `bearer`: `Authorization: Bearer <key>`; `anthropic`: that or `x-api-key: <key>`; `none`: no check. */
+  readonly auth: 'bearer' | 'anthropic' | 'none';
+  readonly faults: boolean;
+  readonly serve: (x: Exchange, body: Record<string, unknown>, plan: ServePlan) => void;
+}
+
+/** One generation request, parsed by its dialect for the shared path. */
+interface Generation {
+  /** The text whose size is the prompt's and whose blocks are hashed for the prefix cache. */
+  promptText: string;
+  /** The output limit the request set, or null. */
+  asked: number | null;
+  stream: boolean;
+  /** Whether the answer is a forced tool call (its pieces are the arguments' JSON). */
+  tool: boolean;
+  /** Whether echo mode reports its one token whatever the limit says. */
+  echoOneToken: boolean;
+  writer: OutputWriter;
+}
+
+/** Request headers kept in the log (Anthropic's key and version headers). */
+const LOGGED_HEADERS = ['x-api-key', 'anthropic-version', 'anthropic-beta'] as const;
+
+/** The `max_model_len` `/tokenize` reports when the replica sets none (echo mode, legacy profiles). */
+const DEFAULT_MODEL_LEN = 32_768;
+
+/** First stand-in token id of `/tokenize` (clear of the special tokens at the bottom of a vocabulary). */
+const STAND_IN_TOKEN_BASE = 1_000;
+
 interface Exchange {
   readonly res: HttpResponse;
-  readonly endpoint: EmulatedEndpoint | 'embedding';
   record: RequestRecord | null;
   /** True once the response is finished, closed or aborted: nothing more may touch `res`. */
   gone: boolean;
@@ -121,10 +155,11 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Running
   const defaultOut = opts.defaultOutputTokens ?? 64;
   const maxOut = opts.maxOutputTokens ?? 4096;
   const echoText = opts.echoText ?? 'ok';
-  const apiKeyHeader = opts.apiKey ? `Bearer ${opts.apiKey}` : null;
   const replica: Record<string, unknown> = { count: 1, ...opts.engine };
   if (replica.profile === undefined && replica.model === undefined) replica.profile = opts.engineProfile ?? DEFAULT_PROFILE;
-  const engine = mode === 'engine' ? new WallClockEngine(replicaFactory(ReplicasSchema.parse(replica), HASH_BLOCK_TOKENS)(0), knobs.latency_scale) : null;
+  const replicas = ReplicasSchema.parse(replica);
+  const engine = mode === 'engine' ? new WallClockEngine(replicaFactory(replicas, HASH_BLOCK_TOKENS)(0), knobs.latency_scale) : null;
+  const maxModelLen = engine ? modelWindow(replicas) : DEFAULT_MODEL_LEN;
   const open = new Set<Exchange>();
   let seq = 0;
 
@@ -160,10 +195,21 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Running
     x.res.close();
   };
 
-  const handle = (endpoint: EmulatedEndpoint | 'embedding') => (res: HttpResponse, req: HttpRequest) => {
-    const x: Exchange = { res, endpoint, record: null, gone: false, cleanup: null };
+  /**
+   * A route's handler: reads the body, logs it, checks the key and draws the faults the route
+   * takes, then hands the request to `serve`. Errors before `serve` are in the route's dialect.
+   */
+  const handle = (route: Route) => (res: HttpResponse, req: HttpRequest) => {
+    const x: Exchange = { res, record: null, gone: false, cleanup: null };
     open.add(x);
+    // uWS's request is only valid in this call: read every header the request needs now.
     const authorization = req.getHeader('authorization');
+    const xApiKey = req.getHeader('x-api-key');
+    const headers: Record<string, string> = {};
+    for (const name of LOGGED_HEADERS) {
+      const v = req.getHeader(name);
+      if (v) headers[name] = v;
+    }
     const requestId = req.getHeader('x-request-id') || null;
     const path = req.getUrl();
     res.onAborted(() => {
@@ -177,23 +223,24 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Running
       } catch {
         body = null;
       }
-      const obj = body !== null && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>) : null;
-      x.record = log.open({ requestId, path, receivedAtMs: performance.now(), body, authorization, stream: obj?.stream === true });
-      if (!obj) return reply(x, 400, errorBody('body is not a JSON object', 'invalid_request_error', 400), 'bad_request');
-      if (apiKeyHeader !== null && authorization !== apiKeyHeader) {
-        return reply(x, 401, errorBody('Incorrect API key provided.', 'authentication_error', 'invalid_api_key'), 'unauthorized');
-      }
+      const obj = isObject(body) ? body : null;
+      const fields = { requestId, path, receivedAtMs: performance.now(), body, authorization, stream: obj?.stream === true };
+      x.record = log.open(Object.keys(headers).length > 0 ? { ...fields, headers } : fields);
+      if (!obj) return reply(x, 400, route.errors.badRequest('body is not a JSON object'), 'bad_request');
+      if (!authorized(route.auth, authorization, xApiKey)) return reply(x, 401, route.errors.unauthorized(), 'unauthorized');
+      if (!route.faults) return route.serve(x, obj, SPARED);
       const plan = planFaults(knobs, rng);
       if (plan.kind === 'reset') return drop(x, 'reset');
-      if (plan.kind === 'error') {
-        return reply(x, plan.status, errorBody(`emulated upstream error ${plan.status}`, plan.status >= 500 ? 'server_error' : 'invalid_request_error', plan.status), 'error');
-      }
-      if (plan.kind === 'rate_limited') {
-        return reply(x, 429, errorBody('emulated rate limit', 'rate_limit_error', 'rate_limit_exceeded'), 'rate_limited', [['retry-after', String(plan.retryAfterSec)]]);
-      }
-      if (endpoint === 'embedding') return serveEmbedding(x, obj);
-      serveGeneration(x, endpoint, obj, plan);
+      if (plan.kind === 'error') return reply(x, plan.status, route.errors.fault(plan.status), 'error');
+      if (plan.kind === 'rate_limited') return reply(x, 429, route.errors.rateLimited(), 'rate_limited', [['retry-after', String(plan.retryAfterSec)]]);
+      route.serve(x, obj, plan);
     });
+  };
+
+  /** Whether the caller sent the key: `Authorization: Bearer` everywhere, or `x-api-key` on Anthropic's routes. */
+  const authorized = (auth: Route['auth'], authorization: string, xApiKey: string): boolean => {
+    if (!opts.apiKey || auth === 'none') return true;
+    return authorization === `Bearer ${opts.apiKey}` || (auth === 'anthropic' && xApiKey === opts.apiKey);
   };
 
   const serveEmbedding = (x: Exchange, body: Record<string, unknown>): void => {
@@ -210,38 +257,88 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Running
     finish(x, 'ok');
   };
 
-  const serveGeneration = (x: Exchange, endpoint: EmulatedEndpoint, body: Record<string, unknown>, plan: Extract<FaultPlan, { kind: 'serve' }>): void => {
-    const record = x.record!;
-    const promptText = endpoint === 'chat' ? JSON.stringify(body.messages ?? null) : JSON.stringify(body.prompt ?? null);
-    if (endpoint === 'chat' ? !Array.isArray(body.messages) : body.prompt === undefined) {
-      return reply(x, 400, errorBody(endpoint === 'chat' ? "'messages' must be an array" : "'prompt' is required", 'invalid_request_error', 400), 'bad_request');
-    }
-    const badLimit = outputLimitProblem(body);
-    if (badLimit) return reply(x, 400, errorBody(badLimit.message, 'invalid_request_error', badLimit.code, badLimit.param), 'bad_request');
-    const stream = body.stream === true;
-    const includeUsage = stream && isObject(body.stream_options) && body.stream_options.include_usage === true;
-    const asked = firstNumber(body.max_tokens, body.max_completion_tokens);
-    const outputTokens = Math.max(1, Math.min(maxOut, asked ?? (mode === 'echo' ? 1 : defaultOut)));
-    const inputTokens = Math.ceil(Buffer.byteLength(promptText) / BYTES_PER_TOKEN);
-    const head: ChunkHead = {
-      id: `${endpoint === 'chat' ? 'chatcmpl' : 'cmpl'}-emu-${++seq}`,
-      model: opts.modelName ?? String(body.model ?? 'emulated'),
-      created: Math.floor(Date.now() / 1000),
-      endpoint,
+  /** Chat and text completions: OpenAI's request checks, then the shared generation path. */
+  const serveOpenAi =
+    (endpoint: EmulatedEndpoint) =>
+    (x: Exchange, body: Record<string, unknown>, plan: ServePlan): void => {
+      if (endpoint === 'chat' ? !Array.isArray(body.messages) : body.prompt === undefined) {
+        return reply(x, 400, OPENAI_ERRORS.badRequest(endpoint === 'chat' ? "'messages' must be an array" : "'prompt' is required"), 'bad_request');
+      }
+      const badLimit = outputLimitProblem(body);
+      if (badLimit) return reply(x, 400, errorBody(badLimit.message, 'invalid_request_error', badLimit.code, badLimit.param), 'bad_request');
+      const stream = body.stream === true;
+      const includeUsage = stream && isObject(body.stream_options) && body.stream_options.include_usage === true;
+      const head: ChunkHead = {
+        id: `${endpoint === 'chat' ? 'chatcmpl' : 'cmpl'}-emu-${++seq}`,
+        model: opts.modelName ?? String(body.model ?? 'emulated'),
+        created: Math.floor(Date.now() / 1000),
+        endpoint,
+      };
+      const tool = endpoint === 'chat' ? toolToCall(body) : null;
+      serveGeneration(
+        x,
+        {
+          promptText: endpoint === 'chat' ? JSON.stringify(body.messages ?? null) : JSON.stringify(body.prompt ?? null),
+          asked: firstNumber(body.max_tokens, body.max_completion_tokens),
+          stream,
+          tool: tool !== null,
+          echoOneToken: false,
+          writer: openAiWriter(head, tool ? { id: `call_emu_${seq}`, name: tool } : null, includeUsage),
+        },
+        plan,
+      );
     };
-    const tool = endpoint === 'chat' ? toolToCall(body) : null;
-    const callId = `call_emu_${seq}`;
-    const finishReason = tool ? 'tool_calls' : asked !== null && outputTokens === asked ? 'length' : 'stop';
+
+  /** Anthropic's Messages API: its request checks, then the shared generation path. */
+  const serveMessages = (x: Exchange, body: Record<string, unknown>, plan: ServePlan): void => {
+    const problem = messagesProblem(body, true);
+    if (problem) return reply(x, 400, ANTHROPIC_ERRORS.badRequest(problem), 'bad_request');
+    const n = ++seq;
+    const tool = anthropicToolToCall(body);
+    const writer = anthropicWriter({
+      id: `msg_emu_${n}`,
+      model: opts.modelName ?? String(body.model ?? 'emulated'),
+      tool: tool ? { id: `toolu_emu_${n}`, name: tool } : null,
+      thinking: isObject(body.thinking) && body.thinking.type === 'enabled',
+    });
+    // max_tokens is required here, so it says nothing about the reply echo mode should give.
+    serveGeneration(x, { promptText: anthropicPromptText(body), asked: body.max_tokens as number, stream: body.stream === true, tool: tool !== null, echoOneToken: true, writer }, plan);
+  };
+
+  /** Anthropic's token counter: the prompt's size without generating. */
+  const serveCountTokens = (x: Exchange, body: Record<string, unknown>): void => {
+    const problem = messagesProblem(body, false);
+    if (problem) return reply(x, 400, ANTHROPIC_ERRORS.badRequest(problem), 'bad_request');
+    reply(x, 200, JSON.stringify({ input_tokens: tokenCount(anthropicPromptText(body)) }), 'ok');
+  };
+
+  /** vLLM's and SGLang's `/tokenize`: a count and stand-in token ids of a prompt or of chat messages. */
+  const serveTokenize = (x: Exchange, body: Record<string, unknown>): void => {
+    const text = typeof body.prompt === 'string' ? body.prompt : Array.isArray(body.messages) ? JSON.stringify(body.messages) : null;
+    if (text === null) return reply(x, 400, OPENAI_ERRORS.badRequest("either 'prompt' (a string) or 'messages' (an array) is required"), 'bad_request');
+    const count = tokenCount(text);
+    const tokens = Array.from({ length: count }, (_, i) => STAND_IN_TOKEN_BASE + (i % 1000));
+    reply(x, 200, JSON.stringify({ count, max_model_len: maxModelLen, tokens }), 'ok');
+  };
+
+  /** The one generation path of every dialect: engine timing, stalls and mid-stream faults. */
+  const serveGeneration = (x: Exchange, g: Generation, plan: ServePlan): void => {
+    const record = x.record!;
+    const { promptText, stream, writer } = g;
+    const outputTokens = mode === 'echo' && g.echoOneToken ? 1 : Math.max(1, Math.min(maxOut, g.asked ?? (mode === 'echo' ? 1 : defaultOut)));
+    const inputTokens = tokenCount(promptText);
+    const stop: StopKind = g.tool ? 'tool' : g.asked !== null && outputTokens === g.asked ? 'length' : 'stop';
     const mid = plan.midstream;
     // Echo mode answers with `echoText` as one token.
     const pieceOf = (i: number): string => {
       if (mode === 'echo') return echoText;
-      if (!tool) return tokenText(i);
+      if (!g.tool) return tokenText(i);
       return toolArgsPiece(i, outputTokens);
     };
 
     let sent = 0;
     let cached = 0;
+    const counts = (): TokenCounts => ({ input: inputTokens, output: outputTokens, cached });
     let text = '';
     let holdUntilMs = 0;
     let stalled = false;
@@ -265,6 +362,14 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Running
       record.status = 200;
       x.res.cork(() => x.res.writeStatus('200 OK').writeHeader('content-type', 'text/event-stream').writeHeader('cache-control', 'no-cache'));
     };
+    /** Ends the response with `f`: in-band when streaming, else as a plain error response. */
+    const fail = (f: Failure, outcome: RecordOutcome): void => {
+      if (stream && headSent) {
+        write(f.event);
+        if (!x.gone) x.res.cork(() => x.res.end());
+        finish(x, outcome);
+      } else reply(x, f.status, f.body, outcome);
+    };
 
     /**
      * Applies the mid-stream faults due before token `sent`: false when the response is over or
@@ -277,13 +382,7 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Running
         return false;
       }
       if (mid.errorAfterTokens === sent) {
-        if (stream) {
-          write(sse({ error: { message: 'emulated mid-stream error', type: 'server_error', param: null, code: 500 } }));
-          if (!x.gone) x.res.cork(() => x.res.end());
-          finish(x, 'midstream_error');
-        } else {
-          reply(x, 500, errorBody('emulated mid-stream error', 'server_error', 500), 'midstream_error');
-        }
+        fail(writer.midstreamError(), 'midstream_error');
         return false;
       }
       if (mid.stallAfterTokens === sent && !stalled && mid.stallMs > 0) {
@@ -295,17 +394,17 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Running
       return true;
     };
 
-    let roleSent = false;
+    let preambleSent = false;
     const emitToken = (i: number): void => {
       if (x.gone) return;
-      if (i === 0 && stream && !roleSent) {
-        roleSent = true;
-        const role = roleChunk(head);
-        if (role) write(role);
+      if (i === 0 && stream && !preambleSent) {
+        preambleSent = true;
+        const pre = writer.preamble(counts());
+        if (pre) write(pre);
       }
       if (!midstreamGate(() => emitToken(i))) return;
       const piece = pieceOf(i);
-      if (stream) write(tool ? toolCallChunk(head, callId, tool, piece, i === 0) : contentChunk(head, piece));
+      if (stream) write(writer.piece(i, piece));
       else text += piece;
       if (sent === 0) record.firstTokenAtMs = performance.now();
       sent++;
@@ -315,16 +414,12 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Running
     const emitEnd = (): void => {
       if (x.gone) return;
       if (!midstreamGate(emitEnd)) return;
-      const u = usage(inputTokens, outputTokens, cached);
       if (stream) {
-        let tail = finishChunk(head, finishReason);
-        if (includeUsage) tail += usageChunk(head, u);
-        tail += SSE_DONE;
+        const tail = writer.tail(stop, counts());
         x.res.cork(() => x.res.end(tail));
         finish(x, 'ok');
       } else {
-        const call = tool ? { id: callId, name: tool, arguments: text } : null;
-        reply(x, 200, fullResponse(head, call ? '' : text, call, finishReason, u), 'ok');
+        reply(x, 200, writer.whole(text, stop, counts()), 'ok');
       }
     };
 
@@ -361,11 +456,8 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Running
       rejected() {
         engineId = null;
         const message = `This model's maximum context length is exceeded: ${inputTokens} prompt tokens + ${outputTokens} output tokens do not fit in the KV cache.`;
-        if (!headSent) return reply(x, 400, errorBody(message, 'invalid_request_error', 'context_length_exceeded', 'messages'), 'bad_request');
-        // Headers already went out (a stalled stream): the refusal can only be in-band.
-        write(sse({ error: { message, type: 'invalid_request_error', param: 'messages', code: 400 } }));
-        if (!x.gone) x.res.cork(() => x.res.end());
-        finish(x, 'bad_request');
+        // Once headers went out (a stalled stream) the refusal can only be in-band.
+        fail(writer.contextTooLong(message), 'bad_request');
       },
     };
 
@@ -391,9 +483,15 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Running
     } else start();
   };
 
-  app.post('/v1/chat/completions', handle('chat'));
-  app.post('/v1/completions', handle('completion'));
-  app.post('/v1/embeddings', handle('embedding'));
+  const openAi = (serve: Route['serve']): Route => ({ errors: OPENAI_ERRORS, auth: 'bearer', faults: true, serve });
+  const anthropic = (serve: Route['serve']): Route => ({ errors: ANTHROPIC_ERRORS, auth: 'anthropic', faults: true, serve });
+  app.post('/v1/chat/completions', handle(openAi(serveOpenAi('chat'))));
+  app.post('/v1/completions', handle(openAi(serveOpenAi('completion'))));
+  app.post('/v1/embeddings', handle(openAi(serveEmbedding)));
+  app.post('/v1/messages', handle(anthropic(serveMessages)));
+  app.post('/v1/messages/count_tokens', handle(anthropic(serveCountTokens)));
+  // vLLM serves /tokenize outside /v1 and without its API-key check; so does the emulator, fault-free.
+  app.post('/tokenize', handle({ errors: OPENAI_ERRORS, auth: 'none', faults: false, serve: serveTokenize }));
   app.get('/v1/models', (res) => {
     res.writeHeader('content-type', 'application/json').end(
       JSON.stringify({ object: 'list', data: [{ id: opts.modelName ?? 'emulated', object: 'model', created: 0, owned_by: 'switchyard-emulator' }] }),
@@ -419,7 +517,7 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Running
     });
   });
   app.get('/emulator/records', (res) => {
-    const rows = log.all().map(({ body: _b, authorization: _a, ...rest }) => rest);
+    const rows = log.all().map(({ body: _b, authorization: _a, headers: _h, ...rest }) => rest);
     res.writeHeader('content-type', 'application/json').end(JSON.stringify(rows));
   });
   app.any('/*', (res) => {
@@ -476,7 +574,20 @@ function readBody(res: HttpResponse, done: (text: string) => void): void {
   });
 }
 
-const REASONS: Record<number, string> = { 200: 'OK', 400: 'Bad Request', 401: 'Unauthorized', 404: 'Not Found', 429: 'Too Many Requests', 500: 'Internal Server Error', 502: 'Bad Gateway', 503: 'Service Unavailable' };
+// 529 is Anthropic's "overloaded" status; it has no IANA reason phrase, so it gets a descriptive one.
+const REASONS: Record<number, string> = {
+  200: 'OK',
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  429: 'Too Many Requests',
+  500: 'Internal Server Error',
+  502: 'Bad Gateway',
+  503: 'Service Unavailable',
+  504: 'Gateway Timeout',
+  529: 'Site Overloaded',
+};
 
 function statusLine(status: number): string {
   return `${status} ${REASONS[status] ?? 'Status'}`;
@@ -521,6 +632,58 @@ function toolToCall(body: Record<string, unknown>): string | null {
   if (choice !== 'required') return null;
   const first = tools[0];
   return isObject(first) && isObject(first.function) && typeof first.function.name === 'string' ? first.function.name : 'tool';
+}
+
+/** Tokens of `text` at `BYTES_PER_TOKEN` UTF-8 bytes each, rounded up. */
+function tokenCount(text: string): number {
+  return Math.ceil(Buffer.byteLength(text) / BYTES_PER_TOKEN);
+}
+
+/**
+ * The replica's context window: vLLM's `max_model_len`, SGLang's default `context_length` (the
+ * model's), or `DEFAULT_MODEL_LEN` for a legacy profile, which names no model.
+ */
+function modelWindow(replicas: ReplicasConfig): number {
+  const r = resolveReplicas(replicas);
+  if (r.kind !== 'calibrated') return DEFAULT_MODEL_LEN;
+  return r.engine === 'vllm' ? r.maxModelLen : r.arch.maxContextTokens;
+}
+
+/** The text of an Anthropic request that counts as its prompt: `system`, `messages` and `tools` as JSON. */
+function anthropicPromptText(body: Record<string, unknown>): string {
+  return JSON.stringify({ system: body.system, messages: body.messages, tools: body.tools });
+}
+
+/**
+ * The 400 message Anthropic's API gives for a bad Messages body (field path, then the problem),
+ * or null: `messages` must be a non-empty array and, when `needsMaxTokens`, `max_tokens` an
+ * integer ≥ 1.
+ */
+function messagesProblem(body: Record<string, unknown>, needsMaxTokens: boolean): string | null {
+  if (needsMaxTokens) {
+    const v = body.max_tokens;
+    if (v === undefined || v === null) return 'max_tokens: Field required';
+    if (typeof v !== 'number' || !Number.isInteger(v)) return 'max_tokens: Input should be a valid integer';
+    if (v < 1) return 'max_tokens: Input should be greater than or equal to 1';
+  }
+  if (body.messages === undefined) return 'messages: Field required';
+  if (!Array.isArray(body.messages)) return 'messages: Input should be a valid list';
+  if (body.messages.length === 0) return 'messages: at least one message is required';
+  return null;
+}
+
+/**
+ * The tool an Anthropic request forces, or null: `tool_choice` `{type:'tool', name}` names it,
+ * `{type:'any'}` takes the first tool; `auto` and `none` get a text answer.
+ */
+function anthropicToolToCall(body: Record<string, unknown>): string | null {
+  const tools = Array.isArray(body.tools) ? body.tools : [];
+  const choice = body.tool_choice;
+  if (tools.length === 0 || !isObject(choice)) return null;
+  if (choice.type === 'tool' && typeof choice.name === 'string') return choice.name;
+  if (choice.type !== 'any') return null;
+  const first = tools[0];
+  return isObject(first) && typeof first.name === 'string' ? first.name : 'tool';
 }
 
 /** Piece `i` of `n` of the streamed tool-call arguments `{"query": "<words>"}`. */

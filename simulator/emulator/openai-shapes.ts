@@ -5,6 +5,7 @@
  * a chunk with `finish_reason`, a usage-only chunk (`choices: []`) when the client asked with
  * `stream_options.include_usage`, then `data: [DONE]`. Unset fields are left out, as vLLM does.
  */
+import type { ErrorShapes, OutputWriter, StopKind } from './output-writer.ts';
 
 /** Which endpoint a request came to. */
 export type EmulatedEndpoint = 'chat' | 'completion';
@@ -120,4 +121,45 @@ export function embedding(text: string, dims: number): number[] {
   }
   const s = norm > 0 ? 1 / Math.sqrt(norm) : 0;
   return v.map((x) => x * s);
+}
+
+/** OpenAI's pre-generation error bodies. */
+export const OPENAI_ERRORS: ErrorShapes = {
+  unauthorized: () => errorBody('Incorrect API key provided.', 'authentication_error', 'invalid_api_key'),
+  badRequest: (message) => errorBody(message, 'invalid_request_error', 400),
+  fault: (status) => errorBody(`emulated upstream error ${status}`, status >= 500 ? 'server_error' : 'invalid_request_error', status),
+  rateLimited: () => errorBody('emulated rate limit', 'rate_limit_error', 'rate_limit_exceeded'),
+};
+
+const FINISH_REASONS: Record<StopKind, string> = { stop: 'stop', length: 'length', tool: 'tool_calls' };
+
+/**
+ * A writer of one chat or text completion response.
+ * @param tool the forced function and its call id, or null for a text answer.
+ * @param includeUsage whether the stream ends with a usage-only chunk.
+ */
+export function openAiWriter(h: ChunkHead, tool: { id: string; name: string } | null, includeUsage: boolean): OutputWriter {
+  return {
+    preamble: () => roleChunk(h) ?? '',
+    piece: (i, text) => (tool ? toolCallChunk(h, tool.id, tool.name, text, i === 0) : contentChunk(h, text)),
+    tail(stop, c) {
+      let tail = finishChunk(h, FINISH_REASONS[stop]);
+      if (includeUsage) tail += usageChunk(h, usage(c.input, c.output, c.cached));
+      return tail + SSE_DONE;
+    },
+    whole(text, stop, c) {
+      const call = tool ? { id: tool.id, name: tool.name, arguments: text } : null;
+      return fullResponse(h, call ? '' : text, call, FINISH_REASONS[stop], usage(c.input, c.output, c.cached));
+    },
+    midstreamError: () => ({
+      event: sse({ error: { message: 'emulated mid-stream error', type: 'server_error', param: null, code: 500 } }),
+      status: 500,
+      body: errorBody('emulated mid-stream error', 'server_error', 500),
+    }),
+    contextTooLong: (message) => ({
+      event: sse({ error: { message, type: 'invalid_request_error', param: 'messages', code: 400 } }),
+      status: 400,
+      body: errorBody(message, 'invalid_request_error', 'context_length_exceeded', 'messages'),
+    }),
+  };
 }

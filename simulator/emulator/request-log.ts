@@ -28,6 +28,8 @@ export interface RequestRecord {
   readonly body: unknown;
   /** The `authorization` header as received (tests check which key a route sent). */
   readonly authorization: string;
+  /** The `x-api-key`, `anthropic-version` and `anthropic-beta` headers that were sent; absent when none was. */
+  readonly headers?: Readonly<Record<string, string>>;
   stream: boolean;
   /** HTTP status sent, or null while none was. */
   status: number | null;
@@ -52,7 +54,7 @@ export class RequestLog {
   constructor(private readonly capacity = 10_000) {}
 
   /** Starts a record for a request that just arrived. */
-  open(fields: Pick<RequestRecord, 'requestId' | 'path' | 'receivedAtMs' | 'body' | 'authorization' | 'stream'>): RequestRecord {
+  open(fields: Pick<RequestRecord, 'requestId' | 'path' | 'receivedAtMs' | 'body' | 'authorization' | 'headers' | 'stream'>): RequestRecord {
     const r: RequestRecord = { seq: ++this.seq, ...fields, status: null, firstTokenAtMs: null, tokensSent: 0, endedAtMs: null, outcome: null };
     this.ring.push(r);
     if (this.ring.length > this.capacity) this.ring.shift();

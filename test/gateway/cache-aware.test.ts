@@ -80,7 +80,7 @@ describe('gateway: cache-aware strategies end to end', () => {
 
   it('routeRequestOf hashes the prompt only when asked, with the request log’s blocks', () => {
     const body = { model: 'demo', messages: [system('alpha')] };
-    const req = { model: 'demo', body, stream: false, inputTokens: 3_000, outputTokensHint: null, modalities: [], endpoint: 'chat' } as never;
+    const req = { model: 'demo', body, stream: false, inputTokens: 3_000, outputTokensHint: null, modalities: [], endpoint: 'chat', family: { endpoint: 'chat' } } as never;
     const meta = { requestId: 'r', sessionId: null, affinityKey: null, pin: null, routingTags: null, clientIp: null, headers: null, cookies: null } as never;
     expect(routeRequestOf(req, meta).prefixHashes).toBeNull();
     const hashes = routeRequestOf(req, meta, true).prefixHashes!;

@@ -140,7 +140,7 @@ describe('problems name file, line, field and fix', () => {
       buildGatewayConfig({
         models: {
           models: [
-            { id: 'm', route: [{ kind: 'anthropic', base_url: 'https://api.anthropic.com/v1' }] },
+            { id: 'm', route: [{ kind: 'gemini', base_url: 'https://generativelanguage.googleapis.com/v1' }] },
             { id: 'n', route: [{ base_url: 'sim://replica-0' }] },
           ],
         },

@@ -114,17 +114,19 @@ describe('OpenAI-style validation', () => {
 
 describe('registries', () => {
   it('every adapter is registered under its kind, serves endpoint families that exist', () => {
-    expect(routeKinds()).toEqual(['openai_compat']);
-    expect(endpointFamilies().map((f) => f.endpoint)).toEqual(['chat', 'completion', 'embedding']);
+    expect(routeKinds()).toEqual(['openai_compat', 'anthropic']);
+    expect(endpointFamilies().map((f) => f.endpoint)).toEqual(['chat', 'completion', 'embedding', 'messages', 'count_tokens']);
     for (const [kind, a] of ADAPTERS) {
       expect(a.kind).toBe(kind);
       for (const e of a.endpoints) expect(endpointFamily(e)?.endpoint).toBe(e);
     }
-    expect(() => adapterFor('anthropic')).toThrow(/route kind 'anthropic' has no gateway adapter; use one of: openai_compat/);
+    expect(() => adapterFor('gemini')).toThrow(/route kind 'gemini' has no gateway adapter; use one of: openai_compat, anthropic/);
   });
 
   it("the core's default endpoints per kind are the adapters' endpoints", () => {
-    for (const [kind, a] of ADAPTERS) expect(defaultEndpoints(kind)).toEqual(a.endpoints);
+    for (const [kind, a] of ADAPTERS) expect(defaultEndpoints(kind)).toEqual(a.defaultEndpoints ?? a.endpoints);
+    // An engine's tokenizer is not every OpenAI-style server's: count_tokens only where a route lists it.
+    expect(defaultEndpoints('openai_compat')).toEqual(['chat', 'completion', 'embedding', 'messages']);
     expect(defaultEndpoints('no_such_kind')).toBeUndefined();
   });
 });

@@ -70,7 +70,7 @@ const post = (path: string, body: unknown) =>
 
 describe('a family and an adapter registered from outside the gateway', () => {
   it('the new kind is known and a request on the new path is served by the new adapter', async () => {
-    expect(routeKinds()).toEqual(['openai_compat', 'toy_echo']);
+    expect(routeKinds()).toEqual(['openai_compat', 'anthropic', 'toy_echo']);
     const r = await post('/v1/toy/rerank', { model: 'toy', query: 'which doc?' });
     expect(r.status).toBe(200);
     expect(await r.json()).toEqual({ object: 'toy.rerank', model: 'toy', upstream_model: 'toy-upstream', query: 'which doc?' });

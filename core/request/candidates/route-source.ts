@@ -138,7 +138,7 @@ export class RouteSource implements CandidateSource<Life<RouteSource>> {
       if (claim) {
         life.reason = bypassed !== null ? 'affinity_ceiling' : pick.reason;
         if (this.affinityKey !== null) this.deps.affinity.pin(this.affinityKey, model.id, route.endpointId, nowMs);
-        if (pick.hedge) {
+        if (pick.hedge && request.singleRoute !== true) {
           this.hedge = new HedgePlan();
           this.hedge.plan(pick.hedge, life.nextAttemptId); // the attempt started next; armed at its dispatch
         }

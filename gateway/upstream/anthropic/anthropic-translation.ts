@@ -1,0 +1,83 @@
+/**
+ * What the `anthropic` adapter sends and how it reads the answer, per endpoint family of the
+ * client's request: `messages` and `count_tokens` pass through (model name rewritten both
+ * ways), `chat` is translated (`../../translate/`). A request the translation refuses ends the
+ * attempt as the upstream's 400 would, so the client gets a 400 naming the field.
+ */
+import { TOKEN_COUNT_HEADER } from '../../endpoints/messages/count-tokens.ts';
+import type { ClientRequest } from '../../request-body.ts';
+import { chatRequestToMessages } from '../../translate/chat-to-messages.ts';
+import { messageToChatCompletion } from '../../translate/message-bodies.ts';
+import { MessagesStreamToChat } from '../../translate/messages-stream-to-chat.ts';
+import type { TranslatedEvent } from '../../translate/translated.ts';
+import type { AttemptEnd } from '../adapter.ts';
+import { isAnthropicOutput } from './anthropic-events.ts';
+
+/** Output limit sent to Anthropic for a chat request that names none (Anthropic requires one). */
+export const DEFAULT_MAX_TOKENS = 4096;
+
+/** How one attempt's answer is read. */
+export interface AnthropicTranslation {
+  /** Client events of one upstream event (`raw`: its data as received). */
+  event(name: string, data: Record<string, unknown>, raw: string, publicModel: string): TranslatedEvent[];
+  /** The client body of a whole answer. */
+  body(obj: Record<string, unknown>, publicModel: string): string;
+}
+
+/** What an attempt sends, with its reading. */
+export interface AnthropicPlan {
+  readonly body: Record<string, unknown>;
+  readonly dropped: readonly string[];
+  readonly headers: ReadonlyArray<readonly [string, string]>;
+  readonly translation: AnthropicTranslation;
+}
+
+/** Native relay: events as they came, the model name in `message_start` rewritten; `message_stop` is the wire's. */
+const NATIVE: AnthropicTranslation = {
+  event(name, data, raw, publicModel) {
+    if (name === 'message_stop') return [];
+    if (name === 'message_start' && data.message !== null && typeof data.message === 'object') {
+      (data.message as Record<string, unknown>).model = publicModel;
+      return [{ name, data: JSON.stringify(data), token: false }];
+    }
+    return [{ name, data: raw, token: isAnthropicOutput(name, data) }];
+  },
+  body(obj, publicModel) {
+    if (typeof obj.model === 'string') obj.model = publicModel;
+    return JSON.stringify(obj);
+  },
+};
+
+const COUNT: AnthropicTranslation = { event: () => [], body: (obj) => JSON.stringify({ input_tokens: obj.input_tokens }) };
+
+/** A refused translation as the failed attempt an upstream 400 would be. */
+function refused(param: string, message: string): AttemptEnd {
+  // An OpenAI client reads `param`; the message names the field as well.
+  const errorBody = JSON.stringify({ error: { type: 'invalid_request_error', message: `${param}: ${message}`, param } });
+  return { kind: 'failed', outcome: { kind: 'http_status', status: 400, errorClass: 'client_error', retryAfterMs: null }, errorBody };
+}
+
+/** The plan of `req` on an Anthropic upstream serving `upstreamModel`, or the refusal. */
+export function translationFor(req: ClientRequest, upstreamModel: string): AnthropicPlan | AttemptEnd {
+  if (req.endpoint === 'chat') {
+    const t = chatRequestToMessages(req.body, upstreamModel, { defaultMaxTokens: DEFAULT_MAX_TOKENS });
+    if (!t.ok) return refused(t.param, t.message);
+    const createdSec = Math.floor(Date.now() / 1000);
+    let stream: MessagesStreamToChat | null = null;
+    return {
+      body: t.body,
+      dropped: t.dropped,
+      headers: [],
+      translation: {
+        event(name, data, _raw, publicModel) {
+          stream ??= new MessagesStreamToChat({ model: publicModel, includeUsage: req.includeUsage, createdSec });
+          return stream.event(name, data);
+        },
+        body: (obj, publicModel) => JSON.stringify(messageToChatCompletion(obj, publicModel, createdSec)),
+      },
+    };
+  }
+  const body = { ...req.body, model: upstreamModel };
+  if (req.endpoint === 'count_tokens') return { body, dropped: [], headers: [[TOKEN_COUNT_HEADER, 'upstream']], translation: COUNT };
+  return { body, dropped: [], headers: [], translation: NATIVE };
+}
