@@ -8,7 +8,7 @@ import { parseArgs } from 'node:util';
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import pino from 'pino';
 import { UsageError, type CliCommand } from '../bin/command.ts';
-import { ConfigError, loadGatewayConfig, statefulModels, workerScopeError, type GatewayConfig } from './config/load.ts';
+import { ConfigError, formatProblem, loadGatewayConfig, statefulModels, workerScopeError, type GatewayConfig } from './config/load.ts';
 import { ServerSchema } from './config/gateway-settings.ts';
 import { assertPortFree, restartOnly, startGateway, type RunningGateway } from './gateway.ts';
 import { singleCoreGcAdvice } from './single-core-gc.ts';
@@ -135,6 +135,8 @@ export const gatewayCommand: CliCommand = {
     const grace = server.drain_grace_ms;
     let drain: () => Promise<void>;
     let reload: (c: GatewayConfig) => void;
+    /** Records a reload whose files did not load (single worker; workers record what reaches them). */
+    let rejected: (problems: string[]) => void = () => {};
     let url: string;
     let adminUrl: string | null = null;
     if (server.workers === 1) {
@@ -144,6 +146,7 @@ export const gatewayCommand: CliCommand = {
       drain = async () => {
         await gw.drain(grace);
       };
+      rejected = (problems) => gw.reloadRejected(problems);
       reload = (c) => {
         const restart = gw.reload(c);
         if (restart.length > 0) log.warn({ settings: restart }, 'reload: these settings changed but take effect only after a restart');
@@ -181,6 +184,7 @@ export const gatewayCommand: CliCommand = {
         next = withServerOverrides(loadGatewayConfig(path), cli);
       } catch (e) {
         log.error({ reason: e instanceof ConfigError ? e.problems : (e as Error).message }, 'reload rejected: configuration invalid; keeping the old configuration');
+        rejected(e instanceof ConfigError ? e.problems.map((p) => formatProblem(p).trim()) : [(e as Error).message]);
         return;
       }
       try {
