@@ -10,6 +10,7 @@ import pino from 'pino';
 import { UsageError, type CliCommand } from '../bin/command.ts';
 import { ConfigError, formatProblem, loadGatewayConfig, statefulModels, workerScopeError, type GatewayConfig } from './config/load.ts';
 import { ServerSchema } from './config/gateway-settings.ts';
+import { formatSettingSource } from './config/seed-env.ts';
 import { assertPortFree, restartOnly, startGateway, type RunningGateway } from './gateway.ts';
 import { singleCoreGcAdvice } from './single-core-gc.ts';
 
@@ -28,8 +29,10 @@ logged and the old one kept); SIGTERM / Ctrl-C stop accepting, let in-flight req
 
 const VALIDATE_USAGE = `usage: switchyard validate <dir|models.yaml>
 
-Checks models.yaml, routing.yaml, gateway.yaml and the \${VAR}s they use. Exit 0 when valid;
-1 with one line per problem (file:line: field: message — fix: …).`;
+Checks models.yaml, routing.yaml, gateway.yaml, the \${VAR}s they use and the environment's
+settings (ROUTING_*, CIRCUIT_*, ROUTER_HEALTH_EWMA_ALPHA, AFFINITY_SWEEP_THRESHOLD,
+ENABLE_ROUTEWISE). Exit 0 when valid, printing where each seed setting came from (file,
+environment or default); 1 with one line per problem (file:line: field: message — fix: …).`;
 
 function intOption(name: string, v: string | undefined): number | undefined {
   if (v === undefined) return undefined;
@@ -74,6 +77,8 @@ export const validateCommand: CliCommand = {
     process.stdout.write(
       `ok: ${models.length} model(s), ${routes} route(s); auth ${s.auth.mode}${s.auth.mode === 'keys' ? ` (${s.auth.keys.length} key(s))` : ''}; listener ${s.server.host}:${s.server.port}, ${s.server.workers} worker(s)\n`,
     );
+    // The seed's settings: the value in force and whether a file, a variable or the default set it.
+    for (const src of config.settingSources) process.stdout.write(`setting: ${formatSettingSource(src)}\n`);
     for (const w of config.warnings) process.stdout.write(`warning: ${w}\n`);
     return 0;
   },
