@@ -140,7 +140,7 @@ export const gatewayCommand: CliCommand = {
     const grace = server.drain_grace_ms;
     let drain: () => Promise<void>;
     let reload: (c: GatewayConfig) => void;
-    /** Records a reload whose files did not load (single worker; workers record what reaches them). */
+    /** Records a reload refused before it reached the gateway(s), for /status/config. */
     let rejected: (problems: string[]) => void = () => {};
     let url: string;
     let adminUrl: string | null = null;
@@ -166,10 +166,16 @@ export const gatewayCommand: CliCommand = {
       drain = () => stopWorkers(workers, grace);
       // Restart-only settings stay as started: compare every reload with the running process.
       const running = config;
+      rejected = (problems) => {
+        for (const w of workers) w.postMessage({ reloadRejected: problems });
+      };
       reload = (c) => {
         // Workers swallow a rejected reload (worker.ts); refuse here what they would refuse.
         const scope = workerScopeError(c.models, c.settings.server.workers);
-        if (scope) throw new Error(scope);
+        if (scope) {
+          rejected([scope]);
+          throw new Error(scope);
+        }
         for (const w of workers) w.postMessage({ reload: c });
         const restart = restartOnly(running, c);
         log.info({ needsRestart: restart }, 'configuration sent to the workers');
