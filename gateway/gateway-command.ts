@@ -22,7 +22,7 @@ Signals: SIGHUP re-reads and validates the configuration and swaps it in (an inv
 logged and the old one kept); SIGTERM / Ctrl-C stop accepting, let in-flight requests finish
 (up to server.drain_grace_ms), flush the request log and exit 0.
   --port       public port (default server.port, 8080); with --workers > 1 it must not be 0
-  --admin-port admin listener port for /health/deep, /routing, /metrics, /admin (default
+  --admin-port admin listener port for /health/deep, /routing, /metrics, /status, /admin (default
                server.admin_port, 8081, on server.admin_host); 'off' for none
   --workers    worker threads sharing the port (default 1; state is per worker)
   --seed       root seed of routing draws (default server.seed, else random; printed)`;

@@ -155,7 +155,7 @@ export function applySeedEnv(i: SeedEnvInput): SeedEnvApplied {
   const sweepEnv = i.vars.get('AFFINITY_SWEEP_THRESHOLD') as number | undefined;
   const sweep = { setting: 'routing_settings.affinity_sweep_threshold', variable: 'AFFINITY_SWEEP_THRESHOLD' as const, envText: text('AFFINITY_SWEEP_THRESHOLD') };
   const fileSweep = i.routingFromEnv ? undefined : (routingSettings as Record<string, unknown>).affinity_sweep_threshold;
-  const ownEnv = i.routingFromEnv && text('ROUTING_AFFINITY_SWEEP_THRESHOLD' as SeedEnvName) !== null;
+  const ownEnv = i.routingFromEnv && Boolean(i.env.ROUTING_AFFINITY_SWEEP_THRESHOLD?.trim());
   if (fileSweep !== undefined) {
     ignored('AFFINITY_SWEEP_THRESHOLD', `${i.gatewayFile} sets routing_settings.affinity_sweep_threshold`);
     sources.push({ ...sweep, value: fileSweep as number, source: 'file', by: i.gatewayFile });
