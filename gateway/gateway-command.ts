@@ -8,8 +8,9 @@ import { parseArgs } from 'node:util';
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import pino from 'pino';
 import { UsageError, type CliCommand } from '../bin/command.ts';
-import { ConfigError, loadGatewayConfig, statefulModels, workerScopeError, type GatewayConfig } from './config/load.ts';
+import { ConfigError, formatProblem, loadGatewayConfig, statefulModels, workerScopeError, type GatewayConfig } from './config/load.ts';
 import { ServerSchema } from './config/gateway-settings.ts';
+import { formatSettingSource } from './config/seed-env.ts';
 import { assertPortFree, restartOnly, startGateway, type RunningGateway } from './gateway.ts';
 import { singleCoreGcAdvice } from './single-core-gc.ts';
 
@@ -21,15 +22,17 @@ Signals: SIGHUP re-reads and validates the configuration and swaps it in (an inv
 logged and the old one kept); SIGTERM / Ctrl-C stop accepting, let in-flight requests finish
 (up to server.drain_grace_ms), flush the request log and exit 0.
   --port       public port (default server.port, 8080); with --workers > 1 it must not be 0
-  --admin-port admin listener port for /health/deep, /routing, /metrics, /admin (default
+  --admin-port admin listener port for /health/deep, /routing, /metrics, /status, /admin (default
                server.admin_port, 8081, on server.admin_host); 'off' for none
   --workers    worker threads sharing the port (default 1; state is per worker)
   --seed       root seed of routing draws (default server.seed, else random; printed)`;
 
 const VALIDATE_USAGE = `usage: switchyard validate <dir|models.yaml>
 
-Checks models.yaml, routing.yaml, gateway.yaml and the \${VAR}s they use. Exit 0 when valid;
-1 with one line per problem (file:line: field: message — fix: …).`;
+Checks models.yaml, routing.yaml, gateway.yaml, the \${VAR}s they use and the environment's
+settings (ROUTING_*, CIRCUIT_*, ROUTER_HEALTH_EWMA_ALPHA, AFFINITY_SWEEP_THRESHOLD,
+ENABLE_ROUTEWISE). Exit 0 when valid, printing where each seed setting came from (file,
+environment or default); 1 with one line per problem (file:line: field: message — fix: …).`;
 
 function intOption(name: string, v: string | undefined): number | undefined {
   if (v === undefined) return undefined;
@@ -74,6 +77,8 @@ export const validateCommand: CliCommand = {
     process.stdout.write(
       `ok: ${models.length} model(s), ${routes} route(s); auth ${s.auth.mode}${s.auth.mode === 'keys' ? ` (${s.auth.keys.length} key(s))` : ''}; listener ${s.server.host}:${s.server.port}, ${s.server.workers} worker(s)\n`,
     );
+    // The seed's settings: the value in force and whether a file, a variable or the default set it.
+    for (const src of config.settingSources) process.stdout.write(`setting: ${formatSettingSource(src)}\n`);
     for (const w of config.warnings) process.stdout.write(`warning: ${w}\n`);
     return 0;
   },
@@ -135,6 +140,8 @@ export const gatewayCommand: CliCommand = {
     const grace = server.drain_grace_ms;
     let drain: () => Promise<void>;
     let reload: (c: GatewayConfig) => void;
+    /** Records a reload refused before it reached the gateway(s), for /status/config. */
+    let rejected: (problems: string[]) => void = () => {};
     let url: string;
     let adminUrl: string | null = null;
     if (server.workers === 1) {
@@ -144,6 +151,7 @@ export const gatewayCommand: CliCommand = {
       drain = async () => {
         await gw.drain(grace);
       };
+      rejected = (problems) => gw.reloadRejected(problems);
       reload = (c) => {
         const restart = gw.reload(c);
         if (restart.length > 0) log.warn({ settings: restart }, 'reload: these settings changed but take effect only after a restart');
@@ -158,10 +166,16 @@ export const gatewayCommand: CliCommand = {
       drain = () => stopWorkers(workers, grace);
       // Restart-only settings stay as started: compare every reload with the running process.
       const running = config;
+      rejected = (problems) => {
+        for (const w of workers) w.postMessage({ reloadRejected: problems });
+      };
       reload = (c) => {
         // Workers swallow a rejected reload (worker.ts); refuse here what they would refuse.
         const scope = workerScopeError(c.models, c.settings.server.workers);
-        if (scope) throw new Error(scope);
+        if (scope) {
+          rejected([scope]);
+          throw new Error(scope);
+        }
         for (const w of workers) w.postMessage({ reload: c });
         const restart = restartOnly(running, c);
         log.info({ needsRestart: restart }, 'configuration sent to the workers');
@@ -181,6 +195,7 @@ export const gatewayCommand: CliCommand = {
         next = withServerOverrides(loadGatewayConfig(path), cli);
       } catch (e) {
         log.error({ reason: e instanceof ConfigError ? e.problems : (e as Error).message }, 'reload rejected: configuration invalid; keeping the old configuration');
+        rejected(e instanceof ConfigError ? e.problems.map((p) => formatProblem(p).trim()) : [(e as Error).message]);
         return;
       }
       try {

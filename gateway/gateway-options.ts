@@ -99,6 +99,12 @@ export interface RunningGateway {
    */
   reload(config: GatewayConfig): string[];
   /**
+   * Records a reload refused before it reached `reload` (the files did not load: `ConfigError`'s
+   * problems, one line each), for `GET /status/config` and the reload counter. The generation in
+   * force is unchanged.
+   */
+  reloadRejected(problems: readonly string[]): void;
+  /**
    * Stops accepting (listeners closed; requests on open connections get 503 `draining`), waits
    * for in-flight requests up to `graceMs`, cuts the ones left (`Exchange.cutForDrain`: an
    * in-band `draining` error on a committed stream, else 503), then closes. Returns how many

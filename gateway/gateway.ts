@@ -50,6 +50,7 @@ import type { RoutingAdminDeps } from './admin/routing-admin-kit.ts';
 import { requestReports } from './admin/request-reports.ts';
 import type { OverlaySnapshot } from './store/overlay-repo.ts';
 import { buildGeneration, checkGeneration } from './generation.ts';
+import { ConfigStatus, type GenerationCause } from './config-status.ts';
 import { RouteWiseProber, type ProbeCounters } from './routewise/prober.ts';
 
 export type { GatewayOptions, ProbeStatus, RunningGateway } from './gateway-options.ts';
@@ -105,6 +106,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     metricsWithoutKey: s.server.metrics_without_key,
     storeHealth: () => control.health(),
     live: new IntrusiveList(),
+    configStatus: new ConfigStatus(Date.now()),
   };
   const snapshot = async (): Promise<WorkerSnapshot> => ({ worker, metrics: await metrics.registry.getMetricsAsJSON(), deep: deepHealthView(ctx) });
   metrics = new GatewayMetrics({ core: () => ctx.gen.core, inFlight: () => ctx.inFlight, nowMs: () => performance.now(), requestLog: () => requestLog, upstreams: () => pools.stats() });
@@ -188,9 +190,10 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   }
   let prober = startProber(ctx.gen);
   /** Puts `gen` in force and restarts the prober on it. */
-  const swap = (gen: Generation): void => {
+  const swap = (gen: Generation, cause: GenerationCause): void => {
     ctx.gen = gen;
     generation++;
+    ctx.configStatus.applied(generation, cause, Date.now());
     // The old prober's probe in flight (if any) finishes on the old planner and frees the shared gate.
     prober?.stop(false);
     prober = ctx.draining ? null : startProber(gen);
@@ -201,7 +204,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     if (JSON.stringify(next) === JSON.stringify(before)) return;
     control.overlay = next;
     try {
-      swap(build(base, ctx.gen));
+      swap(build(base, ctx.gen), 'overlay');
     } catch (e) {
       control.overlay = before;
       throw e;
@@ -276,16 +279,21 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     inFlight: () => ctx.inFlight,
     probes: () => ({ active: prober?.active ?? false, tickMs: prober?.active ? prober.tickMs : null, ...probeCounters }),
     upstreamStats: () => pools.stats(),
+    reloadRejected(problems) {
+      metrics.observeReload(false);
+      ctx.configStatus.rejected(problems, Date.now());
+    },
     reload(next) {
       let gen: Generation;
       try {
         gen = build(next, ctx.gen);
       } catch (e) {
         metrics.observeReload(false);
+        ctx.configStatus.rejected([(e as Error).message], Date.now());
         throw e;
       }
       base = next;
-      swap(gen);
+      swap(gen, 'reload');
       metrics.observeReload(true);
       const restart = restartOnly(running, next);
       log.info({ models: gen.core.allModels().map((m) => m.id), endpoints: [...gen.routes.keys()], needsRestart: restart }, 'configuration reloaded');

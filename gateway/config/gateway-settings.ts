@@ -30,7 +30,8 @@ export const ServerSchema = z
     log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     /**
      * Admin listener (`/health` without a key; `/health/deep`, `/routing`, `/metrics`, `/admin/…`
-     * with an admin key, as on the public port): keep it on a private address. null ⇒ none.
+     * with an admin key, as on the public port; `/status/models`, `/status/config` with an admin
+     * key, here only): keep it on a private address. null ⇒ none.
      */
     admin_host: z.string().min(1).default('127.0.0.1'),
     admin_port: z.number().int().min(0).max(65535).nullable().default(8081),

@@ -5,7 +5,10 @@
  *   may instead sit in models.yaml as a `routing:` block, but not in both;
  * - `gateway.yaml` (optional) — listener, limits, upstream pools, caller keys, health tunables
  *   (`gateway-settings.ts`);
- * - the environment, through `${VAR}` / `${VAR:-default}` in any string (`interpolate.ts`).
+ * - the environment, through `${VAR}` / `${VAR:-default}` in any string (`interpolate.ts`), the
+ *   `ROUTING_*` variables (routing tunables) and the seed's own names for health and routing
+ *   settings (`CIRCUIT_*`, `ROUTER_HEALTH_EWMA_ALPHA`, `AFFINITY_SWEEP_THRESHOLD`,
+ *   `ENABLE_ROUTEWISE`: `seed-env.ts`); the files win over the environment.
  *
  * Every problem is reported at once as `file:line: field: message — fix: …`, from the YAML
  * parser, the schemas, the core's own construction checks, and the gateway's cross-checks
@@ -18,6 +21,7 @@ import type { z } from 'zod';
 import { allowedKeys, closestName, endpointId, ModelsConfigSchema, RoutingCore, ROUTING_ENV_NAMES, routingSettingsFromEnv, type HealthOptions, type ModelsConfig, type RoutingSettings, yamlSyntaxReport } from '../../core/index.ts';
 import { GatewaySettingsSchema, type GatewaySettings } from './gateway-settings.ts';
 import { interpolateEnv } from './interpolate.ts';
+import { applySeedEnv, readSeedEnv, type SettingSource } from './seed-env.ts';
 import { endpointFamilies, endpointFamily } from '../endpoints/families.ts';
 import { adapterFor, defaultEndpoints, routeKinds } from '../upstream/adapters.ts';
 
@@ -64,6 +68,8 @@ export interface GatewayConfig {
    * `ROUTING_*` environment variables (core `routingSettingsFromEnv`), else the core's defaults.
    */
   readonly routingSettings: Record<string, unknown> | RoutingSettings;
+  /** The value, source and environment variable of each setting the seed names (`seed-env.ts`), for `validate`. */
+  readonly settingSources: readonly SettingSource[];
   /** Things that work but are probably not meant (printed at start and by `validate`). */
   readonly warnings: string[];
 }
@@ -211,12 +217,12 @@ function checkConfig(
       at(src.gateway ?? { name: 'gateway.yaml', doc: null, lines: new LineCounter(), value: null }, issue.path as (string | number)[], message, fix, unknownKey(issue));
     }
   }
+  const seedEnv = readSeedEnv(env);
+  for (const p of seedEnv.problems) problems.push({ file: '(environment)', line: null, field: p.variable, message: p.message, fix: p.fix });
   if (problems.length > 0 || !modelsParsed.success || !settingsParsed.success) throw new ConfigError(problems);
-  const models = modelsParsed.data;
-  const settings = settingsParsed.data;
 
   // 3. Routes the gateway can serve.
-  models.models.forEach((m, mi) => {
+  modelsParsed.data.models.forEach((m, mi) => {
     m.route.forEach((r, ri) => {
       const path = ['models', mi, 'route', ri];
       for (const p of routeServeProblems(r)) at(src.models, [...path, p.field], p.message, p.fix);
@@ -229,7 +235,8 @@ function checkConfig(
 
   // 4. Routing settings: gateway.yaml, else ROUTING_* variables. Then the core's own checks
   // (unknown router, bad router_params or settings, duplicate ids / endpoints).
-  let routingSettings: Record<string, unknown> | RoutingSettings = settings.routing_settings;
+  const fileSettings = settingsParsed.data;
+  let routingSettings: Record<string, unknown> | RoutingSettings = fileSettings.routing_settings;
   const envRouting = Object.keys(env).filter((k) => k.startsWith('ROUTING_') && env[k]);
   // A misspelt variable would otherwise be ignored without a word.
   for (const k of Object.keys(env)) {
@@ -246,6 +253,22 @@ function checkConfig(
       problems.push({ file: '(environment)', line: null, field: 'ROUTING_*', message: (e as Error).message, fix: null });
     }
   }
+  // The seed's names fill what the files leave unset.
+  const routingDefault = routingInModels ? (modelsDoc.routing as Record<string, unknown> | null) : isRecord(routingDoc) ? routingDoc : null;
+  const seeded = applySeedEnv({
+    env,
+    vars: seedEnv.vars,
+    settings: fileSettings,
+    models: modelsParsed.data,
+    routingSettings,
+    routingFromEnv: routingSettings !== fileSettings.routing_settings,
+    defaultRouterInFile: isRecord(routingDefault) && routingDefault.default_router !== undefined,
+    gatewayFile: files.gateway ?? 'gateway.yaml',
+    routingFile: routingInModels || !files.routing ? files.models : files.routing,
+  });
+  const { settings, models } = seeded;
+  routingSettings = seeded.routingSettings;
+  warnings.push(...seeded.warnings);
   let core: RoutingCore | null = null;
   if (problems.length === 0) {
     try {
@@ -309,7 +332,7 @@ function checkConfig(
   for (const m of models.models) {
     for (const r of m.route) if (r.local === false && !r.api_key) warnings.push(`model '${m.id}': remote route ${r.base_url} has no api_key`);
   }
-  return { files, models, settings, routingSettings, warnings };
+  return { files, models, settings, routingSettings, settingSources: seeded.sources, warnings };
 }
 
 /** How to mend a configuration refused for its worker count (`workerScopeError`, `checkConfig`). */

@@ -13,6 +13,10 @@
  * is every refusal (who: `anonymous`, `key:<hash prefix>` or the non-admin caller; the remote
  * address), within the refused-call bound of `admin/refused-audit.ts`. Scrapes of `/metrics`
  * are not audited (a scraper calls every few seconds; its refusals are).
+ *
+ * The admin listener alone also serves `GET /status/models` (`status-views.ts`) and
+ * `GET /status/config` (`../config-status.ts`), under the same admin-key rule; on the public
+ * listener they are unknown URLs.
  */
 import { randomUUID } from 'node:crypto';
 import type { HttpRequest, HttpResponse, TemplatedApp } from '@trufflesuite/uws-js-unofficial';
@@ -21,11 +25,15 @@ import { refusedWho } from '../admin/refused-audit.ts';
 import { errorJson } from '../errors.ts';
 import { statusLine } from './client-response.ts';
 import { deepHealthView, routingView } from './operational-views.ts';
+import { modelStatusView } from './status-views.ts';
 import type { ServerContext } from './uws.ts';
 
 /** The operational routes besides `/admin/…`. */
 export const ADMIN_PATHS = ['/health/deep', '/routing', '/metrics'] as const;
 type AdminPath = (typeof ADMIN_PATHS)[number];
+
+/** The status reads served on the admin listener only. */
+export const STATUS_PATHS = ['/status/models', '/status/config'] as const;
 
 /** Largest admin request body, bytes. */
 const ADMIN_BODY_LIMIT = 1024 * 1024;
@@ -43,6 +51,19 @@ export function mountAdminRoutes(app: TemplatedApp, ctx: ServerContext, listener
       if (path !== '/metrics') void ctx.admin?.audit(caller, remoteAddr, 'GET', path, 200);
       serveOperational(ctx, path, res, requestId);
     });
+  }
+  if (listener === 'admin') {
+    for (const path of STATUS_PATHS) {
+      app.get(path, (res, req) => {
+        const requestId = requestIdOf(req);
+        const remoteAddr = remoteOf(res);
+        const caller = gate(ctx, listener, req, res, requestId, 'GET', path, remoteAddr);
+        if (!caller) return;
+        void ctx.admin?.audit(caller, remoteAddr, 'GET', path, 200);
+        const body = path === '/status/models' ? modelStatusView(ctx, Date.now()) : ctx.configStatus.view();
+        send(res, 200, requestId, JSON.stringify(body));
+      });
+    }
   }
   app.any('/admin/*', (res, req) => {
     const requestId = requestIdOf(req);

@@ -36,6 +36,7 @@ import { BUDGET_ALPHA_HEADER, parseBudgetAlphaHeader } from '../routewise/budget
 import type { DeepHealth, StoreHealth } from './worker-aggregate.ts';
 import type { AdminApi } from '../admin/admin-api.ts';
 import { ADMIN_PATHS, mountAdminRoutes } from './admin-routes.ts';
+import type { ConfigStatus } from '../config-status.ts';
 export { ADMIN_PATHS };
 export { deepHealthView, routingView } from './operational-views.ts';
 import { deriveAffinityKey, type IntrusiveList } from '../../core/index.ts';
@@ -83,6 +84,8 @@ export interface ServerContext {
   readonly storeHealth: () => StoreHealth | null;
   /** Exchanges running now (a drain cuts those left when its grace runs out). */
   readonly live: IntrusiveList<Exchange>;
+  /** The last configuration load / reload and the generation in force (`GET /status/config`). */
+  readonly configStatus: ConfigStatus;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:\-]{1,128}$/;
@@ -122,7 +125,8 @@ export function createApp(ctx: ServerContext): TemplatedApp {
 
 /**
  * The admin listener's app: `/health` (no key), and `/health/deep`, `/routing`, `/metrics`,
- * `/admin/…` with an admin key, like on the public listener (`admin-routes.ts`). It listens on
+ * `/admin/…` with an admin key, like on the public listener (`admin-routes.ts`), plus
+ * `/status/models` and `/status/config` (admin key; this listener only). It listens on
  * loopback, or wherever `server.admin_host` says: keep it private.
  */
 export function createAdminApp(ctx: ServerContext): TemplatedApp {

@@ -2,7 +2,8 @@
  * One worker thread of a multi-worker gateway: a whole gateway (own core, breakers, pools,
  * request-log file) on the shared port; worker 0 also runs the admin listener. Posts
  * `{ready: true, adminUrl}` once listening; `{reload: config}` swaps the configuration (an
- * invalid one is logged and ignored); `{drain: graceMs}` drains and ends the thread; `stop`
+ * invalid one is ignored and recorded for `/status/config`); `{reloadRejected: problems}` records
+ * a reload the main thread refused (files that did not load, a worker-scope refusal); `{drain: graceMs}` drains and ends the thread; `stop`
  * closes at once.
  *
  * Every worker holds one MessagePort to each other worker (`peers`): on `/metrics` and
@@ -77,15 +78,16 @@ try {
   const closePorts = (): void => {
     for (const p of peers) p.port.close();
   };
-  parentPort!.on('message', (m: 'stop' | { reload: GatewayConfig } | { drain: number }) => {
+  parentPort!.on('message', (m: 'stop' | { reload: GatewayConfig } | { reloadRejected: string[] } | { drain: number }) => {
     if (m === 'stop') void gw.close().then(() => (closePorts(), parentPort!.close()));
     else if ('drain' in m) void gw.drain(m.drain).then(() => (closePorts(), parentPort!.close()));
+    else if ('reloadRejected' in m) gw.reloadRejected(m.reloadRejected);
     else {
       try {
         gw.reload(m.reload);
       } catch {
-        // The old configuration stays. The main thread validated the files; a rejection by the
-        // core is not reported back from a worker (known gap: logged only with --workers 1).
+        // The old configuration stays, and the rejection is recorded for /status/config. The main
+        // thread validated the files; a rejection by the core is not logged from a worker.
       }
     }
   });

@@ -1,5 +1,5 @@
 // The `switchyard gateway` process on loopback: SIGHUP with an invalid file keeps the old
-// configuration (logged with the reason), SIGHUP with a valid one swaps it; SIGTERM lets an
+// configuration (logged with the reason, and reported by /status/config), SIGHUP with a valid one swaps it; SIGTERM lets an
 // in-flight request finish, flushes the request log and exits 0; `switchyard trace export`
 // writes the log as a trace.
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -69,12 +69,18 @@ describe('switchyard gateway signals', () => {
     expect(out).toMatch(/weight/);
     expect((await routing()).routes[0]!.configured_weight).toBe(1);
     expect((await ask()).status).toBe(200);
+    const status = async () => (await (await fetch(`${admin}/status/config`, { headers: { authorization: `Bearer ${KEY}` } })).json()) as { last_load: { status: string; problems: string[] }; generation: { number: number; cause: string } };
+    const rejected = await status();
+    expect(rejected.last_load.status).toBe('rejected');
+    expect(rejected.last_load.problems.join('\n')).toMatch(/models\.yaml:\d+: models\.0\.route\.0\.weight/);
+    expect(rejected.generation).toMatchObject({ number: 1, cause: 'start' });
 
     // Valid: swapped.
     writeFileSync(join(dir, 'models.yaml'), models(4, emu.baseUrl, 'round_robin'));
     child.kill('SIGHUP');
     await waitFor(/configuration reloaded/);
     expect(await routing()).toMatchObject({ strategy: 'round_robin', routes: [{ configured_weight: 4 }] });
+    expect(await status()).toMatchObject({ last_load: { status: 'ok', problems: [] }, generation: { number: 2, cause: 'reload' } });
 
     // SIGTERM with a request in flight: it finishes, the process exits 0.
     emu.setFaults({ first_token_stall_ms: 800 });

@@ -1,6 +1,6 @@
 // `--workers N`: the admin `/metrics` and `/health/deep` count every worker's requests (not
 // worker 0's only), the start line names the admin URL, and a worker that does not answer is
-// reported as missing rather than left out.
+// reported as missing rather than left out; a refused SIGHUP shows in /status/config.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
@@ -87,6 +87,25 @@ describe('--workers 2: one operational view', () => {
     expect(deep.workers!.map((w) => w.worker)).toEqual([0, 1]);
     expect(deep.workers_missing).toEqual([]);
     expect(deep.endpoints).toHaveLength(1);
+
+    // A SIGHUP the main thread refuses reaches /status/config on worker 0's admin listener too.
+    const status = async () => (await (await fetch(`${admin}/status/config`)).json()) as { last_load: { status: string; problems: string[] }; generation: { number: number } };
+    const poll = async (done: (s: Awaited<ReturnType<typeof status>>) => boolean) => {
+      for (let i = 0; i < 200; i++) {
+        const s = await status();
+        if (done(s)) return s;
+        await new Promise((r) => setTimeout(r, 25));
+      }
+      throw new Error(`status/config never changed:\n${out}`);
+    };
+    writeFileSync(join(d, 'models.yaml'), `models:\n  - id: m\n    router: round_robin\n    route:\n      - base_url: ${emu.baseUrl}\n        weight: -1\n`);
+    child.kill('SIGHUP');
+    const rejected = await poll((s) => s.last_load.status === 'rejected');
+    expect(rejected.last_load.problems.join('\n')).toMatch(/weight/);
+    expect(rejected.generation.number).toBe(1);
+    writeFileSync(join(d, 'models.yaml'), `models:\n  - id: m\n    router: round_robin\n    route:\n      - base_url: ${emu.baseUrl}\n        weight: 2\n`);
+    child.kill('SIGHUP');
+    expect((await poll((s) => s.last_load.status === 'ok')).generation.number).toBe(2);
 
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
