@@ -120,6 +120,7 @@ export function clientMessage(code: string, alias: string, coreMessage: string):
       return `Model '${alias}' is misconfigured: its upstreams do not know it.`;
     case 'context_length_exceeded':
     case 'endpoint_not_served':
+    case 'modality_not_supported':
       // Names the model and the endpoint family only: nothing of the topology.
       return coreMessage;
     case 'upstream_server_error':

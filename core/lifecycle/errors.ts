@@ -19,6 +19,7 @@ export type ErrorCode =
   | 'upstream_route_not_found'
   | 'context_length_exceeded'
   | 'endpoint_not_served'
+  | 'modality_not_supported'
   | 'upstream_unavailable'
   | 'upstream_timeout'
   | 'queue_wait_timeout'
@@ -48,6 +49,9 @@ export const ERROR_STATUS: Readonly<Record<ErrorCode, number>> = {
   context_length_exceeded: 400,
   // No route (or target) of the model serves the endpoint family the request was made on.
   endpoint_not_served: 400,
+  // No route (or target) of the model accepts the request's input modalities (images, audio):
+  // a property of the request and the model, not a transient state, so not a 503.
+  modality_not_supported: 400,
   upstream_unavailable: 502,
   upstream_timeout: 504,
   queue_wait_timeout: 503,

@@ -88,7 +88,7 @@ export function selectCandidates(modelId: string, mt: ResolvedMultiTarget, reque
 
   const capable = pool.filter((t) => acceptsModalities(t.route, request.modalities));
   if (capable.length === 0) {
-    return { kind: 'reject', code: 'all_candidates_unavailable', message: `no target of model '${modelId}' accepts input modalities: ${['text', ...request.modalities].join(', ')}` };
+    return { kind: 'reject', code: 'modality_not_supported', message: `No target of model '${modelId}' accepts ${request.modalities.join(' or ')} input; send text only, or use a model whose routes list ${request.modalities.join(', ')} in input_modalities.` };
   }
 
   const priorities = [...new Set(capable.map((t) => t.priority))].sort((a, b) => b - a);

@@ -104,13 +104,13 @@ export function createApp(ctx: ServerContext): TemplatedApp {
   }
   app.get('/v1/models', (res, req) => {
     const requestId = takeRequestId(req);
-    const caller = ctx.gen.callers.authenticate(req.getHeader('authorization'));
+    const caller = ctx.gen.callers.authenticate(modelsAuthorization(req));
     if (!caller) return sendNow(res, 401, requestId, errorJson('invalid_api_key', 'Incorrect or missing API key.'));
     sendNow(res, 200, requestId, listModels(ctx.gen.core, caller, ctx.startedAtSec));
   });
   app.get('/v1/models/*', (res, req) => {
     const requestId = takeRequestId(req);
-    const caller = ctx.gen.callers.authenticate(req.getHeader('authorization'));
+    const caller = ctx.gen.callers.authenticate(modelsAuthorization(req));
     if (!caller) return sendNow(res, 401, requestId, errorJson('invalid_api_key', 'Incorrect or missing API key.'));
     const r = retrieveModel(ctx.gen.core, caller, req.getUrl().slice('/v1/models/'.length), ctx.startedAtSec);
     sendNow(res, r.status, requestId, r.body);
@@ -149,6 +149,14 @@ function sendNow(res: HttpResponse, status: number, requestId: string, body: str
   res.cork(() => {
     res.writeStatus(statusLine(status)).writeHeader('x-request-id', requestId).writeHeader(JSON_TYPE[0], JSON_TYPE[1]).end(body);
   });
+}
+
+/** The key of a `/v1/models` request: `Authorization`, else Anthropic's `x-api-key` as a bearer key (the Anthropic SDKs list models too). */
+function modelsAuthorization(req: HttpRequest): string {
+  const authorization = req.getHeader('authorization');
+  if (authorization.length > 0) return authorization;
+  const key = req.getHeader('x-api-key');
+  return key.length > 0 ? `Bearer ${key}` : '';
 }
 
 function takeRequestId(req: HttpRequest): string {
@@ -207,7 +215,10 @@ function handleInference(ctx: ServerContext, family: EndpointFamily, wire: Clien
     return;
   }
   const caller = g.callers.authenticate(authorization);
-  if (!caller) return refuse(401, 'invalid_api_key', 'Incorrect or missing API key. Send it as "Authorization: Bearer <key>".');
+  if (!caller) {
+    const how = family.apiKeyHeader === undefined ? '"Authorization: Bearer <key>"' : `"${family.apiKeyHeader}: <key>" or "Authorization: Bearer <key>"`;
+    return refuse(401, 'invalid_api_key', `Incorrect or missing API key. Send it as ${how}.`);
+  }
   if (pinHeader.length > 0 && !caller.admin) {
     return refuse(403, 'admin_required', `The X-Route-Pin header needs an admin key (admin: true); '${caller.id}' is not an admin. Drop the header to route as usual.`, 'X-Route-Pin');
   }

@@ -6,9 +6,14 @@
  * Events follow Anthropic's streaming order: `message_start` with the first chunk (usage zero,
  * since OpenAI reports it only at the end), then per content block `content_block_start`,
  * deltas and `content_block_stop` — a thinking block for reasoning deltas (`reasoning_content`,
- * or `reasoning` as some servers name it), a text block for content and refusal text, and a `tool_use` block per
- * tool call (a new tool-call index closes the block before it). `end` closes the open block and
- * sends `message_delta` with the stop reason and the full usage of the last usage chunk.
+ * or `reasoning` as some servers name it), a text block for content and refusal text, and a
+ * `tool_use` block per tool call. OpenAI streams parallel tool calls interleaved (pieces of call 0
+ * after call 1 began) and some servers send several calls under one index with distinct ids,
+ * while Anthropic's blocks follow one another, so tool calls are gathered (a new id or index is
+ * a new call) and sent whole at the end, each as its block with one `input_json_delta`. `end`
+ * closes the open block, sends the tool blocks, then `message_delta` with the stop reason, the
+ * matched stop sequence when the upstream names it (vLLM's `stop_reason`) and the full usage of
+ * the last usage chunk.
  * `message_stop` is not produced: the gateway writes that terminator itself. Only choice 0 is
  * translated (the request translator never asks for more).
  */
@@ -18,7 +23,14 @@ import { stopReasonFromFinish } from './stop-reasons.ts';
 import type { TranslatedEvent } from './translated.ts';
 import { anthropicUsageFromOpenAi, usageFromAnthropic } from './usage.ts';
 
-type OpenBlock = { kind: 'thinking' | 'text'; index: number } | { kind: 'tool'; index: number; toolIndex: number };
+type OpenBlock = { kind: 'thinking' | 'text'; index: number };
+
+/** A tool call being gathered. */
+interface ToolCall {
+  id: string;
+  name: string;
+  args: string;
+}
 
 /** One upstream stream's translation. */
 export class ChatStreamToMessages {
@@ -29,6 +41,10 @@ export class ChatStreamToMessages {
   private finishReason: unknown = null;
   private lastUsage: Record<string, unknown> | null = null;
   private coreUsage: Usage | null = null;
+  private stopSequence: string | null = null;
+  /** Tool calls in order of first appearance, and the one each OpenAI index points at now. */
+  private readonly calls: ToolCall[] = [];
+  private readonly callAt = new Map<number, ToolCall>();
 
   /** `model` is the name shown to the client in `message_start`. */
   constructor(private readonly model: string) {}
@@ -69,6 +85,8 @@ export class ChatStreamToMessages {
       for (const tc of delta.tool_calls) if (isRecord(tc)) this.toolCall(out, tc);
     }
     if (choice.finish_reason !== null && choice.finish_reason !== undefined) this.finishReason = choice.finish_reason;
+    // vLLM names the stop string that matched in `stop_reason` (an integer is a stop token id).
+    if (typeof choice.stop_reason === 'string') this.stopSequence = choice.stop_reason;
     return out;
   }
 
@@ -82,10 +100,18 @@ export class ChatStreamToMessages {
     if (this.ended) return out;
     this.start(out, '');
     this.close(out);
+    for (const c of this.calls) {
+      const index = this.nextIndex++;
+      out.push(event('content_block_start', { type: 'content_block_start', index, content_block: { type: 'tool_use', id: c.id.length > 0 ? c.id : `toolu_${index}`, name: c.name, input: {} } }, true));
+      if (c.args.length > 0) out.push(event('content_block_delta', { type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: c.args } }, true));
+      out.push(event('content_block_stop', { type: 'content_block_stop', index }, false));
+    }
     this.ended = true;
+    const stop = stopReasonFromFinish(this.finishReason);
+    const stopSequence = stop === 'end_turn' && this.stopSequence !== null ? this.stopSequence : null;
     out.push(event('message_delta', {
       type: 'message_delta',
-      delta: { stop_reason: stopReasonFromFinish(this.finishReason), stop_sequence: null },
+      delta: { stop_reason: stopSequence !== null ? 'stop_sequence' : stop, stop_sequence: stopSequence },
       usage: anthropicUsageFromOpenAi(this.lastUsage),
     }, false));
     return out;
@@ -112,20 +138,20 @@ export class ChatStreamToMessages {
     out.push(event('content_block_start', { type: 'content_block_start', index, content_block: block }, false));
   }
 
-  /** A tool-call delta: same index as the open tool block appends; otherwise a new block. */
-  private toolCall(out: TranslatedEvent[], tc: Record<string, unknown>): void {
+  /** A tool-call delta: a new index, or a new id at a known index, is a new call; pieces append to their call. */
+  private toolCall(_out: TranslatedEvent[], tc: Record<string, unknown>): void {
     const toolIndex = typeof tc.index === 'number' ? tc.index : 0;
     const fn = isRecord(tc.function) ? tc.function : {};
-    if (!(this.open?.kind === 'tool' && this.open.toolIndex === toolIndex)) {
-      this.close(out);
-      const index = this.nextIndex++;
-      this.open = { kind: 'tool', index, toolIndex };
-      out.push(event('content_block_start', {
-        type: 'content_block_start', index,
-        content_block: { type: 'tool_use', id: str(tc.id), name: str(fn.name), input: {} },
-      }, true));
+    const id = str(tc.id);
+    let call = this.callAt.get(toolIndex);
+    if (call === undefined || (id.length > 0 && call.id.length > 0 && id !== call.id)) {
+      call = { id, name: '', args: '' };
+      this.calls.push(call);
+      this.callAt.set(toolIndex, call);
     }
-    if (nonEmpty(fn.arguments)) this.delta(out, { type: 'input_json_delta', partial_json: fn.arguments }, true);
+    if (call.id.length === 0 && id.length > 0) call.id = id;
+    if (nonEmpty(fn.name) && call.name.length === 0) call.name = fn.name;
+    if (nonEmpty(fn.arguments)) call.args += fn.arguments;
   }
 
   private delta(out: TranslatedEvent[], delta: Record<string, unknown>, token: boolean): void {

@@ -31,6 +31,8 @@ export interface ChatToMessagesOptions {
 const KNOWN_FIELDS = new Set([
   'model', 'messages', 'max_tokens', 'max_completion_tokens', 'temperature', 'top_p', 'top_k', 'stop', 'n',
   'tools', 'tool_choice', 'parallel_tool_calls', 'user', 'stream', 'stream_options',
+  // vLLM's prefill switches: Anthropic continues a final assistant message by itself.
+  'continue_final_message', 'add_generation_prompt',
 ]);
 
 /** Message keys carried over; others (e.g. `name`) are dropped as `messages.<key>`. */
@@ -75,7 +77,7 @@ export function chatRequestToMessages(body: Record<string, unknown>, model: stri
     if (body.stop !== undefined && body.stop !== null) out.stop_sequences = typeof body.stop === 'string' ? [body.stop] : body.stop;
     if (typeof body.n === 'number' && body.n > 1) throw new Refusal('n', 'n above 1 is not supported: Anthropic returns one choice per request; send n separate requests.');
     if (body.tools !== undefined && body.tools !== null) out.tools = translateTools(body.tools, dropped);
-    translateToolChoice(body.tool_choice, body.parallel_tool_calls, out);
+    translateToolChoice(body.tool_choice, body.parallel_tool_calls, out, Array.isArray(body.tools) && body.tools.length > 0);
     if (typeof body.user === 'string') out.metadata = { user_id: body.user };
     else if (body.user !== undefined && body.user !== null) dropped.push('user');
     if (body.stream !== undefined && body.stream !== null) out.stream = body.stream;
@@ -219,7 +221,7 @@ function translateTools(tools: unknown, dropped: string[]): Block[] {
 }
 
 /** tool_choice auto/required/none/named → auto/any/none/tool; `parallel_tool_calls: false` → disable flag. */
-function translateToolChoice(choice: unknown, parallel: unknown, out: Record<string, unknown>): void {
+function translateToolChoice(choice: unknown, parallel: unknown, out: Record<string, unknown>, hasTools: boolean): void {
   let tc: Record<string, unknown> | null = null;
   if (choice === 'auto') tc = { type: 'auto' };
   else if (choice === 'required') tc = { type: 'any' };
@@ -228,7 +230,8 @@ function translateToolChoice(choice: unknown, parallel: unknown, out: Record<str
   else if (choice !== undefined && choice !== null) {
     throw new Refusal('tool_choice', "tool_choice must be 'auto', 'required', 'none' or {type: 'function', function: {name}}.");
   }
-  if (parallel === false) {
+  // Without tools the flag means nothing, and Anthropic refuses a tool_choice without tools.
+  if (parallel === false && (tc !== null || hasTools)) {
     tc ??= { type: 'auto' };
     tc.disable_parallel_tool_use = true;
   }

@@ -14,7 +14,8 @@ import { anthropicUsageFromOpenAi, openAiUsageFromAnthropic } from './usage.ts';
  * content blocks in the order thinking (from reasoning text), text (content then any refusal),
  * then one `tool_use` per tool
  * call (arguments parsed; text that is not a JSON object becomes `{}`); stop_reason from
- * finish_reason; stop_sequence null (OpenAI does not say which stop string matched); usage in
+ * finish_reason; stop_sequence the matched stop string where the upstream names it (vLLM's
+ * `stop_reason`), else null (OpenAI does not say); usage in
  * Anthropic's shape.
  */
 export function chatCompletionToMessage(chat: Record<string, unknown>, model: string): Record<string, unknown> {
@@ -34,14 +35,16 @@ export function chatCompletionToMessage(chat: Record<string, unknown>, model: st
     const fn = isRecord(call.function) ? call.function : {};
     content.push({ type: 'tool_use', id: str(call.id), name: str(fn.name), input: parseToolInput(fn.arguments) });
   }
+  // vLLM names the stop string that matched in `stop_reason` (an integer is a stop token id).
+  const matched = typeof c.stop_reason === 'string' && stopReasonFromFinish(c.finish_reason) === 'end_turn' ? c.stop_reason : null;
   return {
     id: `msg_${str(chat.id)}`,
     type: 'message',
     role: 'assistant',
     model,
     content,
-    stop_reason: stopReasonFromFinish(c.finish_reason),
-    stop_sequence: null,
+    stop_reason: matched !== null ? 'stop_sequence' : stopReasonFromFinish(c.finish_reason),
+    stop_sequence: matched,
     usage: anthropicUsageFromOpenAi(chat.usage),
   };
 }

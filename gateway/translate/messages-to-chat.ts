@@ -12,13 +12,14 @@
  *   `disable_parallel_tool_use` → `parallel_tool_calls: false`;
  * - `max_tokens`, `temperature`, `top_p`, `top_k` (vLLM and SGLang accept it), `stop_sequences`
  *   → `stop`, `stream` (with `stream_options.include_usage` so usage is always reported),
- *   `metadata.user_id` → `user`.
- * Dropped with a notice: `cache_control` anywhere, the `thinking` parameter and thinking blocks
+ *   `metadata.user_id` → `user`; a final assistant message (a prefill the answer continues) adds
+ *   vLLM's and SGLang's `continue_final_message: true, add_generation_prompt: false`.
+ * Dropped with a notice: `cache_control` and `citations` anywhere, the `thinking` parameter and thinking blocks
  * in the history (OpenAI servers cannot verify or replay their signatures), `is_error` on tool
  * results, other `metadata` keys, and any unknown top-level field. Refused: `document` blocks,
  * server tools (web search and the like), and blocks OpenAI's format cannot hold.
  */
-import { isRecord, sortedUnique, str } from './json-values.ts';
+import { isRecord, nonEmpty, sortedUnique, str } from './json-values.ts';
 import type { RequestTranslation } from './translated.ts';
 
 /** Top-level fields read below; any other is dropped with a notice under its own name. */
@@ -53,6 +54,13 @@ export function messagesRequestToChat(body: Record<string, unknown>, model: stri
     if (!Array.isArray(body.messages)) throw new Refusal('messages', 'messages must be an array of {role, content} objects.');
     body.messages.forEach((m, i) => messages.push(...translateMessage(m, `messages.[${i}]`, dropped)));
     out.messages = messages;
+    // A final assistant message is a prefill the answer continues (Anthropic's rule); vLLM and
+    // SGLang continue it when asked to, instead of starting a new turn after it.
+    const last = body.messages[body.messages.length - 1];
+    if (isRecord(last) && last.role === 'assistant') {
+      out.continue_final_message = true;
+      out.add_generation_prompt = false;
+    }
 
     if (body.max_tokens !== undefined) out.max_tokens = body.max_tokens;
     if (body.temperature !== undefined) out.temperature = body.temperature;
@@ -92,6 +100,7 @@ function systemText(system: unknown, dropped: string[]): string | null {
 /** Notes `cache_control` on a block (prompt caching is the server's own business there). */
 function noteBlockExtras(b: Record<string, unknown>, dropped: string[]): void {
   if (b.cache_control !== undefined) dropped.push('cache_control');
+  if (b.citations !== undefined && b.citations !== null) dropped.push('citations');
 }
 
 /** One Anthropic message → one or more OpenAI messages (tool results become `tool` messages). */
@@ -147,8 +156,15 @@ function userMessages(blocks: unknown[], path: string, dropped: string[]): Recor
 /** An image block → an `image_url` part (base64 source → data URL; url source → the URL). */
 function imagePart(b: Record<string, unknown>, path: string): Record<string, unknown> {
   const s = b.source;
-  if (isRecord(s) && s.type === 'base64') return { type: 'image_url', image_url: { url: `data:${str(s.media_type)};base64,${str(s.data)}` } };
-  if (isRecord(s) && s.type === 'url') return { type: 'image_url', image_url: { url: str(s.url) } };
+  if (isRecord(s) && s.type === 'base64') {
+    if (!nonEmpty(s.data)) throw new Refusal(`${path}.source.data`, 'a base64 image source needs its data (the base64 text of the image).');
+    if (!nonEmpty(s.media_type)) throw new Refusal(`${path}.source.media_type`, 'a base64 image source needs its media_type (e.g. image/png).');
+    return { type: 'image_url', image_url: { url: `data:${s.media_type};base64,${s.data}` } };
+  }
+  if (isRecord(s) && s.type === 'url') {
+    if (!nonEmpty(s.url)) throw new Refusal(`${path}.source.url`, 'a url image source needs its url.');
+    return { type: 'image_url', image_url: { url: s.url } };
+  }
   throw new Refusal(`${path}.source`, 'image sources must be base64 or url; file sources cannot be sent to an OpenAI-compatible model.');
 }
 

@@ -111,11 +111,11 @@ describe('fixed pipeline (seed 000)', () => {
     expect(runOne(core, 0, seeded(1), () => ok, req({ model: 'm-alias' })).done.metadata.endpointId).toBe('m:a');
   });
 
-  it('modality filter: none left ⇒ all_circuits_open naming the modality', () => {
+  it('modality filter: none left ⇒ 400 modality_not_supported naming the modality', () => {
     const core = makeCore([{ name: 'a' }, { name: 'v', modalities: ['text', 'image'] }]);
     expect(runOne(core, 0, seeded(1), () => ok, req({ modalities: ['image'] })).done.metadata.endpointId).toBe('m:v');
     const r = runOne(core, 0, seeded(1), () => ok, req({ modalities: ['audio'] }));
-    expect(r.error).toMatchObject({ status: 503, code: 'all_circuits_open' });
+    expect(r.error).toMatchObject({ status: 400, code: 'modality_not_supported' });
     expect(r.error!.message).toContain('audio');
   });
 

@@ -94,8 +94,8 @@ describe('OpenAI-compatible surface', () => {
     await stack.close();
     stack = await startStack([{ modalities: ['text'] }]);
     const refused = await stack.post('/v1/chat/completions', { model: 'demo', messages });
-    expect(refused.status).toBe(503);
-    expect((await refused.json()).error.code).toBe('all_circuits_open');
+    expect(refused.status).toBe(400);
+    expect((await refused.json()).error.code).toBe('modality_not_supported');
   });
 
   it('completions and embeddings endpoints, and /v1/models per key', async () => {

@@ -36,7 +36,7 @@ beforeAll(async () => {
     models: {
       models: [
         { id: 'claude', route: [{ kind: 'anthropic', base_url: native.baseUrl, api_key: UPSTREAM_KEY, provider_model_id: 'claude-upstream' }] },
-        { id: 'local', route: [{ base_url: local.baseUrl }] },
+        { id: 'local', route: [{ base_url: local.baseUrl, input_modalities: ['text', 'image'] }] },
         { id: 'local-count', route: [{ base_url: local.baseUrl, endpoints: ['chat', 'messages', 'count_tokens'] }] },
         { id: 'two-routes', route: [{ base_url: broken.baseUrl }, { base_url: local.baseUrl, weight: 0.000001 }] },
         { id: 'broken', route: [{ base_url: broken.baseUrl }] },
@@ -248,10 +248,29 @@ describe('routing and errors', () => {
     expect(err).toBeInstanceOf(Error);
   });
 
+  it('checks Anthropic makes are made before routing, naming the field', async () => {
+    const ask = async (body: Record<string, unknown>) => {
+      const res = await fetch(`${gw.url}/v1/messages`, { method: 'POST', headers: { 'x-api-key': KEY, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'local', max_tokens: 4, ...body }) });
+      return { status: res.status, message: ((await res.json()) as { error: { message: string } }).error.message };
+    };
+    expect(await ask({ messages: [{ role: 'user', content: [] }] })).toEqual({ status: 400, message: 'messages.0.content: at least one content block is required' });
+    expect((await ask({ messages: [...hello, { role: 'assistant', content: [{ type: 'tool_use', name: 'f', input: {} }] }] })).message).toMatch(/^messages\.1\.content\.0\.id: Field required/);
+    expect((await ask({ messages: [{ role: 'user', content: [{ type: 'tool_result', content: 'x' }] }] })).message).toMatch(/^messages\.0\.content\.0\.tool_use_id: Field required/);
+    expect((await ask({ messages: hello, tool_choice: { type: 'any' } })).message).toMatch(/^tool_choice: tool_choice 'any' needs tools/);
+    expect((await ask({ messages: hello, tools: [{ name: 'a', input_schema: { type: 'object' } }], tool_choice: { type: 'tool', name: 'nope' } })).message).toBe('tool_choice.name: no tool named "nope" is defined in tools');
+    expect((await ask({ messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'base64', media_type: 'image/png' } }] }] })).message).toMatch(/source\.data/);
+    // A final assistant message is a prefill: vLLM and SGLang are asked to continue it.
+    await anthropic.messages.create({ model: 'local', max_tokens: 2, messages: [...hello, { role: 'assistant', content: '{"a":' }] });
+    expect(local.log.all().at(-1)!.body).toMatchObject({ continue_final_message: true, add_generation_prompt: false });
+  });
+
   it("the gateway's own errors are in Anthropic's envelope; x-api-key and Bearer both authenticate", async () => {
     const bad = new Anthropic({ apiKey: 'sk-wrong', baseURL: gw.url, maxRetries: 0 });
     const e401 = await bad.messages.create({ model: 'claude', max_tokens: 2, messages: hello }).catch((e: unknown) => e);
     expect(e401).toBeInstanceOf(Anthropic.AuthenticationError);
+    expect(JSON.stringify((e401 as InstanceType<typeof Anthropic.APIError>).error)).toContain('x-api-key: <key>');
+    const models = await fetch(`${gw.url}/v1/models`, { headers: { 'x-api-key': KEY } });
+    expect(models.status).toBe(200);
     const res = await fetch(`${gw.url}/v1/messages`, { method: 'POST', headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'claude', messages: hello }) });
     expect(res.status).toBe(400);
     expect(await res.json()).toEqual({ type: 'error', error: { type: 'invalid_request_error', message: 'max_tokens: Field required' } });

@@ -79,7 +79,7 @@ export class RouteSource implements CandidateSource<Life<RouteSource>> {
     if (serving.length === 0) return life.fail('endpoint_not_served', noRouteServesMessage(model.id, family!, 'route'), nowMs);
     let modal = request.modalities.length === 0 && model.textRoutes === true ? serving : routesAccepting(serving, request.modalities);
     if (modal.length === 0) {
-      return life.fail('all_circuits_open', `no route of model '${model.id}' accepts input modalities: ${request.modalities.join(', ')}`, nowMs);
+      return life.fail('modality_not_supported', `No route of model '${model.id}' accepts ${request.modalities.join(' or ')} input; send text only, or use a model whose routes list ${request.modalities.join(', ')} in input_modalities.`, nowMs);
     }
     // Context-window stage (`context-floor.ts`). Usually every route fits: nothing allocated.
     if (model.windowless !== true) {

@@ -26,7 +26,13 @@ function checkBlocks(blocks: unknown[], at: string): BodyProblem | null {
     const b = blocks[j];
     if (!isRecord(b)) return invalid(`${at}.${j}`, `Input should be a content block object such as {"type": "text", "text": "…"}, got ${jsonTypeOf(b)}`);
     if (typeof b.type !== 'string') return invalid(`${at}.${j}.type`, 'Field required');
-    if (b.type === 'text' && typeof b.text !== 'string') return invalid(`${at}.${j}.text`, 'Field required (a string)');
+    if (b.type === 'text' && typeof b.text !== 'string') return invalid(`${at}.${j}.text`, b.text === undefined ? 'Field required' : `Input should be a string, got ${jsonTypeOf(b.text)}`);
+    if (b.type === 'tool_use') {
+      if (typeof b.id !== 'string' || b.id.length === 0) return invalid(`${at}.${j}.id`, 'Field required (the tool call id the tool_result answers)');
+      if (typeof b.name !== 'string' || b.name.length === 0) return invalid(`${at}.${j}.name`, 'Field required');
+      if (!isRecord(b.input)) return invalid(`${at}.${j}.input`, `Input should be an object, got ${jsonTypeOf(b.input)}`);
+    }
+    if (b.type === 'tool_result' && (typeof b.tool_use_id !== 'string' || b.tool_use_id.length === 0)) return invalid(`${at}.${j}.tool_use_id`, 'Field required (the id of the tool_use block it answers)');
   }
   return null;
 }
@@ -45,6 +51,7 @@ function checkMessages(messages: unknown): BodyProblem | null {
     if (c === undefined || c === null) return invalid(`messages.${i}.content`, 'Field required');
     if (typeof c === 'string') continue;
     if (!Array.isArray(c)) return invalid(`messages.${i}.content`, `Input should be a string or a list of content blocks, got ${jsonTypeOf(c)}`);
+    if (c.length === 0 && (m.role === 'user' || i < messages.length - 1)) return invalid(`messages.${i}.content`, 'at least one content block is required');
     const p = checkBlocks(c, `messages.${i}.content`);
     if (p) return p;
   }
@@ -79,7 +86,13 @@ function checkCommon(body: Record<string, unknown>): BodyProblem | null {
     const v = body[field];
     if (v !== undefined && v !== null && !isRecord(v)) return invalid(field, `Input should be an object, got ${jsonTypeOf(v)}`);
   }
-  if (isRecord(body.tool_choice) && typeof body.tool_choice.type !== 'string') return invalid('tool_choice.type', 'Field required');
+  const tc = body.tool_choice;
+  if (isRecord(tc)) {
+    if (typeof tc.type !== 'string') return invalid('tool_choice.type', 'Field required');
+    const tools = Array.isArray(body.tools) ? (body.tools as Array<{ name?: unknown }>) : [];
+    if ((tc.type === 'any' || tc.type === 'tool') && tools.length === 0) return invalid('tool_choice', `tool_choice '${tc.type}' needs tools; define the tools or drop tool_choice`);
+    if (tc.type === 'tool' && !tools.some((t) => t.name === tc.name)) return invalid('tool_choice.name', `no tool named ${JSON.stringify(tc.name)} is defined in tools`);
+  }
   return checkMessages(body.messages);
 }
 

@@ -16,6 +16,9 @@ import { isAnthropicOutput } from './anthropic-events.ts';
 /** Output limit sent to Anthropic for a chat request that names none (Anthropic requires one). */
 export const DEFAULT_MAX_TOKENS = 4096;
 
+/** The request fields Anthropic's `/v1/messages/count_tokens` takes besides `model`. */
+const COUNT_FIELDS = ['messages', 'system', 'tools', 'tool_choice', 'thinking', 'mcp_servers'] as const;
+
 /** How one attempt's answer is read. */
 export interface AnthropicTranslation {
   /** Client events of one upstream event (`raw`: its data as received). */
@@ -77,7 +80,12 @@ export function translationFor(req: ClientRequest, upstreamModel: string): Anthr
       },
     };
   }
+  if (req.endpoint === 'count_tokens') {
+    // Anthropic's count endpoint takes the prompt's fields only (no max_tokens, stream, sampling).
+    const body: Record<string, unknown> = { model: upstreamModel };
+    for (const k of COUNT_FIELDS) if (req.body[k] !== undefined) body[k] = req.body[k];
+    return { body, dropped: [], headers: [[TOKEN_COUNT_HEADER, 'upstream']], translation: COUNT };
+  }
   const body = { ...req.body, model: upstreamModel };
-  if (req.endpoint === 'count_tokens') return { body, dropped: [], headers: [[TOKEN_COUNT_HEADER, 'upstream']], translation: COUNT };
   return { body, dropped: [], headers: [], translation: NATIVE };
 }

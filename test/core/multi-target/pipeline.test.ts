@@ -61,11 +61,11 @@ describe('CIDR filters', () => {
 });
 
 describe('modalities', () => {
-  it('targets that cannot take the input are not candidates; none left ⇒ 503 naming the modality', () => {
+  it('targets that cannot take the input are not candidates; none left ⇒ 400 naming the modality (a property of the request, not a transient state)', () => {
     const core = makeMtCore(['t', { id: 'v', modalities: ['text', 'image'] }], [group('g', ['t', 'v'])]);
     expect(served(core, { modalities: ['image'] }).done.metadata.servedBy).toBe('v');
     const r = served(core, { modalities: ['audio'] });
-    expect(r.error).toMatchObject({ status: 503, code: 'all_candidates_unavailable' });
+    expect(r.error).toMatchObject({ status: 400, code: 'modality_not_supported' });
     expect(r.error!.message).toContain('audio');
   });
 });

@@ -90,7 +90,10 @@ describe('chatRequestToMessages', () => {
     expect(tr({ tool_choice: 'auto', messages: [] }).body.tool_choice).toEqual({ type: 'auto' });
     expect(tr({ tool_choice: 'none', messages: [] }).body.tool_choice).toEqual({ type: 'none' });
     expect(tr({ tool_choice: { type: 'function', function: { name: 'get' } }, messages: [] }).body.tool_choice).toEqual({ type: 'tool', name: 'get' });
-    expect(tr({ parallel_tool_calls: false, messages: [] }).body.tool_choice).toEqual({ type: 'auto', disable_parallel_tool_use: true });
+    const tools = [{ type: 'function', function: { name: 'n' } }];
+    expect(tr({ tools, parallel_tool_calls: false, messages: [] }).body.tool_choice).toEqual({ type: 'auto', disable_parallel_tool_use: true });
+    // Without tools the flag means nothing (and Anthropic refuses a tool_choice without tools).
+    expect(tr({ parallel_tool_calls: false, messages: [] }).body.tool_choice).toBeUndefined();
     expect(tr({ parallel_tool_calls: true, messages: [] }).body.tool_choice).toBeUndefined();
   });
 

@@ -24,7 +24,7 @@ const schema = fc.record({ type: fc.constant('object'), properties: fc.dictionar
 
 const aText = fc.record({ type: fc.constant('text'), text });
 const aImage = fc.oneof(
-  fc.record({ type: fc.constant('image'), source: fc.record({ type: fc.constant('base64'), media_type: fc.constantFrom('image/png', 'image/jpeg'), data: fc.base64String({ maxLength: 12 }) }) }),
+  fc.record({ type: fc.constant('image'), source: fc.record({ type: fc.constant('base64'), media_type: fc.constantFrom('image/png', 'image/jpeg'), data: fc.base64String({ minLength: 4, maxLength: 12 }) }) }),
   fc.record({ type: fc.constant('image'), source: fc.record({ type: fc.constant('url'), url: ident.map((s) => `https://img.example/${s}.png`) }) }),
 );
 const aToolResult = fc.record({ type: fc.constant('tool_result'), tool_use_id: ident, content: fc.oneof(text, fc.array(aText, { minLength: 1, maxLength: 2 })) });
@@ -74,7 +74,7 @@ function normalAnthropic(req: Obj): Obj {
 const cUser = fc.record({ role: fc.constant('user'), content: fc.oneof(text, fc.array(fc.oneof(
   fc.record({ type: fc.constant('text'), text }),
   fc.record({ type: fc.constant('image_url'), image_url: fc.record({ url: fc.oneof(
-    fc.tuple(fc.constantFrom('image/png', 'image/webp'), fc.base64String({ maxLength: 12 })).map(([t, d]) => `data:${t};base64,${d}`),
+    fc.tuple(fc.constantFrom('image/png', 'image/webp'), fc.base64String({ minLength: 4, maxLength: 12 })).map(([t, d]) => `data:${t};base64,${d}`),
     ident.map((s) => `https://img.example/${s}.jpg`),
   ) }) }),
 ), { minLength: 1, maxLength: 3 })) });
@@ -111,7 +111,10 @@ function normalChat(req: Obj): Obj {
   const out: Obj = { ...req, max_tokens: req.max_tokens ?? DEFAULT_MAX };
   if (typeof req.stop === 'string') out.stop = [req.stop];
   if (req.parallel_tool_calls === true) delete out.parallel_tool_calls;
-  if (req.parallel_tool_calls === false && req.tool_choice === undefined) out.tool_choice = 'auto';
+  // Without tools, parallel_tool_calls means nothing and is not carried.
+  const hasTools = Array.isArray(req.tools) && req.tools.length > 0;
+  if (req.parallel_tool_calls === false && !hasTools && req.tool_choice === undefined) delete out.parallel_tool_calls;
+  else if (req.parallel_tool_calls === false && req.tool_choice === undefined) out.tool_choice = 'auto';
   delete out.stream_options;
   const msgs: Obj[] = [];
   for (const m of req.messages as Obj[]) {

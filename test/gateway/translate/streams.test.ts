@@ -26,7 +26,8 @@ describe('ChatStreamToMessages', () => {
       ['message_start', false],
       ['content_block_start', false], ['content_block_delta', true], ['content_block_stop', false],
       ['content_block_start', false], ['content_block_delta', true], ['content_block_stop', false],
-      ['content_block_start', true], ['content_block_delta', true], ['content_block_delta', true], ['content_block_stop', false],
+      // Tool calls are gathered and sent whole at the end, one input_json_delta each.
+      ['content_block_start', true], ['content_block_delta', true], ['content_block_stop', false],
       ['content_block_start', true], ['content_block_delta', true], ['content_block_stop', false],
       ['message_delta', false],
     ]);
@@ -35,12 +36,50 @@ describe('ChatStreamToMessages', () => {
     expect(ev[2]!.data).toEqual({ type: 'content_block_delta', index: 0, delta: { type: 'thinking_delta', thinking: 'hm' } });
     expect(ev[5]!.data).toEqual({ type: 'content_block_delta', index: 1, delta: { type: 'text_delta', text: 'Hi' } });
     expect(ev[7]!.data).toEqual({ type: 'content_block_start', index: 2, content_block: { type: 'tool_use', id: 'call_a', name: 'get', input: {} } });
-    expect(ev[8]!.data).toEqual({ type: 'content_block_delta', index: 2, delta: { type: 'input_json_delta', partial_json: '{"a":' } });
-    expect(ev[13]!.data).toEqual({ type: 'content_block_stop', index: 3 });
-    expect(ev[14]!.data).toEqual({ type: 'message_delta', delta: { stop_reason: 'tool_use', stop_sequence: null }, usage: { input_tokens: 10, output_tokens: 4, cache_read_input_tokens: 2, cache_creation_input_tokens: 0 } });
+    expect(ev[8]!.data).toEqual({ type: 'content_block_delta', index: 2, delta: { type: 'input_json_delta', partial_json: '{"a":1}' } });
+    expect(ev[12]!.data).toEqual({ type: 'content_block_stop', index: 3 });
+    expect(ev[13]!.data).toEqual({ type: 'message_delta', delta: { stop_reason: 'tool_use', stop_sequence: null }, usage: { input_tokens: 10, output_tokens: 4, cache_read_input_tokens: 2, cache_creation_input_tokens: 0 } });
     expect(t.usage).toEqual({ inputTokens: 12, outputTokens: 4, cachedTokens: 2 });
     expect(t.end()).toEqual([]);
   });
+  it('parallel tool calls streamed interleaved, or under one index with distinct ids, come out as whole blocks', () => {
+    const blocks = (chunks: Array<Record<string, unknown>>) => {
+      const t = new ChatStreamToMessages('m');
+      const ev = parsed([...chunks.flatMap((c) => t.chunk(chunk(c))), ...t.end()]);
+      return ev.filter((e) => e.name === 'content_block_start').map((e, i) => ({
+        ...(e.data.content_block as { type: string; id: string; name: string; input: unknown }),
+        args: ev.filter((d) => d.name === 'content_block_delta' && d.data.index === i).map((d) => (d.data.delta as { partial_json: string }).partial_json).join(''),
+      }));
+    };
+    const interleaved = blocks([
+      { tool_calls: [{ index: 0, id: 'c1', function: { name: 'a', arguments: '' } }] },
+      { tool_calls: [{ index: 1, id: 'c2', function: { name: 'b', arguments: '{"y"' } }] },
+      { tool_calls: [{ index: 0, function: { arguments: '{"x":' } }] },
+      { tool_calls: [{ index: 1, function: { arguments: ':2}' } }] },
+      { tool_calls: [{ index: 0, function: { arguments: '1}' } }] },
+    ]);
+    expect(interleaved).toEqual([
+      { type: 'tool_use', id: 'c1', name: 'a', input: {}, args: '{"x":1}' },
+      { type: 'tool_use', id: 'c2', name: 'b', input: {}, args: '{"y":2}' },
+    ]);
+    const oneIndex = blocks([
+      { tool_calls: [{ index: 0, id: 'c1', function: { name: 'a', arguments: '{"x":1}' } }] },
+      { tool_calls: [{ index: 0, id: 'c2', function: { name: 'b', arguments: '{"y":2}' } }] },
+    ]);
+    expect(oneIndex.map((b) => [b.id, b.name, b.args])).toEqual([
+      ['c1', 'a', '{"x":1}'],
+      ['c2', 'b', '{"y":2}'],
+    ]);
+  });
+
+  it("names the matched stop sequence when the upstream reports it (vLLM's stop_reason)", () => {
+    const t = new ChatStreamToMessages('m');
+    t.chunk(chunk({ content: 'the quick brown' }));
+    t.chunk({ id: 'c1', choices: [{ index: 0, delta: {}, finish_reason: 'stop', stop_reason: 'fox' }] });
+    const last = parsed(t.end()).at(-1)!;
+    expect(last.data.delta).toEqual({ stop_reason: 'stop_sequence', stop_sequence: 'fox' });
+  });
+
   it('translates only choice 0 and reads `reasoning` too', () => {
     const t = new ChatStreamToMessages('m');
     const out = parsed([
