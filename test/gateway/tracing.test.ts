@@ -2,7 +2,11 @@
 // span per request and one client span per upstream attempt, the client's traceparent as the
 // parent, and each attempt's own traceparent at its upstream.
 import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
+import { buildGatewayConfig } from '../../gateway/config/load.ts';
+import { startGateway } from '../../gateway/gateway.ts';
+import { startEmulator } from '../../simulator/emulator/emulator.ts';
 import { hello, startStack, type Stack } from './harness.ts';
 
 let stack: Stack | null = null;
@@ -135,6 +139,39 @@ describe('tracing on', () => {
     const { request } = await spansOf(stack, exporter);
     expect(request.parentSpanContext).toBeUndefined();
     expect(request.spanContext().traceId).not.toBe('0'.repeat(32));
+  });
+});
+
+describe('tracing on, Anthropic', () => {
+  it('a Messages request over a native anthropic route: a chat span, and the traceparent at the upstream', async () => {
+    const emu = await startEmulator({ faults: { latency_scale: 0.02 }, modelName: 'claude-upstream' });
+    const exporter = new InMemorySpanExporter();
+    const config = buildGatewayConfig({
+      models: { models: [{ id: 'claude', route: [{ kind: 'anthropic', base_url: emu.baseUrl, provider_model_id: 'claude-upstream' }] }] },
+      gateway: { auth: { mode: 'none' }, tracing: { enabled: true } },
+    });
+    const gw = await startGateway({ config, host: '127.0.0.1', port: 0, seed: 3, logger: pino({ level: 'silent' }), traceExporter: exporter });
+    try {
+      const res = await fetch(`${gw.url}/v1/messages`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01', traceparent: `00-${TRACE_ID}-${CLIENT_SPAN}-01` },
+        body: JSON.stringify({ model: 'claude', max_tokens: 8, messages: hello }),
+      });
+      expect(res.status).toBe(200);
+      await res.text();
+      await gw.flushTraces();
+      const spans = exporter.getFinishedSpans();
+      const request = spans.find((x) => x.kind === 1)!;
+      const attempt = spans.find((x) => x.kind === 2)!;
+      expect(request.name).toBe('chat claude');
+      expect(request.attributes['gen_ai.response.model']).toBe('claude-upstream');
+      expect(attempt.attributes['gen_ai.request.model']).toBe('claude-upstream');
+      const [, traceId, spanId] = parts(emu.log.all()[0]!.headers?.traceparent);
+      expect([traceId, spanId]).toEqual([TRACE_ID, attempt.spanContext().spanId]);
+    } finally {
+      await gw.close();
+      await emu.close();
+    }
   });
 });
 
