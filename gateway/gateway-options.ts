@@ -2,6 +2,7 @@
  * What `startGateway` (gateway.ts) takes and gives back: its options, and the handle of a
  * listening gateway (addresses, the core in force, reload, drain, close, the worker snapshot).
  */
+import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
 import type { Logger } from 'pino';
 import type { RoutingCore } from '../core/index.ts';
 import type { GatewayConfig } from './config/load.ts';
@@ -55,6 +56,11 @@ export interface GatewayOptions {
    * cover every worker (gateway/server/worker-aggregate.ts). Absent: this gateway's own only.
    */
   peers?: () => Promise<PeerAnswer[]>;
+  /**
+   * Where spans go when `tracing.enabled` is set, instead of OTLP/HTTP to `tracing.endpoint`
+   * (tests pass an `InMemorySpanExporter`). Ignored when tracing is off.
+   */
+  traceExporter?: SpanExporter;
 }
 
 /** The RouteWise prober of a gateway, as `RunningGateway.probes()` reports it. */
@@ -89,6 +95,8 @@ export interface RunningGateway {
   inFlight(): number;
   /** The RouteWise prober's state and counters (probes are not counted in `inFlight`). */
   probes(): ProbeStatus;
+  /** Exports the spans ended so far (nothing to do when tracing is off). */
+  flushTraces(): Promise<void>;
   /** Upstream pools: per origin, open connections, running and queued requests (empty after close). */
   upstreamStats(): ReturnType<UpstreamPools['stats']>;
   /**

@@ -21,6 +21,9 @@
  * strategies, RouteWise quota / concurrency routes) is refused at start and on reload when
  * `server.workers` > 1.
  *
+ * Tracing (`tracing/`): with `tracing.enabled`, OpenTelemetry is imported at start and every
+ * request and upstream attempt gets a span; closing the gateway exports what is left.
+ *
  * RouteWise prober (routewise/prober.ts): when a routewise model sets `probe_enabled`, each
  * generation gets a prober that sends 1-token probes to idle routes; it is stopped on reload
  * (and a new one started on the new generation) and on drain / close. One `ProbeGate` per
@@ -37,6 +40,7 @@ import { restartOnly } from './config/restart-only.ts';
 import type { GatewayOptions, RunningGateway } from './gateway-options.ts';
 import { GatewayMetrics } from './metrics.ts';
 import { RequestLog } from './request-log/request-log.ts';
+import { loadTracing } from './tracing/tracing.ts';
 import { createAdminApp, createApp, deepHealthView, type Generation, type ServerContext } from './server/uws.ts';
 import { bracket, listen } from './server/listen.ts';
 import { aggregateMetricsText, mergeDeepHealth, type WorkerSnapshot } from './server/worker-aggregate.ts';
@@ -73,7 +77,16 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     if (v !== undefined && !(v > 0)) throw new RangeError(`gateway: ${name} must be > 0 ms, got ${v}`);
   }
   const log = opts.logger ?? pino({ level: s.server.log_level, base: { worker } });
-  const control = await ControlPlane.open(s.store, log);
+  // Loaded (with OpenTelemetry) only when tracing is on.
+  const tracing = await loadTracing(s.tracing, opts.traceExporter ? { exporter: opts.traceExporter } : {});
+  /** Exports the spans left and stops; a collector that cannot be reached is logged, never thrown. */
+  const stopTracing = async (): Promise<void> => {
+    await tracing?.shutdown().catch((e: unknown) => log.warn({ endpoint: s.tracing.endpoint, reason: (e as Error).message }, 'tracing: spans left at close were not exported'));
+  };
+  const control = await ControlPlane.open(s.store, log).catch(async (e: unknown) => {
+    await stopTracing();
+    throw e;
+  });
   const pools = new UpstreamPools(s.upstream);
   const rl = s.request_log;
   const requestLog = rl.path
@@ -138,13 +151,14 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     return models === c.models ? c : { ...c, models };
   };
   const build = (c: GatewayConfig, prev: Generation | null): Generation =>
-    buildGeneration(withOverlay(c, control.overlay), { seed, worker, pools, log, metrics, requestLog, logPrompts, overlay: control.routeOverlay(), carryFrom: prev?.core ?? null });
+    buildGeneration(withOverlay(c, control.overlay), { seed, worker, pools, log, metrics, requestLog, logPrompts, overlay: control.routeOverlay(), carryFrom: prev?.core ?? null, tracing });
   try {
     ctx.gen = build(config, null);
   } catch (e) {
     await pools.close();
     await requestLog?.close();
     await control.close();
+    await stopTracing();
     throw e;
   }
   /** The YAML configuration in force (the overlay is applied on top of it). */
@@ -174,6 +188,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     await pools.close();
     await requestLog?.close();
     await control.close();
+    await stopTracing();
     throw new Error(`${what}${(e as Error).message}`);
   };
   const { port, socket } = await listen(app, host, opts.port ?? s.server.port, !opts.sharedPort).catch((e: unknown) => abandon(e, ''));
@@ -244,7 +259,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     }
   });
   log.info(
-    { host, port, admin: admin?.url ?? null, seed, probing: prober ? prober.models.map((m) => m.id) : [], models: ctx.gen.core.allModels().map((m) => m.id), endpoints: [...ctx.gen.routes.keys()], auth: s.auth.mode, requestLog: rl.path },
+    { host, port, admin: admin?.url ?? null, seed, probing: prober ? prober.models.map((m) => m.id) : [], models: ctx.gen.core.allModels().map((m) => m.id), endpoints: [...ctx.gen.routes.keys()], auth: s.auth.mode, requestLog: rl.path, tracing: s.tracing.enabled ? s.tracing.endpoint : null },
     'gateway listening',
   );
   // What this process runs with for the restart-only settings: the start configuration (a
@@ -262,6 +277,8 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       await pools.close();
       await requestLog?.close();
       await control.close();
+      // The spans of the requests above are ended by now; what is left is exported.
+      await stopTracing();
     })();
     return closing;
   };
@@ -282,6 +299,9 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     reloadRejected(problems) {
       metrics.observeReload(false);
       ctx.configStatus.rejected(problems, Date.now());
+    },
+    flushTraces: async () => {
+      await tracing?.flush();
     },
     reload(next) {
       let gen: Generation;

@@ -15,8 +15,10 @@ import { LOG_BLOCK, type RequestLogRow } from './request-log/log-row.ts';
 import { prefixBlockHashes, serializedPrompt } from './request-log/prefix-hashes.ts';
 import type { RequestLog } from './request-log/request-log.ts';
 import type { FinishedExchange, RouteTarget } from './server/exchange-context.ts';
+import { attemptReason } from './server/attempt-reason.ts';
 import type { Generation } from './server/uws.ts';
 import { adoptWakeups } from './server/wakeups.ts';
+import type { Tracing } from './tracing/tracing.ts';
 import type { UpstreamPools } from './upstream/pools.ts';
 import { adapterFor, defaultEndpoints, routeServeProblem } from './upstream/adapters.ts';
 
@@ -73,6 +75,8 @@ export interface GenerationDeps {
   overlay: RouteOverlay;
   /** The generation in force until now, whose learned state the new core shares; null at start. */
   carryFrom: RoutingCore | null;
+  /** The gateway's tracing, or null when it is off. */
+  tracing: Tracing | null;
 }
 
 /**
@@ -113,6 +117,7 @@ export function buildGeneration(config: GatewayConfig, d: GenerationDeps): Gener
         endpoints: new Set(routeEndpointFamilies(r.kind, r.endpoints, defaultEndpoints) ?? adapter.endpoints),
         pool: d.pools.forOrigin(url.origin),
         basePath: url.pathname.replace(/\/+$/, ''),
+        origin: url.origin,
         apiKey: r.api_key ?? null,
         upstreamModel: r.provider_model_id ?? m.id,
       });
@@ -194,14 +199,13 @@ export function buildGeneration(config: GatewayConfig, d: GenerationDeps): Gener
     const atts = md?.attempts ?? [];
     for (let i = 0; i < atts.length; i++) {
       const a = atts[i]!;
-      const offload = md!.offloadReason !== null && a.endpointId === md!.offloadEndpointId;
       // The serving attempt carries the request's tokens when its upstream reported no usage.
       const served = a.outcome.kind === 'ok' && a.endpointId === endpoint;
       row.attemptLog.push({
         endpointId: a.endpointId,
         target: a.target ?? null,
         outcome: a.outcome.kind === 'http_status' ? `http_${a.outcome.status}` : a.outcome.kind,
-        reason: i === 0 ? 'primary' : offload ? 'offload' : a.endpointId === atts[i - 1]!.endpointId ? 'retry' : 'fallback',
+        reason: attemptReason(md!, i),
         startOffsetMs: a.startMs - f.startedAtMs,
         endOffsetMs: a.endMs - f.startedAtMs,
         inputTokens: a.usage && a.usage.inputTokens > 0 ? a.usage.inputTokens : served ? inputTokens : 0,
@@ -221,6 +225,7 @@ export function buildGeneration(config: GatewayConfig, d: GenerationDeps): Gener
     now: () => performance.now(),
     log: d.log,
     maxErrorBodyBytes: s.upstream.max_error_body_kb * 1024,
+    tracing: d.tracing,
     onFinished,
     callers: new Callers(s.auth, core),
     bodyLimitBytes: bodyLimitBytes(s),

@@ -21,7 +21,7 @@ const FORBIDDEN: Array<[RegExp, string]> = [
   [/from ['"]node:/, 'a node: module (I/O belongs in drivers)'],
   [/\bfetch\(|\brequire\(/, 'I/O or require'],
   [/from ['"]\.\.\/(\.\.\/)*(simulator|gateway|traces|notebooks-web)\//, 'a driver import (dependencies point into core/)'],
-  [/from ['"](undici|uWebSockets|@trufflesuite|@duckdb|apache-arrow|pino|prom-client)/, 'an I/O library'],
+  [/from ['"](undici|uWebSockets|@trufflesuite|@duckdb|apache-arrow|pino|prom-client|@opentelemetry)/, 'an I/O library'],
 ];
 
 describe('core/ is sans-I/O and deterministic', () => {

@@ -115,6 +115,7 @@ export async function verifyUpstream(target: RouteTarget | UpstreamSpec, timeout
         endpoints: new Set(routeEndpointFamilies(target.kind, target.endpoints ?? undefined, defaultEndpoints) ?? adapter.endpoints),
         pool,
         basePath: url.pathname.replace(/\/+$/, ''),
+        origin: url.origin,
         apiKey: target.apiKey,
         upstreamModel: target.upstreamModel,
       };

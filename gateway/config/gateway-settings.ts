@@ -154,6 +154,26 @@ export const StoreSchema = z.discriminatedUnion('kind', [
     .strict(),
 ]);
 
+/**
+ * OpenTelemetry traces (`gateway/tracing/`): one server span per inference request and one child
+ * span per upstream attempt, with the GenAI semantic conventions' `gen_ai.*` attributes, sent
+ * over OTLP/HTTP. Off by default; when off, no OpenTelemetry module is loaded.
+ */
+export const TracingSchema = z
+  .object({
+    enabled: z.boolean().default(false),
+    /** OTLP/HTTP traces URL (the collector's `/v1/traces`). */
+    endpoint: z
+      .string()
+      .regex(/^https?:\/\/[^/\s]+/, 'must be an http:// or https:// URL, e.g. http://127.0.0.1:4318/v1/traces')
+      .default('http://127.0.0.1:4318/v1/traces'),
+    /** Share of new traces recorded (by trace id); a client's sampled flag wins when it sends a `traceparent`. */
+    sample_ratio: z.number().min(0).max(1).default(1),
+    /** The `service.name` resource attribute. */
+    service_name: z.string().min(1).default('switchyard-gateway'),
+  })
+  .strict();
+
 /** `store:` extras shared by both kinds. */
 export const StorePollSchema = z.number().int().min(100).default(2_000);
 
@@ -173,6 +193,7 @@ export const GatewaySettingsSchema = z
      * replica (or another worker) are applied here too. Ignored without a store.
      */
     store_poll_ms: StorePollSchema,
+    tracing: TracingSchema.default(TracingSchema.parse({})),
   })
   .strict();
 
@@ -184,6 +205,9 @@ export type CallerKeyConfig = z.infer<typeof CallerKeySchema>;
 export type AuthConfig = z.infer<typeof AuthSchema>;
 /** The validated `RequestLogSchema` value (defaults applied). */
 export type RequestLogConfig = z.infer<typeof RequestLogSchema>;
+
+/** The validated `TracingSchema` value (defaults applied). */
+export type TracingConfig = z.infer<typeof TracingSchema>;
 
 /** The body limit in bytes. */
 export function bodyLimitBytes(s: GatewaySettings): number {

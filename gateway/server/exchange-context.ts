@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import type { RoutingCore, RoutingMetadata, Rng } from '../../core/index.ts';
 import type { ClientRequest, Endpoint } from '../request-body.ts';
 import type { UpstreamAdapter, UpstreamTarget } from '../upstream/adapter.ts';
+import type { Tracing, ClientTraceHeaders } from '../tracing/tracing.ts';
 import type { HeaderPairs } from './client-response.ts';
 
 /** Where an endpoint id sends its attempts, and the adapter (route `kind`) that speaks to it. */
@@ -15,6 +16,8 @@ export interface RouteTarget extends UpstreamTarget {
   readonly adapter: UpstreamAdapter;
   /** The endpoint families the route serves (its `endpoints:`, else its kind's default). */
   readonly endpoints: ReadonlySet<Endpoint>;
+  /** The base_url's origin (`http://host:port`), for the attempt spans' `server.address`. */
+  readonly origin: string;
 }
 
 /** What every exchange of one gateway shares. */
@@ -27,6 +30,8 @@ export interface ExchangeContext {
   now(): number;
   readonly log: Logger;
   readonly maxErrorBodyBytes: number;
+  /** Traces of requests and attempts; null when `tracing.enabled` is false. */
+  readonly tracing: Tracing | null;
   /** Called once per exchange when it is over (request log and metrics); must not throw. */
   onFinished?(f: FinishedExchange): void;
 }
@@ -67,6 +72,8 @@ export interface ExchangeMeta {
   /** Routing-relevant request headers (`hash_on`), lower-case names. */
   readonly headers: Readonly<Record<string, string>> | null;
   readonly cookies: Readonly<Record<string, string>> | null;
+  /** The client's `traceparent` / `tracestate`, read only when tracing is on; else null. */
+  readonly traceHeaders: ClientTraceHeaders | null;
   /** The client headers the endpoint family forwards to adapters (`EndpointFamily.forwardHeaders`), or null. */
   readonly forwardedHeaders: Readonly<Record<string, string>> | null;
   /**

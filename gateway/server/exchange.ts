@@ -22,11 +22,12 @@ import type { Caller } from '../callers.ts';
 import { clientMessage, statusOf } from '../errors.ts';
 import type { ClientRequest } from '../request-body.ts';
 import type { RelayEvent } from '../sse-relay.ts';
+import type { RequestTrace } from '../tracing/tracing.ts';
 import type { AttemptEnd } from '../upstream/adapter.ts';
 import { newAttempt, type Attempt } from './attempt.ts';
 import type { ClientResponse, HeaderPairs } from './client-response.ts';
 import { DeadlineTimer } from './deadline-timer.ts';
-import type { ExchangeContext, ExchangeMeta } from './exchange-context.ts';
+import type { ExchangeContext, ExchangeMeta, FinishedExchange } from './exchange-context.ts';
 import { logRequestLine } from './request-line.ts';
 import { routeRequestOf } from './route-request.ts';
 import { PASS_THROUGH_CODES, upstreamMessage } from './upstream-error-body.ts';
@@ -69,6 +70,8 @@ export class Exchange implements ListLinks<Exchange> {
   private cut = false;
   /** The life is registered for outbound-slot wake-ups (it queued an attempt). */
   private wakeable = false;
+  /** The request's spans; null when tracing is off. */
+  private readonly trace: RequestTrace | null;
 
   constructor(
     private readonly ctx: ExchangeContext,
@@ -83,6 +86,7 @@ export class Exchange implements ListLinks<Exchange> {
     });
     this.requestId = meta.requestId;
     this.baseHeaders = meta.baseHeaders;
+    this.trace = ctx.tracing === null ? null : ctx.tracing.startRequest(meta.traceHeaders, this.startedAtMs);
   }
 
   /** Begins routing. */
@@ -168,9 +172,9 @@ export class Exchange implements ListLinks<Exchange> {
 
   private report(md: RoutingMetadata | null): void {
     const f = this.ctx.onFinished;
-    if (!f) return;
+    if (!f && this.trace === null) return;
     try {
-      f({
+      const finished: FinishedExchange = {
         req: this.req,
         requestId: this.requestId,
         sessionId: this.meta.sessionId,
@@ -180,9 +184,11 @@ export class Exchange implements ListLinks<Exchange> {
         metadata: md,
         httpStatus: this.client.aborted ? 499 : (this.client.status ?? 500),
         cut: this.cut,
-      });
+      };
+      if (this.trace !== null) this.trace.end(finished);
+      if (f) f(finished);
     } catch (e) {
-      this.ctx.log.error({ requestId: this.requestId, err: e }, 'request log/metrics failed');
+      this.ctx.log.error({ requestId: this.requestId, err: e }, 'request log/metrics/trace failed');
     }
   }
 
@@ -260,7 +266,12 @@ export class Exchange implements ListLinks<Exchange> {
     att.handle = target.adapter.startAttempt(
       target,
       this.req,
-      { requestId: this.requestId, maxErrorBodyBytes: this.ctx.maxErrorBodyBytes, clientHeaders: this.meta.forwardedHeaders },
+      {
+        requestId: this.requestId,
+        maxErrorBodyBytes: this.ctx.maxErrorBodyBytes,
+        clientHeaders: this.meta.forwardedHeaders,
+        traceHeaders: this.trace === null ? null : this.trace.attempt(id, target, this.ctx.now()),
+      },
       {
         headers: () => this.run(() => !att.closed && this.step({ kind: 'first_output', attemptId: id })),
         events: (events) => {

@@ -189,6 +189,7 @@ function handleInference(ctx: ServerContext, family: EndpointFamily, wire: Clien
   if (budgetAlpha.kind === 'ok') (headers ??= {})[BUDGET_ALPHA_HEADER] = String(budgetAlpha.alpha);
   const cookies = g.routingCookies ? parseCookies(req.getHeader('cookie')) : null;
   const clientIp = Buffer.from(res.getRemoteAddressAsText()).toString('latin1');
+  const traceHeaders = g.tracing === null ? null : { traceparent: req.getHeader('traceparent'), tracestate: req.getHeader('tracestate') };
 
   const base: HeaderPairs = [['x-request-id', requestId]];
   let exchange: Exchange | null = null;
@@ -275,6 +276,7 @@ function handleInference(ctx: ServerContext, family: EndpointFamily, wire: Clien
         headers,
         cookies,
         forwardedHeaders,
+        traceHeaders,
         released: () => {
           ctx.live.remove(ex);
           release();

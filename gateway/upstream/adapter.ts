@@ -101,6 +101,12 @@ export interface AttemptContext {
    * names), or null: the adapter decides which reach its upstream, translated or dropped.
    */
   readonly clientHeaders: Readonly<Record<string, string>> | null;
+  /**
+   * W3C trace-context headers (`traceparent`, and `tracestate` when the client sent one) naming
+   * this attempt's span as the upstream's parent; null or absent when tracing is off. Adapters
+   * send them as they are.
+   */
+  readonly traceHeaders?: Readonly<Record<string, string>> | null;
 }
 
 /** One upstream protocol (a route `kind`). */

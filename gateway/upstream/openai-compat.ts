@@ -10,8 +10,8 @@
  * protocol violation (unparseable stream or body, a stream that ends without `[DONE]` or a
  * finish reason), which counts as a reset. Deciding what an outcome means is the core's job.
  *
- * The client's own headers are never forwarded: upstreams get the route's key, if any, and the
- * request id.
+ * The client's own headers are never forwarded: upstreams get the route's key, if any, the
+ * request id and, when tracing is on, the trace-context headers of the attempt's span.
  */
 import type { Dispatcher, Pool } from 'undici';
 import { classifyUpstreamError, parseRetryAfterMs, type Outcome, type Usage } from '../../core/index.ts';
@@ -47,7 +47,8 @@ export interface AttemptSpec {
   /** Frames relayed stream events for the client (the request's family wire); default OpenAI's. */
   readonly wire?: ClientWire;
   /** `AttemptHandle.commitHeaders` of the attempt (e.g. the fields a translation dropped). */
-  readonly commitHeaders?: ReadonlyArray<readonly [string, string]>;
+  readonly commitHeaders?: ReadonlyArray<readonly [string, string]>;  /** Trace-context headers sent as they are (`AttemptContext.traceHeaders`), or null / absent. */
+  readonly traceHeaders?: Readonly<Record<string, string>> | null;
 }
 
 /**
@@ -128,6 +129,7 @@ export const openaiCompatAdapter: UpstreamAdapter = {
         publicModel: req.model,
         maxErrorBodyBytes: ctx.maxErrorBodyBytes,
         wire: req.wire,
+        traceHeaders: ctx.traceHeaders ?? null,
       },
       hooks,
       end,
@@ -154,6 +156,7 @@ export function startAttempt(spec: AttemptSpec, hooks: AttemptHooks, end: (e: At
     'x-request-id': spec.requestId,
   };
   if (spec.apiKey) headers.authorization = `Bearer ${spec.apiKey}`;
+  if (spec.traceHeaders) Object.assign(headers, spec.traceHeaders);
   const handler = new AttemptHandler(spec, hooks, end);
   try {
     spec.pool.dispatch({ method: 'POST', path: spec.path, headers, body: spec.body }, handler);

@@ -125,8 +125,8 @@ interface Generation {
   writer: OutputWriter;
 }
 
-/** Request headers kept in the log (Anthropic's key and version headers). */
-const LOGGED_HEADERS = ['x-api-key', 'anthropic-version', 'anthropic-beta'] as const;
+/** Request headers kept in the log (Anthropic's key and version headers, the W3C trace context). */
+const LOGGED_HEADERS = ['x-api-key', 'anthropic-version', 'anthropic-beta', 'traceparent', 'tracestate'] as const;
 
 /** The `max_model_len` `/tokenize` reports when the replica sets none (echo mode, legacy profiles). */
 const DEFAULT_MODEL_LEN = 32_768;

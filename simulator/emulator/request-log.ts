@@ -28,7 +28,7 @@ export interface RequestRecord {
   readonly body: unknown;
   /** The `authorization` header as received (tests check which key a route sent). */
   readonly authorization: string;
-  /** The `x-api-key`, `anthropic-version` and `anthropic-beta` headers that were sent; absent when none was. */
+  /** The `x-api-key`, `anthropic-version`, `anthropic-beta`, `traceparent` and `tracestate` headers that were sent; absent when none was. */
   readonly headers?: Readonly<Record<string, string>>;
   stream: boolean;
   /** HTTP status sent, or null while none was. */

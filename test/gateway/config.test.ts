@@ -241,3 +241,27 @@ describe('request log memory limit', () => {
     expect(requestLogMemoryLimitMb(rl({ memory_limit_mb: 16 }))).toBe(16);
   });
 });
+
+describe('tracing settings', () => {
+  const models = { models: [{ id: 'demo', route: [{ base_url: 'http://127.0.0.1:9001/v1' }] }] };
+  it('are off by default, with the OTLP/HTTP default endpoint, every trace sampled and the service name', () => {
+    const c = buildGatewayConfig({ models, gateway: { auth: { mode: 'none' } } });
+    expect(c.settings.tracing).toEqual({ enabled: false, endpoint: 'http://127.0.0.1:4318/v1/traces', sample_ratio: 1, service_name: 'switchyard-gateway' });
+    const on = buildGatewayConfig({ models, gateway: { auth: { mode: 'none' }, tracing: { enabled: true, endpoint: 'https://otel.example:4318/v1/traces', sample_ratio: 0.25, service_name: 'gw-a' } } });
+    expect(on.settings.tracing).toEqual({ enabled: true, endpoint: 'https://otel.example:4318/v1/traces', sample_ratio: 0.25, service_name: 'gw-a' });
+  });
+  it.each([
+    ['sample_ratio', { sample_ratio: 1.5 }],
+    ['sample_ratio', { sample_ratio: -0.1 }],
+    ['endpoint', { endpoint: 'otel:4318' }],
+    ['service_name', { service_name: '' }],
+    ['enabled', { enabled: 'yes' }],
+  ])('refuse a bad %s, naming the field', (field, tracing) => {
+    const p = problems(() => buildGatewayConfig({ models, gateway: { auth: { mode: 'none' }, tracing } }));
+    expect(p.map((x) => x.field)).toEqual([`tracing.${field}`]);
+  });
+  it('refuse an unknown key', () => {
+    const p = problems(() => buildGatewayConfig({ models, gateway: { auth: { mode: 'none' }, tracing: { enable: true } } }));
+    expect(p[0]!.field).toMatch(/^tracing/);
+  });
+});
