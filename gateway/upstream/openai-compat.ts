@@ -408,27 +408,36 @@ class AttemptHandler implements Dispatcher.DispatchHandler, AttemptHandle {
   /** The error status as an outcome: the (size-bounded) body, its error code, Retry-After. */
   private httpFailure(): AttemptEnd {
     const errorBody = Buffer.concat(this.parts).subarray(0, this.spec.maxErrorBodyBytes).toString('utf8');
-    let code: string | null = null;
-    let type: string | null = null;
-    let message: string | null = null;
-    try {
-      const body = JSON.parse(errorBody) as { error?: unknown; message?: unknown; type?: unknown };
-      // OpenAI/vLLM `{"error":{…}}`, SGLang/FastAPI `{"message":…}` or `{"detail":…}`, Anthropic `{"type":"error","error":{…}}`.
-      const err = (typeof body.error === 'object' && body.error !== null ? body.error : body) as { code?: unknown; type?: unknown; message?: unknown; detail?: unknown };
-      code = typeof err.code === 'string' ? err.code : null;
-      type = typeof err.type === 'string' ? err.type : null;
-      message = typeof err.message === 'string' ? err.message : typeof err.detail === 'string' ? err.detail : typeof body.error === 'string' ? body.error : null;
-    } catch {
-      message = errorBody; // plain text
-    }
-    const status = this.status > 599 ? 599 : this.status;
-    const retryAfterMs = retryAfterFromHeaders(this.responseHeaders ?? {});
-    return {
-      kind: 'failed',
-      outcome: { kind: 'http_status', status, errorClass: classifyUpstreamError({ status, code: code ?? type, type, message, retryAfterMs }), retryAfterMs },
-      errorBody,
-    };
+    return errorBodyFailure(this.status, errorBody, retryAfterFromHeaders(this.responseHeaders ?? {}));
   }
+}
+
+/**
+ * An upstream error answer (HTTP status ≥ 400, or an in-band error given the status its type
+ * stands for) as a failed attempt: the body's error code, type and message read from any of the
+ * shapes upstreams use — OpenAI/vLLM `{"error":{…}}`, SGLang/FastAPI `{"message":…}` or
+ * `{"detail":…}`, Anthropic `{"type":"error","error":{…}}`, plain text — and classified by the
+ * core's outcome table; the raw body is kept for the client wire. Statuses above 599 read as 599.
+ */
+export function errorBodyFailure(status: number, errorBody: string, retryAfterMs: number | null): AttemptEnd {
+  let code: string | null = null;
+  let type: string | null = null;
+  let message: string | null = null;
+  try {
+    const body = JSON.parse(errorBody) as { error?: unknown; message?: unknown; type?: unknown };
+    const err = (typeof body.error === 'object' && body.error !== null ? body.error : body) as { code?: unknown; type?: unknown; message?: unknown; detail?: unknown };
+    code = typeof err.code === 'string' ? err.code : null;
+    type = typeof err.type === 'string' ? err.type : null;
+    message = typeof err.message === 'string' ? err.message : typeof err.detail === 'string' ? err.detail : typeof body.error === 'string' ? body.error : null;
+  } catch {
+    message = errorBody; // plain text
+  }
+  const s = status > 599 ? 599 : status;
+  return {
+    kind: 'failed',
+    outcome: { kind: 'http_status', status: s, errorClass: classifyUpstreamError({ status: s, code: code ?? type, type, message, retryAfterMs }), retryAfterMs },
+    errorBody,
+  };
 }
 
 /**

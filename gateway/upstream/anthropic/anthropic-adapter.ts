@@ -16,12 +16,12 @@
  */
 import { createParser } from 'eventsource-parser';
 import type { Dispatcher } from 'undici';
-import { classifyUpstreamError, type Outcome, type Usage } from '../../../core/index.ts';
+import type { Usage } from '../../../core/index.ts';
 import type { ClientRequest } from '../../request-body.ts';
 import type { RelayEvent } from '../../sse-relay.ts';
 import type { AttemptContext, AttemptEnd, AttemptHandle, AttemptHooks, UpstreamAdapter, UpstreamTarget } from '../adapter.ts';
 import { droppedParamsHeader } from '../dropped-params.ts';
-import { retryAfterFromHeaders, transportOutcome } from '../openai-compat.ts';
+import { errorBodyFailure, retryAfterFromHeaders, transportOutcome } from '../openai-compat.ts';
 import { usageFromAnthropic } from '../../translate/usage.ts';
 import { AnthropicStreamUsage, statusOfAnthropicError } from './anthropic-events.ts';
 import { translationFor, type AnthropicTranslation } from './anthropic-translation.ts';
@@ -33,23 +33,6 @@ const RESET: AttemptEnd = { kind: 'failed', outcome: { kind: 'transport', cause:
 
 function isRecord(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
-}
-
-/** An Anthropic (or OpenAI-shaped) error body as a failed attempt the core can classify. */
-export function anthropicFailure(status: number, body: string, retryAfterMs: number | null): AttemptEnd {
-  let type: string | null = null;
-  let message: string | null = null;
-  try {
-    const parsed = JSON.parse(body) as Record<string, unknown>;
-    const e = isRecord(parsed.error) ? parsed.error : parsed;
-    type = typeof e.type === 'string' ? e.type : null;
-    message = typeof e.message === 'string' ? e.message : null;
-  } catch {
-    message = body;
-  }
-  const s = status > 599 ? 599 : status;
-  const outcome: Outcome = { kind: 'http_status', status: s, errorClass: classifyUpstreamError({ status: s, code: type, type, message, retryAfterMs }), retryAfterMs };
-  return { kind: 'failed', outcome, errorBody: body };
 }
 
 /** Where an attempt goes and how its answer is read, per endpoint family. */
@@ -133,7 +116,7 @@ class AnthropicAttempt implements AttemptHandle {
     if (this.ended) return void res.body.resume();
     if (res.statusCode >= 400) {
       const text = await readBounded(res.body, maxErrorBodyBytes);
-      return this.finish(anthropicFailure(res.statusCode, text, retryAfterFromHeaders(res.headers)));
+      return this.finish(errorBodyFailure(res.statusCode, text, retryAfterFromHeaders(res.headers)));
     }
     if (res.statusCode >= 300) {
       res.body.resume();
@@ -185,7 +168,7 @@ class AnthropicAttempt implements AttemptHandle {
         if (name === 'error') {
           const err = isRecord(data.error) ? data.error : {};
           const type = typeof err.type === 'string' ? err.type : null;
-          failure = anthropicFailure(statusOfAnthropicError(type), e.data, null);
+          failure = errorBodyFailure(statusOfAnthropicError(type), e.data, null);
           return;
         }
         if (name === 'ping') return;
