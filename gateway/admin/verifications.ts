@@ -95,8 +95,12 @@ function describe(o: Outcome): string {
  * Sends one small request to `target` (a built route, or a spec: then a one-connection pool of
  * its own is opened and closed) and reports what happened. Never throws; nothing is recorded.
  * @param timeoutMs bound on the whole request, ms (> 0); the request is aborted after it.
+ * @param opts `signal` aborts the request early (the background health checks' stop; the result
+ *   is then `failed` with `error: 'aborted'`); `requestId` is the `x-request-id` sent (default
+ *   `verify-<uuid>`).
  */
-export async function verifyUpstream(target: RouteTarget | UpstreamSpec, timeoutMs: number): Promise<VerificationResult> {
+export async function verifyUpstream(target: RouteTarget | UpstreamSpec, timeoutMs: number, opts: { signal?: AbortSignal; requestId?: string } = {}): Promise<VerificationResult> {
+  const { signal } = opts;
   const built = 'adapter' in target;
   const endpointId = built ? target.endpointId : (target.endpointId ?? null);
   const t0 = performance.now();
@@ -131,12 +135,14 @@ export async function verifyUpstream(target: RouteTarget | UpstreamSpec, timeout
     let timedOut = false;
     let timer: NodeJS.Timeout | undefined;
     const end = await new Promise<AttemptEnd>((resolve) => {
-      const handle = rt.adapter.startAttempt(rt, req, { requestId: `verify-${randomUUID()}`, maxErrorBodyBytes: ERROR_BODY_BYTES, clientHeaders: null }, { headers: () => undefined, events: () => undefined }, resolve);
+      const handle = rt.adapter.startAttempt(rt, req, { requestId: opts.requestId ?? `verify-${randomUUID()}`, maxErrorBodyBytes: ERROR_BODY_BYTES, clientHeaders: null }, { headers: () => undefined, events: () => undefined }, resolve);
       timer = setTimeout(() => {
         timedOut = true;
         handle.abort();
       }, timeoutMs);
       timer.unref();
+      if (signal?.aborted) handle.abort();
+      else signal?.addEventListener('abort', () => handle.abort(), { once: true });
     });
     clearTimeout(timer);
     switch (end.kind) {
