@@ -12,7 +12,7 @@ import { endpointId } from '../../core/index.ts';
 import { hashKey } from '../../gateway/callers.ts';
 import { buildGatewayConfig } from '../../gateway/config/load.ts';
 import { startGateway, type RunningGateway } from '../../gateway/gateway.ts';
-import { HEALTH_CHECK_CALLER_ID } from '../../gateway/health-checks/health-checker.ts';
+import { HEALTH_CHECK_CALLER_ID, ProbeSlots } from '../../gateway/health-checks/health-checker.ts';
 import { startEmulator, type RunningEmulator } from '../../simulator/emulator/emulator.ts';
 import { KEYS } from './harness.ts';
 
@@ -127,6 +127,11 @@ describe('background health checks', () => {
     expect(served).toBe(3 * keys.length);
     expect(probesOf(emus[1]!)).toBeGreaterThan(4);
 
+    // max_concurrent_probes: 2 — at no moment did the three upstreams hold more than two probes.
+    const spans = emus.flatMap((e) => e.log.all().filter((r) => (r.requestId ?? '').startsWith('health-check-')).map((r) => [r.receivedAtMs, r.endedAtMs ?? Number.POSITIVE_INFINITY] as const));
+    const overlap = Math.max(...spans.map(([t]) => spans.filter(([a, b]) => a <= t && t < b).length));
+    expect(overlap).toBeLessThanOrEqual(2);
+
     // Request log: probe rows under the gateway's own caller id, apart from the callers' rows.
     await gw.close();
     gw = null;
@@ -164,6 +169,20 @@ describe('background health checks', () => {
     expect(r.status).toBe(503); // held out: nothing admitted, the upstream is not tried
     expect(callerRequests(emus[0]!)).toBe(callers + 1);
   }, 60_000);
+
+  it('ProbeSlots runs at most `limit` at once, in arrival order; a raised limit starts the waiting ones', () => {
+    const slots = new ProbeSlots(2);
+    const started: number[] = [];
+    const releases: Array<() => void> = [];
+    for (let i = 0; i < 5; i++) slots.acquire((release) => (started.push(i), releases.push(release)));
+    expect([started, slots.inFlight]).toEqual([[0, 1], 2]);
+    releases[0]!();
+    releases[0]!(); // a second release of the same slot is a no-op
+    expect([started, slots.inFlight]).toEqual([[0, 1, 2], 2]);
+    slots.setLimit(4);
+    expect([started, slots.inFlight]).toEqual([[0, 1, 2, 3, 4], 4]);
+    expect(() => slots.setLimit(0)).toThrow(/max_concurrent_probes must be an integer >= 1/);
+  });
 
   it('gateway.yaml health_checks.max_concurrent_probes and caller ids are validated', () => {
     const models = { models: [{ id: 'm', route: [{ base_url: 'http://127.0.0.1:9/v1' }] }] };

@@ -157,6 +157,14 @@ describe('health checks in the routing core', () => {
     core.recordHealthCheck(x, fail(), 0);
     core.recordHealthCheck(x, fail(), 1);
     for (let i = 0; i < 40; i++) expect(drive(core, mreq({ model: 'm' }), 10 + i, seeded(i), () => ok).dispatched).toEqual([y]);
+    const only = new RoutingCore(parseModelsConfig({ models: [{ id: 'n', route: [{ base_url: 'sim://z', health_check: hc() }] }] }));
+    const z = only.model('n')!.routes[0]!.endpointId;
+    only.recordHealthCheck(z, fail(), 0);
+    only.recordHealthCheck(z, fail(), 1);
+    const r = drive(only, mreq({ model: 'n' }), 5, seeded(1), () => ok);
+    expect(r.dispatched).toEqual([]);
+    expect(r.error).toMatchObject({ status: 503 });
+    expect(r.error!.message).toContain(`${z} (unhealthy: health_check_failed)`);
   });
 
   it('a failing probe never touches the breaker, and a request outcome never feeds the check', () => {
