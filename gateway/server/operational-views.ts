@@ -6,10 +6,19 @@ import type { EndpointHealthSnapshot, RouteExclusion } from '../../core/index.ts
 import type { ServerContext } from './uws.ts';
 import type { DeepHealth } from './worker-aggregate.ts';
 
-/** Body of `/routing`: per model its strategy and every route's configured and effective weight. */
+/**
+ * Body of `/routing`: per model its strategy and every route's configured and effective weight,
+ * plus `endpoint_health` — the background health checks' verdicts keyed by endpoint id (`mode`,
+ * `state`, `excluded`, the current runs, the last failure's reason); empty without checks.
+ */
 export function routingView(ctx: ServerContext): Record<string, unknown> {
   const g = ctx.gen;
+  const endpointHealth: Record<string, unknown> = {};
+  for (const c of g.core.healthChecks.snapshot()) {
+    endpointHealth[c.endpointId] = { mode: c.mode, state: c.state, excluded: c.excluded, consecutive_failures: c.consecutiveFailures, consecutive_passes: c.consecutivePasses, last_failure_reason: c.lastFailureReason };
+  }
   return {
+    endpoint_health: endpointHealth,
     models: g.core.allModels().map((m) => ({
       id: m.id,
       aliases: m.aliases,

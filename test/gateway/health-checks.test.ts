@@ -102,6 +102,7 @@ describe('background health checks', () => {
     expect([d1.status, d1.models_unavailable]).toEqual(['unavailable', ['b']]);
     // The probes touched no breaker: b's breaker is closed with no failure counted.
     expect(d1.providers[ids[1]!]).toMatchObject({ state: 'closed', consecutiveFailures: 0 });
+    expect((await getJson(`${gw!.url}/routing`)).endpoint_health[ids[1]!]).toMatchObject({ mode: 'enforce', state: 'unhealthy', excluded: true, last_failure_reason: 'http_503' });
     const status = await getJson(`${gw!.adminUrl}/status/models`);
     expect(status.find((m: any) => m.model === 'ring').targets[1]).toMatchObject({ model: 'b', status: 'unhealthy', status_reason: 'health_check_failed' });
     expect(status.find((m: any) => m.model === 'b')).toMatchObject({ status: 'unhealthy', status_reason: 'health_check_failed' });
