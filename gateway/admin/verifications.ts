@@ -66,8 +66,8 @@ export interface VerificationResult {
   error: string | null;
 }
 
-/** The family a verification speaks: chat when the route serves it, else its first. */
-function familyOf(endpoints: Iterable<Endpoint>): Endpoint | null {
+/** The family a verification (and a background health-check probe) speaks: chat when the route serves it, else its first; null when it serves none. */
+export function verificationFamily(endpoints: Iterable<Endpoint>): Endpoint | null {
   const all = [...endpoints];
   return all.includes('chat') ? 'chat' : (all[0] ?? null);
 }
@@ -128,7 +128,7 @@ export async function verifyUpstream(target: RouteTarget | UpstreamSpec, timeout
     return result('failed', null, (e as Error).message);
   }
   try {
-    const family = familyOf(rt.endpoints);
+    const family = verificationFamily(rt.endpoints);
     if (!family) return result('failed', null, 'the route serves no endpoint family');
     const req = readClientRequest(family, JSON.stringify({ model: rt.upstreamModel, ...smallBody(family) }));
     if (isBodyProblem(req)) return result('failed', null, `verification request refused: ${req.message}`);

@@ -27,7 +27,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { HealthCheckPolicy, HealthCheckResult, RoutingCore } from '../../core/index.ts';
-import { verifyUpstream, type VerificationResult } from '../admin/verifications.ts';
+import { verificationFamily, verifyUpstream, type VerificationResult } from '../admin/verifications.ts';
 import { HEALTH_CHECK_CALLER_ID, type RequestLogRow } from '../request-log/log-row.ts';
 import type { RouteTarget } from '../server/exchange-context.ts';
 
@@ -201,6 +201,7 @@ export class HealthChecker {
     if (t) d.log[t.to === 'unhealthy' ? 'warn' : 'info']({ model: loop.model, endpointId: t.endpointId, mode: t.mode, from: t.from, to: t.to, reason: t.reason, excluded: t.mode === 'enforce' && t.to === 'unhealthy' }, 'health_check_state');
     d.onProbe?.({ model: loop.model, endpoint: loop.endpointId, mode: loop.policy.mode, result: result.passed ? 'pass' : 'fail' });
     const e2eMs = Math.max(0, nowMs - startMs);
+    const target = d.routes.get(loop.endpointId);
     d.onLogRow?.({
       arrivalUnixMs,
       requestId,
@@ -213,7 +214,7 @@ export class HealthChecker {
       stream: false,
       ttftMs: null,
       e2eMs,
-      api: 'chat',
+      api: (target && verificationFamily(target.endpoints)) ?? 'chat',
       endpointId: loop.endpointId,
       attempts: 1,
       // No client got an answer: the upstream's status, or 0 when none came.

@@ -13,6 +13,7 @@ import { hashKey } from '../../gateway/callers.ts';
 import { buildGatewayConfig } from '../../gateway/config/load.ts';
 import { startGateway, type RunningGateway } from '../../gateway/gateway.ts';
 import { HEALTH_CHECK_CALLER_ID, ProbeSlots } from '../../gateway/health-checks/health-checker.ts';
+import { exportRequestLog } from '../../gateway/request-log/export-trace.ts';
 import { startEmulator, type RunningEmulator } from '../../simulator/emulator/emulator.ts';
 import { KEYS } from './harness.ts';
 
@@ -145,6 +146,8 @@ describe('background health checks', () => {
     const probes = rows.find((r) => r.caller_id === HEALTH_CHECK_CALLER_ID)!;
     expect(probes).toMatchObject({ eps: 3 });
     expect(probes.failed as number).toBeGreaterThanOrEqual(2);
+    // A trace exported from the log is the callers' workload only.
+    expect((await exportRequestLog({ from: join(dir, 'log.duckdb'), to: join(dir, 'x.arrow') })).rows).toBe(3 * keys.length);
   }, 60_000);
 
   it('report_only: an unhealthy route keeps its traffic and shows in /health/deep; a reload stops and starts the checks', async () => {
