@@ -19,7 +19,7 @@ export {
   type RouteConfig,
 } from './config/models-config.ts';
 export type { OffloadConfig } from './config/models-config.ts';
-export type { MultiTargetConfig, TargetConfig, CooldownConfig } from './config/models-config.ts';
+export type { MultiTargetConfig, TargetConfig, CooldownConfig, HealthCheckConfig } from './config/models-config.ts';
 export { QuotaWindowConfigSchema } from './config/models-config.ts';
 export { endpointId, endpointLocation } from './config/endpoint-id.ts';
 export { allowedKeys, closestName, closestPath, unknownPathSegment, type UnknownSegment } from './config/field-names.ts';
@@ -81,6 +81,7 @@ export { RetryAfterGate } from './admission/retry-after-gate.ts';
 export { TargetRateLimitGate } from './admission/target-rate-limit-gate.ts';
 export { OutboundSlotGate, slotResultOf } from './admission/outbound-slot.ts';
 export { EngineHoldGate } from './admission/engine-hold-gate.ts';
+export { HealthCheckGate } from './admission/health-check-gate.ts';
 
 // Shared state the gates read: endpoint health, cooldowns, Retry-After, slot pools.
 export { HealthRegistry, DEFAULT_HEALTH_OPTIONS, type HealthOptions, type DispatchClaim, type EndpointHealthSnapshot } from './health/health-registry.ts';
@@ -90,6 +91,18 @@ export { OutboundLimiter, type OutboundLimiterOptions, type SlotResult } from '.
 export { EngineHold } from './outbound/engine-hold.ts';
 export { SlotPool, type SlotTicket } from './outbound/slot-pool.ts';
 export { CooldownRegistry, type CooldownPolicy, type CooldownStatus, type CooldownStarted } from './health/cooldown.ts';
+export {
+  HealthCheckRegistry,
+  HEALTH_CHECK_FAILED,
+  checkHealthCheckPolicy,
+  configureHealthChecks,
+  healthCheckPolicy,
+  type HealthCheckMode,
+  type HealthCheckPolicy,
+  type HealthCheckResult,
+  type HealthCheckStatus,
+  type HealthCheckTransition,
+} from './health/health-checks.ts';
 
 // Signals strategies read: prefill load and prompt sizes, session affinity, endpoint stats, hashing.
 export {

@@ -19,6 +19,7 @@ import type { MultiTargetDeps } from './request/alias-deps.ts';
 import { EndpointStats } from './stats/endpoint-stats.ts';
 import { EngineSignals } from './stats/engine-signals.ts';
 import { CooldownRegistry } from './health/cooldown.ts';
+import { configureHealthChecks, HealthCheckRegistry, type HealthCheckResult, type HealthCheckTransition } from './health/health-checks.ts';
 import { configureCooldowns } from './multi-target/multi-target-model.ts';
 import { resolveMultiTargetOptions, type MultiTargetOptions } from './multi-target/multi-target-options.ts';
 import { multiTargetStatuses, type MultiTargetStatus } from './multi-target/target-status.ts';
@@ -88,6 +89,11 @@ export class RoutingCore {
   readonly engineSignals: EngineSignals;
   /** Opt-in cooldown of direct models used as multi-target targets. */
   readonly cooldowns: CooldownRegistry;
+  /**
+   * Background health checks of routes (`health_check:`): their state, which the driver's probe
+   * results feed through `recordHealthCheck`; enforcing ones refuse unhealthy endpoints.
+   */
+  readonly healthChecks: HealthCheckRegistry;
   /** Adaptive outbound slots per (provider, API key). */
   readonly limiter: OutboundLimiter;
   /** Engine-hold places per local engine. */
@@ -133,10 +139,12 @@ export class RoutingCore {
     this.hold = carry ? prev.hold : new EngineHold(sink);
     this.retryAfter = carry ? prev.retryAfter : new RetryAfterTable();
     this.cooldowns = new CooldownRegistry();
+    this.healthChecks = new HealthCheckRegistry();
     const admissions = buildAdmissions({
       health: this.health,
       retryAfter: this.retryAfter,
       cooldowns: this.cooldowns,
+      healthChecks: this.healthChecks,
       limiter: this.limiter,
       hold: this.hold,
       outboundLimitEnabled: st.upstreamConcurrencyEnabled,
@@ -179,6 +187,7 @@ export class RoutingCore {
     const registry = options.registry ?? new StrategyRegistry();
     resolveModels(config, registry, context, outboundKeys, this.models, this.ordered, options.overlay, options.defaultEndpoints);
     configureCooldowns(config, (m) => this.models.get(m.id), this.cooldowns);
+    configureHealthChecks(config, (m) => this.models.get(m.id), this.healthChecks);
     if (prev) this.carryModelState(prev);
   }
 
@@ -188,6 +197,7 @@ export class RoutingCore {
    */
   private carryModelState(prev: RoutingCore): void {
     this.cooldowns.carryFrom(prev.cooldowns);
+    this.healthChecks.carryFrom(prev.healthChecks);
     for (const m of this.ordered) {
       const p = prev.models.get(m.id);
       if (!p || p.id !== m.id) continue;
@@ -281,7 +291,18 @@ export class RoutingCore {
    * `not_applicable`, each target `healthy` or `cooldown` with its reason. Pure.
    */
   multiTargetStatus(nowMs: number): MultiTargetStatus[] {
-    return multiTargetStatuses(this.ordered, nowMs, this.health, this.cooldowns, this.endpointStats);
+    return multiTargetStatuses(this.ordered, nowMs, this.health, this.cooldowns, this.endpointStats, this.healthChecks);
+  }
+
+  /**
+   * Applies one background health-check probe's `result` for `endpointId` at `nowMs` (the driver
+   * calls it as each probe ends). An enforcing check that turns unhealthy takes the endpoint out
+   * of every candidate set and hash ring from this call on; one that turns healthy puts it back.
+   * Returns the state change, or null.
+   * @throws Error when `endpointId` has no health check in this core (a driver bug).
+   */
+  recordHealthCheck(endpointId: string, result: HealthCheckResult, nowMs: number): HealthCheckTransition | null {
+    return this.healthChecks.record(endpointId, result, nowMs);
   }
 
   /**
@@ -297,6 +318,7 @@ export class RoutingCore {
     this.endpointStats.invariants();
     this.engineSignals.invariants();
     this.cooldowns.invariants();
+    this.healthChecks.invariants();
     this.limiter.invariants();
     this.hold.invariants();
     this.retryAfter.invariants();

@@ -28,6 +28,11 @@
  * generation gets a prober that sends 1-token probes to idle routes; it is stopped on reload
  * (and a new one started on the new generation) and on drain / close. One `ProbeGate` per
  * gateway caps probes in flight across generations.
+ *
+ * Background health checks (health-checks/health-checker.ts): when a route has `health_check:`,
+ * each generation gets a checker that probes it every `interval_sec`; like the prober it is
+ * stopped on reload (the new core keeps unchanged checks' verdicts) and on drain / close. One
+ * `ProbeSlots` per gateway caps health-check probes in flight (`health_checks.max_concurrent_probes`).
  */
 import { randomInt } from 'node:crypto';
 import uWS from '@trufflesuite/uws-js-unofficial';
@@ -56,6 +61,7 @@ import type { OverlaySnapshot } from './store/overlay-repo.ts';
 import { buildGeneration, checkGeneration } from './generation.ts';
 import { ConfigStatus, type GenerationCause } from './config-status.ts';
 import { RouteWiseProber, type ProbeCounters } from './routewise/prober.ts';
+import { HealthChecker, ProbeSlots } from './health-checks/health-checker.ts';
 
 export type { GatewayOptions, ProbeStatus, RunningGateway } from './gateway-options.ts';
 export { restartOnly } from './config/restart-only.ts';
@@ -204,6 +210,18 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     }
   }
   let prober = startProber(ctx.gen);
+  const probeSlots = new ProbeSlots(s.health_checks.max_concurrent_probes);
+  const startChecker = (g: Generation): HealthChecker | null =>
+    HealthChecker.start({
+      core: g.core,
+      routes: g.routes,
+      now: g.now,
+      log: g.log,
+      slots: probeSlots,
+      onProbe: (o) => metrics.observeHealthCheck(o),
+      onLogRow: (row) => requestLog?.append(row),
+    });
+  let checker = startChecker(ctx.gen);
   /** Puts `gen` in force and restarts the prober on it. */
   const swap = (gen: Generation, cause: GenerationCause): void => {
     ctx.gen = gen;
@@ -212,6 +230,8 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     // The old prober's probe in flight (if any) finishes on the old planner and frees the shared gate.
     prober?.stop(false);
     prober = ctx.draining ? null : startProber(gen);
+    checker?.stop();
+    checker = ctx.draining ? null : startChecker(gen);
   };
   const applyOverlay = (next: OverlaySnapshot): void => {
     const before = control.overlay;
@@ -259,7 +279,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     }
   });
   log.info(
-    { host, port, admin: admin?.url ?? null, seed, probing: prober ? prober.models.map((m) => m.id) : [], models: ctx.gen.core.allModels().map((m) => m.id), endpoints: [...ctx.gen.routes.keys()], auth: s.auth.mode, requestLog: rl.path, tracing: s.tracing.enabled ? s.tracing.endpoint : null },
+    { host, port, admin: admin?.url ?? null, seed, probing: prober ? prober.models.map((m) => m.id) : [], healthChecks: checker?.endpoints ?? [], models: ctx.gen.core.allModels().map((m) => m.id), endpoints: [...ctx.gen.routes.keys()], auth: s.auth.mode, requestLog: rl.path, tracing: s.tracing.enabled ? s.tracing.endpoint : null },
     'gateway listening',
   );
   // What this process runs with for the restart-only settings: the start configuration (a
@@ -270,6 +290,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     closing ??= (async () => {
       ctx.draining = true;
       prober?.stop(true);
+      checker?.stop();
       (app as TemplatedApp & { close(): void }).close();
       if (admin) (admin.app as TemplatedApp & { close(): void }).close();
       // Exchanges cut by the close report on the next turns; let them land in the log.
@@ -313,6 +334,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
         throw e;
       }
       base = next;
+      probeSlots.setLimit(next.settings.health_checks.max_concurrent_probes);
       swap(gen, 'reload');
       metrics.observeReload(true);
       const restart = restartOnly(running, next);
@@ -322,6 +344,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     async drain(graceMs) {
       ctx.draining = true;
       prober?.stop(true); // probes are not client requests: no grace for them
+      checker?.stop();
       uWS.us_listen_socket_close(socket);
       if (admin) uWS.us_listen_socket_close(admin.socket);
       const until = performance.now() + graceMs;

@@ -186,6 +186,7 @@ export class GatewayMetrics {
   private readonly reloads: Counter<'result'>;
   private readonly probes: Counter<'model' | 'endpoint' | 'result'>;
   private readonly probeTtft: Histogram<'model' | 'endpoint'>;
+  private readonly healthChecks: Counter<'model' | 'endpoint' | 'mode' | 'result'>;
 
   constructor(private readonly src: MetricsSources) {
     const registers = [this.registry];
@@ -207,6 +208,18 @@ export class GatewayMetrics {
     this.reloads = new Counter({ name: 'switchyard_config_reloads_total', help: 'SIGHUP reloads, by result (ok | invalid)', labelNames: ['result'], registers });
     this.probes = new Counter({ name: 'switchyard_probes_total', help: 'RouteWise idle-route probes (1-token requests sent by the gateway, not by clients), by model, endpoint and result', labelNames: ['model', 'endpoint', 'result'], registers });
     this.probeTtft = new Histogram({ name: 'switchyard_probe_ttft_seconds', help: 'Time to first token of RouteWise probes, seconds', labelNames: ['model', 'endpoint'], buckets: LATENCY_BUCKETS_SEC, registers });
+    this.healthChecks = new Counter({ name: 'switchyard_health_checks_total', help: 'Background health-check probes (sent by the gateway, not by clients), by model, endpoint, mode (report_only | enforce) and result (pass | fail)', labelNames: ['model', 'endpoint', 'mode', 'result'], registers });
+    new Gauge({
+      name: 'switchyard_health_check_unhealthy',
+      help: 'Background health check per endpoint: 1 unhealthy, 0 healthy (mode enforce: an unhealthy endpoint is out of routing; several workers: the worst)',
+      labelNames: ['endpoint', 'mode'],
+      registers,
+      aggregator: 'max',
+      collect() {
+        this.reset();
+        for (const c of src.core().healthChecks.snapshot()) this.set({ endpoint: c.endpointId, mode: c.mode }, c.state === 'unhealthy' ? 1 : 0);
+      },
+    });
     new Gauge({
       name: 'switchyard_in_flight_requests',
       help: 'Requests admitted and not yet answered',
@@ -333,6 +346,11 @@ export class GatewayMetrics {
       this.series.set(key, (s = new RequestSeries(model, endpoint, String(httpStatus), ttft, e2e)));
     }
     return s;
+  }
+
+  /** Counts one recorded background health-check probe (kept apart from client requests). */
+  observeHealthCheck(o: { model: string; endpoint: string; mode: string; result: 'pass' | 'fail' }): void {
+    this.healthChecks.inc({ model: o.model, endpoint: o.endpoint, mode: o.mode, result: o.result });
   }
 
   /** Records one finished RouteWise probe (kept apart from client requests). */

@@ -13,6 +13,8 @@ import { BreakerGate } from './breaker-claim.ts';
 import { RetryAfterGate } from './retry-after-gate.ts';
 import { TargetRateLimitGate } from './target-rate-limit-gate.ts';
 import { CooldownGate } from './cooldown-gate.ts';
+import { HealthCheckGate } from './health-check-gate.ts';
+import { HealthCheckRegistry } from '../health/health-checks.ts';
 import { OutboundSlotGate } from './outbound-slot.ts';
 import { EngineHoldGate } from './engine-hold-gate.ts';
 import type { HealthRegistry } from '../health/health-registry.ts';
@@ -33,6 +35,8 @@ export interface AdmissionGates {
   readonly retryAfter: RetryAfterGate;
   /** The cooldown gate when the kind uses it (also in `checks`), else null. */
   readonly cooldown: CooldownGate | null;
+  /** The health-check gate (also in `checks`; both kinds use it). */
+  readonly healthCheck: HealthCheckGate;
   /** Per-target rate limits (a no-op for routes, which have none). */
   readonly rateLimit: TargetRateLimitGate;
   /** Ticketing gates, asked in order. */
@@ -49,12 +53,16 @@ export interface TicketHolder {
 export class Admission {
   constructor(readonly gates: AdmissionGates) {}
 
-  /** The first check gate that refuses `target` at `nowMs` (skipping `ignoring`), or null. */
-  refusal(target: AdmissionTarget, nowMs: number, ignoring: GateName | null = null): AdmissionGate | null {
+  /**
+   * The first check gate that refuses `target` at `nowMs` (skipping the gate named `ignoring`, or
+   * every gate in the set `ignoring`), or null.
+   */
+  refusal(target: AdmissionTarget, nowMs: number, ignoring: GateName | ReadonlySet<GateName> | null = null): AdmissionGate | null {
     const checks = this.gates.checks;
     for (let i = 0; i < checks.length; i++) {
       const g = checks[i]!;
-      if (g.name !== ignoring && !g.admits(target, nowMs)) return g;
+      if (ignoring !== null && (typeof ignoring === 'string' ? g.name === ignoring : ignoring.has(g.name))) continue;
+      if (!g.admits(target, nowMs)) return g;
     }
     return null;
   }
@@ -71,8 +79,8 @@ export class Admission {
     return true;
   }
 
-  /** Whether every check gate (but `ignoring`) admits `target` at `nowMs`. Pure. */
-  admits(target: AdmissionTarget, nowMs: number, ignoring: GateName | null = null): boolean {
+  /** Whether every check gate (but those `ignoring` names) admits `target` at `nowMs`. Pure. */
+  admits(target: AdmissionTarget, nowMs: number, ignoring: GateName | ReadonlySet<GateName> | null = null): boolean {
     return this.refusal(target, nowMs, ignoring) === null;
   }
 
@@ -109,6 +117,8 @@ export interface AdmissionState {
   readonly health: HealthRegistry;
   readonly retryAfter: RetryAfterTable;
   readonly cooldowns: CooldownRegistry;
+  /** Background health checks; absent ⇒ none configured (an empty registry). */
+  readonly healthChecks?: HealthCheckRegistry;
   readonly limiter: OutboundLimiter;
   readonly hold: EngineHold;
   /** Whether the outbound limiter is on (`upstreamConcurrencyEnabled`). */
@@ -117,18 +127,19 @@ export interface AdmissionState {
 
 /**
  * The two admissions of the core over one set of shared gates: `router` for per-model routers
- * (checks: Retry-After; queues: outbound slot, engine hold), `alias` for multi-target models
- * (checks: Retry-After, cooldown; queues: outbound slot).
+ * (checks: Retry-After, health check; queues: outbound slot, engine hold), `alias` for
+ * multi-target models (checks: Retry-After, cooldown, health check; queues: outbound slot).
  */
 export function buildAdmissions(s: AdmissionState): { router: Admission; alias: Admission } {
   const breaker = new BreakerGate(s.health);
   const retryAfter = new RetryAfterGate(s.retryAfter);
   const cooldown = new CooldownGate(s.cooldowns);
+  const healthCheck = new HealthCheckGate(s.healthChecks ?? new HealthCheckRegistry());
   const rateLimit = new TargetRateLimitGate();
   const slot = new OutboundSlotGate(s.limiter, s.outboundLimitEnabled);
   const hold = new EngineHoldGate(s.hold);
   return {
-    router: new Admission({ checks: [retryAfter], breaker, retryAfter, cooldown: null, rateLimit, queues: [slot, hold] }),
-    alias: new Admission({ checks: [retryAfter, cooldown], breaker, retryAfter, cooldown, rateLimit, queues: [slot] }),
+    router: new Admission({ checks: [retryAfter, healthCheck], breaker, retryAfter, cooldown: null, healthCheck, rateLimit, queues: [slot, hold] }),
+    alias: new Admission({ checks: [retryAfter, cooldown, healthCheck], breaker, retryAfter, cooldown, healthCheck, rateLimit, queues: [slot] }),
   };
 }

@@ -13,7 +13,7 @@
 import type { TargetRateLimit } from '../multi-target/target-rate-limit.ts';
 
 /** The gates there are; a check gate's name, as metadata and tests refer to it. */
-export type GateName = 'breaker' | 'cooldown' | 'retry_after' | 'target_rate_limit' | 'outbound_slot' | 'engine_hold';
+export type GateName = 'breaker' | 'cooldown' | 'health_check' | 'retry_after' | 'target_rate_limit' | 'outbound_slot' | 'engine_hold';
 
 /** What an attempt would go to, as gates see it. A `ResolvedRoute` or `ResolvedTarget` fits. */
 export interface AdmissionTarget {

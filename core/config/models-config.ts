@@ -39,6 +39,24 @@ export const MAX_ROUTE_WEIGHT = 1e6;
 /** The longest offload wait (`offload.wait_sec`), seconds: one day. */
 export const MAX_OFFLOAD_WAIT_SEC = 86_400;
 
+/**
+ * A background health check (`health_check:` on a route, or on a direct model for all its
+ * routes): a small probe every `interval_sec`, bounded by `timeout_ms`; `unhealthy_threshold`
+ * failed probes in a row mark the route unhealthy, `healthy_threshold` passed probes in a row
+ * healthy again (`core/health/health-checks.ts`). `mode: report_only` (seed 000, the default)
+ * only reports in GET /health/deep; `mode: enforce` (seed 003) also takes an unhealthy route out
+ * of candidate sets and hash rings until it passes again.
+ */
+export const HealthCheckSchema = z
+  .object({
+    mode: z.enum(['report_only', 'enforce']).default('report_only'),
+    interval_sec: z.number().positive().max(86_400, 'must be at most 86400 seconds (one day)').default(30),
+    timeout_ms: z.number().int().positive().max(600_000, 'must be at most 600000 ms (ten minutes)').default(5_000),
+    unhealthy_threshold: z.number().int().min(1).max(100).default(3),
+    healthy_threshold: z.number().int().min(1).max(100).default(2),
+  })
+  .strict();
+
 /** One `route:` entry of a model. */
 export const RouteSchema = z
   .object({
@@ -71,6 +89,8 @@ export const RouteSchema = z
     quota_pool: z.string().min(1).optional(),
     /** Routes of one model naming the same id share one set of slots. */
     concurrency_pool: z.string().min(1).optional(),
+    /** Background health check of this route (opt-in); overrides the model's `health_check:`. */
+    health_check: HealthCheckSchema.optional(),
   })
   .strict()
   .superRefine((r, ctx) => {
@@ -216,6 +236,8 @@ export const ModelSchema = z
     routing: MultiTargetSchema.optional(),
     /** Cooldown of this direct model as a multi-target target (opt-in). */
     cooldown: CooldownSchema.optional(),
+    /** Background health check of every route of this direct model (opt-in; a route's own wins). */
+    health_check: HealthCheckSchema.optional(),
     /** Queue-wait offload policy of a per-model router (seed 000 "排队等待卸载"). */
     offload: OffloadSchema.optional(),
   })
@@ -256,6 +278,9 @@ function checkMultiTargets(cfg: { models: Array<z.infer<typeof ModelSchema>> }, 
     }
     if (cd) {
       ctx.addIssue({ code: 'custom', path: at('cooldown'), message: `model '${m.id}' is a multi-target model; cooldown: belongs on its target (direct) models` });
+    }
+    if (m.health_check) {
+      ctx.addIssue({ code: 'custom', path: at('health_check'), message: `model '${m.id}' is a multi-target model; health_check: belongs on its target (direct) models, which its targets' checks then cover` });
     }
     r.fallback_on_statuses.forEach((st, k) => {
       if (!isErrorStatus(st)) ctx.addIssue({ code: 'custom', path: at('routing', 'fallback_on_statuses', k), message: `model '${m.id}': fallback_on_statuses entries must be HTTP error statuses 400-599, got ${st}` });
@@ -304,6 +329,8 @@ export type TargetConfig = z.infer<typeof TargetSchema>;
 export type MultiTargetConfig = z.infer<typeof MultiTargetSchema>;
 /** A validated opt-in `cooldown:` block of a direct model. */
 export type CooldownConfig = z.infer<typeof CooldownSchema>;
+/** A validated `health_check:` block (route or direct model). */
+export type HealthCheckConfig = z.infer<typeof HealthCheckSchema>;
 /** A validated per-model `offload:` block. */
 export type OffloadConfig = z.infer<typeof OffloadSchema>;
 /** A validated model entry. */

@@ -49,7 +49,7 @@ export function resolveModels(
       where,
       context,
     );
-    const offload = m.offload ? resolveOffloadPolicy(m.offload, routes, strategy, params) : undefined;
+    const offload = m.offload ? resolveOffloadPolicy(m.offload, routes, strategy) : undefined;
     const candidates = routes.map((r) => r.candidate);
     const textRoutes = routes.every((r) => r.acceptsText);
     const windowless = routes.every((r) => r.contextLength === null);

@@ -1,13 +1,15 @@
 /**
  * The multi-target part of GET /health/deep (seed 003 "status of targets"): a multi-target model
  * reports `not_applicable` — its availability is its targets' — and each target reports
- * `healthy` or `cooldown` with the reason, plus the shared breaker's view and the learning
+ * `healthy`, `cooldown` or `unhealthy` (an enforcing background health check failed it:
+ * `health_check_failed`) with the reason, plus the shared breaker's view and the learning
  * signals, so an operator can see why a target is or is not getting traffic.
  */
 import type { ResolvedModel } from '../model/resolved-model.ts';
 import type { HealthRegistry, BreakerState } from '../health/health-registry.ts';
 import type { CooldownRegistry } from '../health/cooldown.ts';
 import type { EndpointStatsView } from '../stats/endpoint-stats.ts';
+import { HEALTH_CHECK_FAILED, type HealthCheckRegistry, type HealthCheckStatus } from '../health/health-checks.ts';
 
 /** One target's status row. */
 export interface TargetStatusRow {
@@ -16,10 +18,18 @@ export interface TargetStatusRow {
   readonly endpointId: string;
   readonly priority: number;
   readonly weight: number;
-  /** `cooldown` while cooling down, else `healthy` (with or without a cooldown block). */
-  readonly status: 'healthy' | 'cooldown';
-  /** Why the cooldown started (`transport_error`, `timeout`, `http_503`, …); null when healthy. */
+  /**
+   * `unhealthy` while an enforcing health check holds it out, else `cooldown` while cooling down,
+   * else `healthy` (with or without a cooldown block or a report-only check).
+   */
+  readonly status: 'healthy' | 'cooldown' | 'unhealthy';
+  /**
+   * `health_check_failed` when unhealthy; why the cooldown started (`transport_error`,
+   * `timeout`, `http_503`, …) when cooling; null when healthy.
+   */
   readonly statusReason: string | null;
+  /** The target's background health check, or null when its direct model has none. */
+  readonly healthCheck: HealthCheckStatus | null;
   readonly cooldownUntilMs: number | null;
   /** The shared breaker's state (the `fixed` router's view; multi-target routing ignores it). */
   readonly breaker: BreakerState;
@@ -43,6 +53,7 @@ export function multiTargetStatuses(
   health: HealthRegistry,
   cooldowns: CooldownRegistry,
   stats: EndpointStatsView,
+  healthChecks: HealthCheckRegistry | null = null,
 ): MultiTargetStatus[] {
   const out: MultiTargetStatus[] = [];
   for (const m of models) {
@@ -55,13 +66,16 @@ export function multiTargetStatuses(
       targets: mt.targets.map((t) => {
         const c = cooldowns.status(t.endpointId, nowMs);
         const h = health.snapshotOf(t.endpointId, nowMs);
+        const hc = healthChecks?.status(t.endpointId) ?? null;
+        const unhealthy = hc !== null && hc.excluded;
         return {
           model: t.model,
           endpointId: t.endpointId,
           priority: t.priority,
           weight: t.weight,
-          status: c.state === 'cooldown' ? 'cooldown' : 'healthy',
-          statusReason: c.reason,
+          status: unhealthy ? 'unhealthy' : c.state === 'cooldown' ? 'cooldown' : 'healthy',
+          statusReason: unhealthy ? HEALTH_CHECK_FAILED : c.reason,
+          healthCheck: hc,
           cooldownUntilMs: c.untilMs,
           breaker: h.state,
           availability: h.availability,

@@ -10,7 +10,6 @@ export type OffloadInactiveReason =
   | 'route_not_found'
   | 'route_weight_zero'
   | 'routewise_model'
-  | 'hybrid_composition'
   | 'only_route';
 
 /** The policy as the lifecycle uses it. Times in ms, sizes in estimated prompt tokens. */
@@ -37,14 +36,12 @@ export interface OffloadRouteView {
 /**
  * Resolves `config` against the model's routes. The route is named by endpoint id or provider
  * label. Inactive when: the route is missing or has effective weight 0, the model is `routewise`
- * or a `fixed` model with `router_params.hybrid_composition: true` (they plan their own
- * candidates), or the offload route is the model's only route.
+ * (it plans its own candidates), or the offload route is the model's only route.
  */
-export function resolveOffloadPolicy(config: OffloadConfig, routes: readonly OffloadRouteView[], strategy: string, routerParams: Readonly<Record<string, unknown>>): OffloadPolicy {
+export function resolveOffloadPolicy(config: OffloadConfig, routes: readonly OffloadRouteView[], strategy: string): OffloadPolicy {
   const route = routes.find((r) => r.endpointId === config.route) ?? routes.find((r) => r.provider === config.route) ?? null;
   let reason: OffloadInactiveReason | null = null;
   if (strategy === 'routewise') reason = 'routewise_model';
-  else if (routerParams['hybrid_composition'] === true) reason = 'hybrid_composition';
   else if (route === null) reason = 'route_not_found';
   else if (route.effectiveWeight <= 0) reason = 'route_weight_zero';
   else if (routes.length < 2) reason = 'only_route';

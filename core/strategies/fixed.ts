@@ -19,11 +19,21 @@ import { chooseOfTwo, elephantAvoids } from '../prefill/two-choices.ts';
 import type { RouteRequest } from '../lifecycle/seam.ts';
 import type { Rng } from '../rng.ts';
 
+/**
+ * Why `router_params.hybrid_composition: true` is refused at config load (and what to do).
+ */
+export const HYBRID_COMPOSITION_REFUSED =
+  'hybrid_composition: true is refused: the seeds do not specify what hybrid composition does, so Switchyard has no behaviour to give it; remove hybrid_composition from router_params';
+
 /** `router_params` of `fixed`. */
 export const FixedParamsSchema = z
   .object({
-    /** Experimental local/remote composition (seed 000); accepted, not yet used. */
-    hybrid_composition: z.boolean().default(false),
+    /**
+     * Named by seed 000 without any behaviour: the seeds do not say what a hybrid composition
+     * does, so `true` is refused (with that reason and the fix) rather than accepted and
+     * ignored. `false`, the only meaning it can have here, is accepted so existing files load.
+     */
+    hybrid_composition: z.literal(false, { error: HYBRID_COMPOSITION_REFUSED }).optional(),
     /** Overrides `prefill_aware_enabled` of the routing settings for this model. */
     prefill_aware: z.boolean().optional(),
     /** Overrides `affinity_enabled` of the routing settings for this model. */

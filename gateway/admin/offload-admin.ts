@@ -3,12 +3,11 @@
  * /admin/routing/offload-routes[/{model_id}]` lists each model's policy — route id, the endpoint
  * id it has now, wait seconds, engine queue limit, max offload input, where it came from (`yaml`
  * or `override`) — and whether the core applies it (`active`, `inactive_reason`: the route is
- * gone or has effective weight 0, it is the model's only route, the model is RouteWise or
- * `hybrid_composition`). `PUT …/{model_id}` sets the policy, `DELETE` clears it (a YAML
- * `offload:` applies again).
+ * gone or has effective weight 0, it is the model's only route, the model is RouteWise).
+ * `PUT …/{model_id}` sets the policy, `DELETE` clears it (a YAML `offload:` applies again).
  *
- * Refused: a RouteWise model or a `fixed` model with `hybrid_composition: true` (both plan their
- * own candidates and ignore the policy), a route id that is blank or not one of the model's, a
+ * Refused: a RouteWise model (it plans its own candidates and ignores the policy), a route id
+ * that is blank or not one of the model's, a
  * wait that is not > 0. The policy names its route by route id, so re-pointing the route keeps
  * it; the route cannot be deleted while the policy names it (`route-admin.ts`).
  *
@@ -95,9 +94,6 @@ export class OffloadAdmin {
     const strategy = model.model.router ?? eff.config.routing.default_router;
     if (strategy === 'routewise') {
       return refuse(409, 'routewise_model', `Model '${model.modelId}' uses the routewise router, which plans its own candidates and ignores an offload route; switch it to fixed first (PATCH /admin/routing/provider-route-strategies/${encodeURIComponent(model.modelId)}) if you want one.`, 'model_id');
-    }
-    if (model.model.router_params['hybrid_composition'] === true) {
-      return refuse(409, 'hybrid_composition', `Model '${model.modelId}' sets router_params.hybrid_composition: true, which plans its own candidates and ignores an offload route; turn hybrid composition off in models.yaml if you want one.`, 'model_id');
     }
     const r = findRoute(model, b.route_id);
     if (!r) return routeNotFound(model, b.route_id, 'route_id');

@@ -66,8 +66,8 @@ export interface VerificationResult {
   error: string | null;
 }
 
-/** The family a verification speaks: chat when the route serves it, else its first. */
-function familyOf(endpoints: Iterable<Endpoint>): Endpoint | null {
+/** The family a verification (and a background health-check probe) speaks: chat when the route serves it, else its first; null when it serves none. */
+export function verificationFamily(endpoints: Iterable<Endpoint>): Endpoint | null {
   const all = [...endpoints];
   return all.includes('chat') ? 'chat' : (all[0] ?? null);
 }
@@ -95,8 +95,12 @@ function describe(o: Outcome): string {
  * Sends one small request to `target` (a built route, or a spec: then a one-connection pool of
  * its own is opened and closed) and reports what happened. Never throws; nothing is recorded.
  * @param timeoutMs bound on the whole request, ms (> 0); the request is aborted after it.
+ * @param opts `signal` aborts the request early (the background health checks' stop; the result
+ *   is then `failed` with `error: 'aborted'`); `requestId` is the `x-request-id` sent (default
+ *   `verify-<uuid>`).
  */
-export async function verifyUpstream(target: RouteTarget | UpstreamSpec, timeoutMs: number): Promise<VerificationResult> {
+export async function verifyUpstream(target: RouteTarget | UpstreamSpec, timeoutMs: number, opts: { signal?: AbortSignal; requestId?: string } = {}): Promise<VerificationResult> {
+  const { signal } = opts;
   const built = 'adapter' in target;
   const endpointId = built ? target.endpointId : (target.endpointId ?? null);
   const t0 = performance.now();
@@ -124,19 +128,21 @@ export async function verifyUpstream(target: RouteTarget | UpstreamSpec, timeout
     return result('failed', null, (e as Error).message);
   }
   try {
-    const family = familyOf(rt.endpoints);
+    const family = verificationFamily(rt.endpoints);
     if (!family) return result('failed', null, 'the route serves no endpoint family');
     const req = readClientRequest(family, JSON.stringify({ model: rt.upstreamModel, ...smallBody(family) }));
     if (isBodyProblem(req)) return result('failed', null, `verification request refused: ${req.message}`);
     let timedOut = false;
     let timer: NodeJS.Timeout | undefined;
     const end = await new Promise<AttemptEnd>((resolve) => {
-      const handle = rt.adapter.startAttempt(rt, req, { requestId: `verify-${randomUUID()}`, maxErrorBodyBytes: ERROR_BODY_BYTES, clientHeaders: null }, { headers: () => undefined, events: () => undefined }, resolve);
+      const handle = rt.adapter.startAttempt(rt, req, { requestId: opts.requestId ?? `verify-${randomUUID()}`, maxErrorBodyBytes: ERROR_BODY_BYTES, clientHeaders: null }, { headers: () => undefined, events: () => undefined }, resolve);
       timer = setTimeout(() => {
         timedOut = true;
         handle.abort();
       }, timeoutMs);
       timer.unref();
+      if (signal?.aborted) handle.abort();
+      else signal?.addEventListener('abort', () => handle.abort(), { once: true });
     });
     clearTimeout(timer);
     switch (end.kind) {

@@ -102,8 +102,11 @@ export const UpstreamSchema = z
 /** One caller key. The key itself is never stored: only its SHA-256 (hex). */
 export const CallerKeySchema = z
   .object({
-    /** Caller id for logs, affinity and prompt-size hints. */
-    id: z.string().min(1),
+    /** Caller id for logs, affinity and prompt-size hints; `switchyard:…` ids are the gateway's own (its health-check probes). */
+    id: z
+      .string()
+      .min(1)
+      .refine((id) => !id.startsWith('switchyard:'), 'caller ids starting with switchyard: are reserved for the gateway\'s own traffic (its health-check probes); choose another id'),
     sha256: z
       .string()
       .regex(/^[0-9a-fA-F]{64}$/, 'must be the 64-hex-digit SHA-256 of the key; compute it with: printf %s "$KEY" | sha256sum'),
@@ -174,6 +177,16 @@ export const TracingSchema = z
   })
   .strict();
 
+/**
+ * Background health checks (`health_check:` in models.yaml): how many probes one gateway process
+ * runs at once, across every checked route. Waiting probes start in order as slots free.
+ */
+export const HealthChecksSchema = z
+  .object({
+    max_concurrent_probes: z.number().int().min(1).max(1_000).default(4),
+  })
+  .strict();
+
 /** `store:` extras shared by both kinds. */
 export const StorePollSchema = z.number().int().min(100).default(2_000);
 
@@ -194,6 +207,7 @@ export const GatewaySettingsSchema = z
      */
     store_poll_ms: StorePollSchema,
     tracing: TracingSchema.default(TracingSchema.parse({})),
+    health_checks: HealthChecksSchema.default(HealthChecksSchema.parse({})),
   })
   .strict();
 

@@ -12,7 +12,7 @@ import { basename, dirname, join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { writeTrace } from '../../traces/arrow-trace.ts';
 import type { TraceMeta, TraceRow } from '../../traces/trace-row.ts';
-import { LOG_BLOCK } from './log-row.ts';
+import { HEALTH_CHECK_CALLER_ID, LOG_BLOCK } from './log-row.ts';
 
 /** Options of `exportRequestLog`. */
 export interface ExportOptions {
@@ -130,7 +130,8 @@ async function readRows(from: string, opts: ExportOptions): Promise<Array<Record
   const instance = await DuckDBInstance.create(from, { access_mode: 'READ_ONLY' });
   const conn = await instance.connect();
   try {
-    const where: string[] = [];
+    // Background health-check probes are the gateway's own traffic, not a workload to replay.
+    const where: string[] = [`caller_id IS DISTINCT FROM '${HEALTH_CHECK_CALLER_ID}'`];
     if (opts.sinceUnixMs !== undefined) where.push(`arrival_unix_ms >= ${Number(opts.sinceUnixMs)}`);
     if (opts.untilUnixMs !== undefined) where.push(`arrival_unix_ms < ${Number(opts.untilUnixMs)}`);
     let reader;

@@ -4,6 +4,13 @@
  * for arrival (so logs from several days line up) and durations in ms.
  */
 
+/**
+ * The caller id of the rows the gateway writes for its own background health-check probes
+ * (`gateway/health-checks/`): caller keys may not use the `switchyard:` prefix, and trace export
+ * leaves these rows out.
+ */
+export const HEALTH_CHECK_CALLER_ID = 'switchyard:health-check';
+
 /** A request-log row (the DuckDB table `requests`, column names snake_case of these). */
 export interface RequestLogRow {
   /** Arrival, Unix epoch ms (wall clock); export subtracts the first exported row's. */

@@ -6,10 +6,19 @@ import type { EndpointHealthSnapshot, RouteExclusion } from '../../core/index.ts
 import type { ServerContext } from './uws.ts';
 import type { DeepHealth } from './worker-aggregate.ts';
 
-/** Body of `/routing`: per model its strategy and every route's configured and effective weight. */
+/**
+ * Body of `/routing`: per model its strategy and every route's configured and effective weight,
+ * plus `endpoint_health` — the background health checks' verdicts keyed by endpoint id (`mode`,
+ * `state`, `excluded`, the current runs, the last failure's reason); empty without checks.
+ */
 export function routingView(ctx: ServerContext): Record<string, unknown> {
   const g = ctx.gen;
+  const endpointHealth: Record<string, unknown> = {};
+  for (const c of g.core.healthChecks.snapshot()) {
+    endpointHealth[c.endpointId] = { mode: c.mode, state: c.state, excluded: c.excluded, consecutive_failures: c.consecutiveFailures, consecutive_passes: c.consecutivePasses, last_failure_reason: c.lastFailureReason };
+  }
   return {
+    endpoint_health: endpointHealth,
     models: g.core.allModels().map((m) => ({
       id: m.id,
       aliases: m.aliases,
@@ -56,9 +65,12 @@ export function providersMap(endpoints: readonly EndpointHealthSnapshot[], exclu
  * and the same keyed by endpoint id with exclusions merged in: `providers`), the published models
  * no request could be admitted to now, route exclusions, the store's state, in-flight count and
  * a status — `unavailable` when some published model has routes of weight > 0 and none of them
- * admits a request, `degraded` when some breaker is open or half-open or the store is down,
- * `draining` during a drain. A route an operator zeroed never makes the verdict worse: that is a
- * decision, not a fault (seed 000). Liveness (`/health`) is separate.
+ * admits a request (breaker refusing, or held out by an enforcing health check), `degraded` when
+ * some breaker is open or half-open, an enforcing health check holds a route out, or the store is
+ * down, `draining` during a drain. A route an operator zeroed never makes the verdict worse: that
+ * is a decision, not a fault (seed 000). A `report_only` health check is listed under
+ * `health_checks` and changes neither routing nor the verdict (seed 000: it only reports).
+ * Liveness (`/health`) is separate.
  */
 export function deepHealthView(ctx: ServerContext): DeepHealth {
   const g = ctx.gen;
@@ -69,11 +81,15 @@ export function deepHealthView(ctx: ServerContext): DeepHealth {
     .filter((m) => {
       if (!m.published || m.multiTarget) return false;
       const live = m.routes.filter((r) => r.effectiveWeight > 0);
-      return live.length > 0 && live.every((r) => !g.core.health.allowRequest(r.endpointId, now));
+      return live.length > 0 && live.every((r) => !g.core.health.allowRequest(r.endpointId, now) || g.core.healthChecks.excludes(r.endpointId));
     })
     .map((m) => m.id);
   const store = ctx.storeHealth();
-  const status = ctx.draining ? 'draining' : modelsUnavailable.length > 0 ? 'unavailable' : endpoints.some((e) => e.state !== 'closed') || store?.status === 'down' ? 'degraded' : 'ok';
+  const modelOf = new Map<string, string>();
+  for (const m of g.core.allModels()) if (!m.multiTarget) for (const r of m.routes) modelOf.set(r.endpointId, m.id);
+  const checks = g.core.healthChecks.snapshot().map((c) => ({ ...c, model: modelOf.get(c.endpointId) ?? 'none' }));
+  const degraded = endpoints.some((e) => e.state !== 'closed') || checks.some((c) => c.excluded) || store?.status === 'down';
+  const status = ctx.draining ? 'draining' : modelsUnavailable.length > 0 ? 'unavailable' : degraded ? 'degraded' : 'ok';
   const exclusions = g.core.routeExclusions();
   return {
     status,
@@ -82,6 +98,7 @@ export function deepHealthView(ctx: ServerContext): DeepHealth {
     endpoints,
     providers: providersMap(endpoints, exclusions),
     route_exclusions: exclusions,
+    health_checks: checks,
     ...(store && { store }),
   };
 }

@@ -2,7 +2,8 @@
  * The body of `GET /status/models` on the admin listener (seed 003, "status of targets"): one row
  * per model. A direct model is `healthy`, `cooldown` (its opt-in cooldown is running, started by
  * a failure it had as a multi-target target) or `unhealthy` (no route in rotation admits a
- * request now: every breaker of its live routes is open, or no route has weight > 0). A
+ * request now: every breaker of its live routes is open, an enforcing background health check
+ * holds every one out, or no route has weight > 0). A
  * multi-target model is `not_applicable` — its availability is its targets' — and lists its
  * targets with the core's per-target status (`RoutingCore.multiTargetStatus`).
  *
@@ -10,6 +11,7 @@
  * times with the wall clock read at the same moment, so `cooldown_until` is as exact as the two
  * clocks' agreement over the cooldown (milliseconds).
  */
+import { HEALTH_CHECK_FAILED } from '../../core/index.ts';
 import type { ServerContext } from './uws.ts';
 
 /** One route of a direct model in `/status/models`. */
@@ -20,6 +22,8 @@ export interface StatusRoute {
   readonly breaker: string;
   /** `healthy`, `cooldown`, or `not_configured` (the model has no enabled `cooldown:` block). */
   readonly cooldown: string;
+  /** The route's background health check (`mode`, `state`), or null when it has none. */
+  readonly health_check: { readonly mode: string; readonly state: string } | null;
 }
 
 /** One target of a multi-target model in `/status/models`. */
@@ -28,7 +32,7 @@ export interface StatusTarget {
   readonly endpoint_id: string;
   readonly priority: number;
   readonly weight: number;
-  readonly status: 'healthy' | 'cooldown';
+  readonly status: 'healthy' | 'cooldown' | 'unhealthy';
   readonly status_reason: string | null;
   readonly cooldown_until: string | null;
   readonly breaker: string;
@@ -44,8 +48,9 @@ export interface ModelStatus {
   readonly status: 'healthy' | 'cooldown' | 'unhealthy' | 'not_applicable';
   /**
    * Why the status is not `healthy`: the cooldown's trigger (`transport_error`, `timeout`,
-   * `http_503`, …), `circuit_open` (every live route's breaker refuses) or `no_route_in_rotation`
-   * (every route has weight 0); null when healthy or not applicable.
+   * `http_503`, …), `circuit_open` (every live route's breaker refuses), `health_check_failed`
+   * (an enforcing health check holds every live route out) or `no_route_in_rotation` (every
+   * route has weight 0); null when healthy or not applicable.
    */
   readonly status_reason: string | null;
   /** ISO 8601 end of the running cooldown (the latest over the model's routes); null when none. */
@@ -87,11 +92,18 @@ export function modelStatusView(ctx: ServerContext, wallNowMs: number): ModelSta
         })),
       };
     }
-    const rows = m.routes.map((r) => ({ r, breaker: g.core.health.snapshotOf(r.endpointId, now).state, cd: g.core.cooldowns.status(r.endpointId, now) }));
+    const rows = m.routes.map((r) => ({ r, breaker: g.core.health.snapshotOf(r.endpointId, now).state, cd: g.core.cooldowns.status(r.endpointId, now), hc: g.core.healthChecks.status(r.endpointId) }));
     const cooling = rows.filter((x) => x.cd.state === 'cooldown');
     const untilMs = cooling.reduce<number | null>((u, x) => (x.cd.untilMs !== null && (u === null || x.cd.untilMs > u) ? x.cd.untilMs : u), null);
     const live = rows.filter((x) => x.r.effectiveWeight > 0);
-    const unhealthy = live.length === 0 ? 'no_route_in_rotation' : live.every((x) => !g.core.health.allowRequest(x.r.endpointId, now)) ? 'circuit_open' : null;
+    const unhealthy =
+      live.length === 0
+        ? 'no_route_in_rotation'
+        : live.every((x) => x.hc?.excluded === true)
+          ? HEALTH_CHECK_FAILED
+          : live.every((x) => !g.core.health.allowRequest(x.r.endpointId, now) || x.hc?.excluded === true)
+            ? 'circuit_open'
+            : null;
     return {
       ...base,
       kind: 'direct',
@@ -99,7 +111,7 @@ export function modelStatusView(ctx: ServerContext, wallNowMs: number): ModelSta
       status: unhealthy ? 'unhealthy' : cooling.length > 0 ? 'cooldown' : 'healthy',
       status_reason: unhealthy ?? cooling[0]?.cd.reason ?? null,
       cooldown_until: iso(untilMs),
-      routes: rows.map((x) => ({ endpoint_id: x.r.endpointId, effective_weight: x.r.effectiveWeight, breaker: x.breaker, cooldown: x.cd.state })),
+      routes: rows.map((x) => ({ endpoint_id: x.r.endpointId, effective_weight: x.r.effectiveWeight, breaker: x.breaker, cooldown: x.cd.state, health_check: x.hc && { mode: x.hc.mode, state: x.hc.state } })),
     };
   });
 }

@@ -17,7 +17,7 @@
  * `switchyard_workers_missing`.
  */
 import { AggregatorRegistry, type MetricObjectWithValues, type MetricValue } from 'prom-client';
-import type { EndpointHealthSnapshot, RouteExclusion } from '../../core/index.ts';
+import type { EndpointHealthSnapshot, HealthCheckStatus, RouteExclusion } from '../../core/index.ts';
 import { providersMap, type ProviderHealth } from './operational-views.ts';
 
 /** The store's state as `/health/deep` reports it. */
@@ -39,6 +39,12 @@ export interface DeepHealth {
   route_exclusions: RouteExclusion[];
   /** `endpoints` keyed by endpoint id, each with `excluded_from_models` and `exclusion_reasons` merged in. */
   providers: Record<string, ProviderHealth>;
+  /**
+   * Background health checks (`health_check:`), one per checked route in configuration order:
+   * the core's `HealthCheckStatus` plus the route's model. `report_only` ones never change
+   * routing; an `enforce` one reading unhealthy (`excluded: true`) holds its route out.
+   */
+  health_checks: Array<HealthCheckStatus & { model: string }>;
   /** The store (absent without `store:`): `ok`, or `down` with the error of the last check. */
   store?: StoreHealth;
   /** Multi-worker only: each worker's own status and in-flight count, by worker index. */
@@ -104,8 +110,22 @@ export function mergeDeepHealth(answers: readonly PeerAnswer[]): DeepHealth {
     // The configuration is the same in every worker, so are its exclusions.
     route_exclusions: snapshots[0]?.deep.route_exclusions ?? [],
     providers: providersMap([...worst.values()], snapshots[0]?.deep.route_exclusions ?? []),
+    health_checks: worstHealthChecks(snapshots),
     ...(snapshots[0]?.deep.store && { store: snapshots[0].deep.store }),
     workers: snapshots.map((s) => ({ worker: s.worker, status: s.deep.status, in_flight: s.deep.in_flight })),
     workers_missing: missing,
   };
+}
+
+/** Each checked endpoint once, in the first worker's order: the worst worker's view (unhealthy over healthy, then most failures). */
+function worstHealthChecks(snapshots: readonly WorkerSnapshot[]): DeepHealth['health_checks'] {
+  const worst = new Map<string, DeepHealth['health_checks'][number]>();
+  for (const s of snapshots) {
+    for (const c of s.deep.health_checks ?? []) {
+      const cur = worst.get(c.endpointId);
+      const rank = (x: typeof c) => (x.state === 'unhealthy' ? 1 : 0);
+      if (!cur || rank(c) > rank(cur) || (rank(c) === rank(cur) && c.consecutiveFailures > cur.consecutiveFailures)) worst.set(c.endpointId, c);
+    }
+  }
+  return [...worst.values()];
 }

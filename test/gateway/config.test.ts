@@ -95,6 +95,15 @@ describe('problems name file, line, field and fix', () => {
     expect(p!.message).toContain("unknown key(s) 'prefill_awar' (did you mean 'prefill_aware'?); allowed keys: hybrid_composition, prefill_aware, affinity — remove it or fix the spelling");
   });
 
+  it('router_params.hybrid_composition: true is refused at load, saying the seeds do not specify it; false loads', () => {
+    const models = (v: boolean) => `models:\n  - id: demo\n    router: fixed\n    router_params:\n      hybrid_composition: ${v}\n    route:\n      - base_url: http://127.0.0.1:9001/v1\n`;
+    const [p] = problems(() => loadGatewayConfig(configDir({ 'models.yaml': models(true), 'gateway.yaml': OPEN }), {}));
+    expect(p).toMatchObject({ field: 'models.0.router_params' });
+    expect(p!.message).toContain('hybrid_composition: true is refused: the seeds do not specify what hybrid composition does');
+    expect(p!.message).toContain('remove hybrid_composition from router_params');
+    expect(() => loadGatewayConfig(configDir({ 'models.yaml': models(false), 'gateway.yaml': OPEN }), {})).not.toThrow();
+  });
+
   it('wrong types, ranges and enums; several problems at once; routing.yaml is its own file', () => {
     const dir = configDir({
       'models.yaml': MODELS + '        weight: -1\n        input_modalities: [text, video]\n',

@@ -9,7 +9,7 @@ import { GatewayMetrics, NO_MODEL_LABEL, type RequestObservation } from '../../g
 const BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
 
 function gatewayMetrics(): GatewayMetrics {
-  return new GatewayMetrics({ core: () => ({ health: { snapshot: () => [] }, limiter: { snapshot: () => [] }, hold: { snapshot: () => [] } }) as never, inFlight: () => 0, nowMs: () => 0, requestLog: () => null, upstreams: () => [] });
+  return new GatewayMetrics({ core: () => ({ health: { snapshot: () => [] }, healthChecks: { snapshot: () => [] }, limiter: { snapshot: () => [] }, hold: { snapshot: () => [] } }) as never, inFlight: () => 0, nowMs: () => 0, requestLog: () => null, upstreams: () => [] });
 }
 
 /**
@@ -63,7 +63,7 @@ describe('GatewayMetrics', () => {
 
   it('a refusal that names a model counts under its canonical id; an unknown name or none under the sentinel', async () => {
     const models: Record<string, { id: string }> = { demo: { id: 'demo' }, 'demo-chat': { id: 'demo' } };
-    const m = new GatewayMetrics({ core: () => ({ model: (n: string) => models[n] ?? null, health: { snapshot: () => [] }, limiter: { snapshot: () => [] }, hold: { snapshot: () => [] } }) as never, inFlight: () => 0, nowMs: () => 0, requestLog: () => null, upstreams: () => [] });
+    const m = new GatewayMetrics({ core: () => ({ model: (n: string) => models[n] ?? null, health: { snapshot: () => [] }, healthChecks: { snapshot: () => [] }, limiter: { snapshot: () => [] }, hold: { snapshot: () => [] } }) as never, inFlight: () => 0, nowMs: () => 0, requestLog: () => null, upstreams: () => [] });
     m.observeRefused(400, 'demo-chat');
     m.observeRefused(400, 'demo');
     m.observeRefused(400, 'made-up');

@@ -58,8 +58,9 @@ export interface NoRouteError {
 /**
  * What the client is told when nothing is admitted: when routes are cooling after a Retry-After
  * (`coolestMs` finite), 429 — or 503 when the soonest one's hint came with a busy 503 — with a
- * Retry-After until then; otherwise every breaker is shut: 503 with a Retry-After until the
- * first lets a probe through.
+ * Retry-After until then; otherwise every breaker is shut or an enforcing health check holds
+ * the route out (named in the message): 503 with a Retry-After until the first breaker lets a
+ * probe through.
  */
 export function noAdmittedRoute(model: ResolvedModel, routes: readonly ResolvedRoute[], coolestMs: number, admission: Admission, nowMs: number): NoRouteError {
   if (coolestMs !== Number.POSITIVE_INFINITY) {
@@ -84,7 +85,7 @@ export function noAdmittedRoute(model: ResolvedModel, routes: readonly ResolvedR
   for (const r of routes) if (r.effectiveWeight > 0) reopenMs = Math.min(reopenMs, admission.gates.breaker.retryInMs(r, nowMs));
   return {
     code: 'all_circuits_open',
-    message: `no admitted route for model '${model.id}'; considered: ${routes.map((r) => r.endpointId).join(', ')}`,
+    message: `no admitted route for model '${model.id}'; considered: ${routes.map((r) => (admission.gates.healthCheck.admits(r) ? r.endpointId : `${r.endpointId} (unhealthy: health_check_failed)`)).join(', ')}`,
     status: ERROR_STATUS.all_circuits_open,
     retryAfterSec: reopenMs > 0 && Number.isFinite(reopenMs) ? Math.max(1, Math.ceil(reopenMs / 1000)) : null,
   };

@@ -37,6 +37,7 @@ export function noTargetAdmitted(modelId: string, tiers: TierWalk, retryAfter: R
     return { code: 'target_rate_limited', message: `every eligible target of model '${modelId}' is over its rate limit`, status: ERROR_STATUS.target_rate_limited, retryAfterSec: after };
   }
   const considered = tiers.tiers.flat().map((x) => {
+    if (tiers.healthCheckRefuses(x)) return `${x.model} (unhealthy: health_check_failed)`;
     const s = cooldowns.status(x.endpointId, nowMs);
     return `${x.model} (${s.state === 'cooldown' ? `cooldown: ${s.reason}` : s.state})`;
   });

@@ -12,6 +12,10 @@ import type { ResolvedTarget } from '../../model/resolved-model.ts';
 import { planOrder, type Candidate, type Planner } from '../../strategies/planner.ts';
 import type { Admission } from '../../admission/admission.ts';
 import { fitsWindow } from './context-floor.ts';
+import type { GateName } from '../../admission/gate.ts';
+
+/** The runtime filters `when_all_unavailable: try_anyway` lifts (seed 003): cooldown and enforced health checks. */
+const RUNTIME_FILTERS: ReadonlySet<GateName> = new Set<GateName>(['cooldown', 'health_check']);
 
 /** One request's walk over its tiers. */
 export class TierWalk {
@@ -19,7 +23,7 @@ export class TierWalk {
   readonly tried = new Set<number>();
   /** The strategy's reason for the current tier's order (`none` before the first). */
   reason = 'none';
-  /** `when_all_unavailable: try_anyway` in force: the cooldown gate is ignored. */
+  /** `when_all_unavailable: try_anyway` in force: the runtime filters (cooldown, health check) are ignored. */
   ignoreCooldown = false;
   /** After a context-length refusal: targets need a `context_length` above this. */
   contextFloor: number | null = null;
@@ -98,16 +102,23 @@ export class TierWalk {
     return false;
   }
 
-  /** Whether an untried target is cooling down at `nowMs` (`try_anyway` then walks again). */
+  /**
+   * Whether an untried target is cooling down or held out by an enforcing health check at `nowMs`
+   * (`try_anyway` then walks again).
+   */
   anyCooling(nowMs: number): boolean {
-    const cooldown = this.admission.gates.cooldown;
-    if (cooldown === null) return false;
-    return this.tiers.some((tier) => tier.some((t) => !this.tried.has(t.index) && !cooldown.admits(t, nowMs)));
+    const { cooldown, healthCheck } = this.admission.gates;
+    return this.tiers.some((tier) => tier.some((t) => !this.tried.has(t.index) && ((cooldown !== null && !cooldown.admits(t, nowMs)) || !healthCheck.admits(t))));
   }
 
-  /** Runtime admission of a target: the context floor, then every check gate (cooldown unless `try_anyway`). */
+  /** Whether an enforcing health check holds `t` out (for the error message). */
+  healthCheckRefuses(t: ResolvedTarget): boolean {
+    return !this.admission.gates.healthCheck.admits(t);
+  }
+
+  /** Runtime admission of a target: the context floor, then every check gate (the runtime filters unless `try_anyway`). */
   private admits(t: ResolvedTarget, nowMs: number): boolean {
     if (!fitsWindow(t.route.contextLength, 0, this.contextFloor)) return false;
-    return this.admission.admits(t, nowMs, this.ignoreCooldown ? 'cooldown' : null);
+    return this.admission.admits(t, nowMs, this.ignoreCooldown ? RUNTIME_FILTERS : null);
   }
 }

@@ -167,16 +167,18 @@ describe('queue-wait offload', () => {
     expect(one(end, 'done')!.metadata.offloadReason).toBe('last_resort');
   });
 
-  it('policy validation: missing route, weight 0, routewise, hybrid composition ⇒ inactive with a reason', () => {
+  it('policy validation: missing route, weight 0, routewise ⇒ inactive with a reason', () => {
     expect(lcCore({ offload: { route: 'nope', wait_sec: 1 } }).offloadPolicies()[0]!.policy).toMatchObject({ active: false, inactiveReason: 'route_not_found' });
     expect(lcCore({ routes: { offload: { weight: 0 } } }).offloadPolicies()[0]!.policy).toMatchObject({ active: false, inactiveReason: 'route_weight_zero' });
-    expect(lcCore({ router: 'fixed', routerParams: { hybrid_composition: true } }).offloadPolicies()[0]!.policy).toMatchObject({ active: false, inactiveReason: 'hybrid_composition' });
+    // hybrid_composition: true is refused at load (the seeds give it no behaviour); false is accepted.
+    expect(() => lcCore({ router: 'fixed', routerParams: { hybrid_composition: true } })).toThrow(/hybrid_composition: true is refused: the seeds do not specify what hybrid composition does.*remove hybrid_composition from router_params/);
+    expect(lcCore({ router: 'fixed', routerParams: { hybrid_composition: false } }).offloadPolicies()[0]!.policy).toMatchObject({ active: true });
     const views = [{ endpointId: 'a', provider: 'a', effectiveWeight: 1 }, { endpointId: 'b', provider: 'b', effectiveWeight: 1 }];
-    expect(resolveOffloadPolicy({ route: 'b', wait_sec: 1 }, views, 'routewise', {})).toMatchObject({ active: false, inactiveReason: 'routewise_model' });
-    expect(resolveOffloadPolicy({ route: 'b', wait_sec: 1 }, views.slice(1), 'fixed', {})).toMatchObject({ active: false, inactiveReason: 'only_route' });
+    expect(resolveOffloadPolicy({ route: 'b', wait_sec: 1 }, views, 'routewise')).toMatchObject({ active: false, inactiveReason: 'routewise_model' });
+    expect(resolveOffloadPolicy({ route: 'b', wait_sec: 1 }, views.slice(1), 'fixed')).toMatchObject({ active: false, inactiveReason: 'only_route' });
     expect(() => lcCore({ offload: { route: OFFLOAD, wait_sec: 0 } })).toThrow(/wait_sec/);
     // An inactive policy is ignored: the offload route is an ordinary route.
-    const d = new MiniDriver(lcCore({ offload: { route: OFFLOAD, wait_sec: 1 }, router: 'fixed', routerParams: { hybrid_composition: true }, routes: { engine: { weight: 0 }, hosted: { weight: 0 } } }));
+    const d = new MiniDriver(lcCore({ offload: { route: 'nope', wait_sec: 1 }, routes: { engine: { weight: 0 }, hosted: { weight: 0 } } }));
     const a = d.start(rq());
     expect(all(a.actions, 'wait_until')).toHaveLength(2); // first token (it also bounds the headers) + overall, no engine wait
   });

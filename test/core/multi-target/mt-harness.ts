@@ -9,6 +9,8 @@ export interface DirectSpec {
   price?: [number, number];
   modalities?: Array<'text' | 'image' | 'audio'>;
   cooldown?: Record<string, unknown>;
+  /** The direct model's `health_check:` block. */
+  healthCheck?: Record<string, unknown>;
   provider?: string;
 }
 
@@ -27,6 +29,7 @@ export function makeMtCore(directs: Array<DirectSpec | string>, extra: Array<Rec
         },
       ],
       ...(d.cooldown && { cooldown: d.cooldown }),
+      ...(d.healthCheck && { health_check: d.healthCheck }),
     };
   });
   return new RoutingCore(parseModelsConfig({ models: [...models, ...extra] }), options);
