@@ -28,6 +28,13 @@
  * generation gets a prober that sends 1-token probes to idle routes; it is stopped on reload
  * (and a new one started on the new generation) and on drain / close. One `ProbeGate` per
  * gateway caps probes in flight across generations.
+ *
+ * RouteWise quota sources and warm start: before it listens, the gateway replays its request
+ * log into the RouteWise planners (routewise/warm-start.ts, `db_bootstrap_enabled`), refuses to
+ * start when a quota-only model's envelope is still uncalibrated (`EnvelopeNotCalibratedError`;
+ * a reload or overlay that brings such a model is refused the same way), and polls the
+ * registered quota fetchers once (routewise/quota-poller.ts), so an unresolved `quota_source` is
+ * reported at start; then it polls on a timer, across generations.
  */
 import { randomInt } from 'node:crypto';
 import uWS from '@trufflesuite/uws-js-unofficial';
@@ -56,6 +63,9 @@ import type { OverlaySnapshot } from './store/overlay-repo.ts';
 import { buildGeneration, checkGeneration } from './generation.ts';
 import { ConfigStatus, type GenerationCause } from './config-status.ts';
 import { RouteWiseProber, type ProbeCounters } from './routewise/prober.ts';
+import { quotaFetchers } from './routewise/quota-fetchers.ts';
+import { QuotaPoller } from './routewise/quota-poller.ts';
+import { assertEnvelopesCalibrated, warmStartRouteWise, type WarmStartResult } from './routewise/warm-start.ts';
 
 export type { GatewayOptions, ProbeStatus, RunningGateway } from './gateway-options.ts';
 export { restartOnly } from './config/restart-only.ts';
@@ -102,6 +112,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     : null;
 
   let metrics: GatewayMetrics;
+  let quotaPoller: QuotaPoller | null = null;
   const ctx: ServerContext = {
     gen: null as unknown as Generation, // set right below
     draining: false,
@@ -122,7 +133,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     configStatus: new ConfigStatus(Date.now()),
   };
   const snapshot = async (): Promise<WorkerSnapshot> => ({ worker, metrics: await metrics.registry.getMetricsAsJSON(), deep: deepHealthView(ctx) });
-  metrics = new GatewayMetrics({ core: () => ctx.gen.core, inFlight: () => ctx.inFlight, nowMs: () => performance.now(), requestLog: () => requestLog, upstreams: () => pools.stats() });
+  metrics = new GatewayMetrics({ core: () => ctx.gen.core, inFlight: () => ctx.inFlight, nowMs: () => performance.now(), requestLog: () => requestLog, upstreams: () => pools.stats(), quotaSources: () => quotaPoller?.sourceStates() ?? [] });
   // request_log settings take effect at restart only (a reload says so): log_prompts too, since
   // the writer's memory limit was sized for it at start.
   const logPrompts = rl.log_prompts;
@@ -150,10 +161,29 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     const models = composeModels(c.models, o.routing, assess(c, o).refused).config;
     return models === c.models ? c : { ...c, models };
   };
-  const build = (c: GatewayConfig, prev: Generation | null): Generation =>
-    buildGeneration(withOverlay(c, control.overlay), { seed, worker, pools, log, metrics, requestLog, logPrompts, overlay: control.routeOverlay(), carryFrom: prev?.core ?? null, tracing });
+  const build = (c: GatewayConfig, prev: Generation | null): Generation => {
+    const gen = buildGeneration(withOverlay(c, control.overlay), { seed, worker, pools, log, metrics, requestLog, logPrompts, overlay: control.routeOverlay(), carryFrom: prev?.core ?? null, tracing });
+    // At start the check waits for the warm start (below); later generations carry the envelopes.
+    if (prev) assertEnvelopesCalibrated(gen.core, gen.now());
+    return gen;
+  };
+  const poller = new QuotaPoller({
+    core: () => ctx.gen.core,
+    now: () => performance.now(),
+    wallNow: () => Date.now(),
+    utcOffsetMin: (unixMs) => -new Date(unixMs).getTimezoneOffset(),
+    fetcherFor: (provider) => (opts.quotaFetchers ?? quotaFetchers).get(provider),
+    log,
+    ...(opts.quotaPollMs !== undefined && { intervalMs: opts.quotaPollMs }),
+    ...(opts.quotaFetchTimeoutMs !== undefined && { timeoutMs: opts.quotaFetchTimeoutMs }),
+  });
+  let warmStart: WarmStartResult[] = [];
   try {
     ctx.gen = build(config, null);
+    if (requestLog) {
+      warmStart = await warmStartRouteWise({ core: ctx.gen.core, log: requestLog, nowMs: ctx.gen.now(), nowUnixMs: Date.now(), logger: log, ...(opts.warmStartMaxRows !== undefined && { maxRows: opts.warmStartMaxRows }) });
+    }
+    assertEnvelopesCalibrated(ctx.gen.core, ctx.gen.now());
   } catch (e) {
     await pools.close();
     await requestLog?.close();
@@ -161,6 +191,9 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     await stopTracing();
     throw e;
   }
+  quotaPoller = poller;
+  // The first poll before the listeners open, so an unresolved source is reported at start.
+  await poller.poll();
   /** The YAML configuration in force (the overlay is applied on top of it). */
   let base = config;
   let generation = 1;
@@ -204,9 +237,11 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     }
   }
   let prober = startProber(ctx.gen);
+  poller.start();
   /** Puts `gen` in force and restarts the prober on it. */
   const swap = (gen: Generation, cause: GenerationCause): void => {
     ctx.gen = gen;
+    poller.apply();
     generation++;
     ctx.configStatus.applied(generation, cause, Date.now());
     // The old prober's probe in flight (if any) finishes on the old planner and frees the shared gate.
@@ -270,6 +305,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     closing ??= (async () => {
       ctx.draining = true;
       prober?.stop(true);
+      poller.stop();
       (app as TemplatedApp & { close(): void }).close();
       if (admin) (admin.app as TemplatedApp & { close(): void }).close();
       // Exchanges cut by the close report on the next turns; let them land in the log.
@@ -296,6 +332,9 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     inFlight: () => ctx.inFlight,
     probes: () => ({ active: prober?.active ?? false, tickMs: prober?.active ? prober.tickMs : null, ...probeCounters }),
     upstreamStats: () => pools.stats(),
+    quotaSources: () => poller.sourceStates(),
+    pollQuotas: () => poller.poll(),
+    warmStart,
     reloadRejected(problems) {
       metrics.observeReload(false);
       ctx.configStatus.rejected(problems, Date.now());
@@ -322,6 +361,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     async drain(graceMs) {
       ctx.draining = true;
       prober?.stop(true); // probes are not client requests: no grace for them
+      poller.stop();
       uWS.us_listen_socket_close(socket);
       if (admin) uWS.us_listen_socket_close(admin.socket);
       const until = performance.now() + graceMs;

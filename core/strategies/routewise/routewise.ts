@@ -275,22 +275,24 @@ export class RouteWisePlanner implements Planner, AttemptObserver {
    * Warm start (`db_bootstrap_enabled`): feeds finished requests of a request log, oldest end
    * first, into the latency profiles (a success with its TTFT, or a failure), the output-length
    * predictor, the cached-prompt fractions and the cost envelope, as live traffic would have.
-   * Requests on endpoints this planner does not have are skipped; so are requests out of order
-   * (a profile's window must see time advance). Call before the first `pick`.
+   * A request served by an endpoint this planner does not have (a route of the same model since
+   * removed or renamed) still teaches the predictor and the envelope, which describe the model's
+   * traffic, not a route. Requests out of order are skipped (windows must see time advance).
+   * Call before the first `pick`.
    * @returns how many requests were taken.
    */
   replay(requests: readonly ReplayedRequest[]): number {
     let taken = 0;
     let lastMs = Number.NEGATIVE_INFINITY;
     for (const q of requests) {
-      const i = this.index.get(q.endpointId);
-      if (i === undefined || !(q.endMs >= lastMs)) continue;
+      if (!(q.endMs >= lastMs)) continue;
       lastMs = q.endMs;
       taken++;
+      const i = this.index.get(q.endpointId) ?? -1;
       if (q.ok) {
-        if (q.ttftMs !== null) this.profiles[i]!.recordSuccess(q.ttftMs, q.endMs);
+        if (i >= 0 && q.ttftMs !== null) this.profiles[i]!.recordSuccess(q.ttftMs, q.endMs);
         this.learnUsage(i, q.inputTokens, q.inputTokens, q.cachedTokens, q.outputTokens, q.endMs);
-      } else this.profiles[i]!.recordFailure(q.endMs);
+      } else if (i >= 0) this.profiles[i]!.recordFailure(q.endMs);
     }
     return taken;
   }
@@ -683,9 +685,10 @@ export class RouteWisePlanner implements Planner, AttemptObserver {
     this.ledger.block(endpointId, nowMs + ms);
   }
 
+  /** Learns a finished request's usage; `r` is its route's index, or −1 for a route not in this planner (no cached fraction). */
   private learnUsage(r: number, inputEstimate: number, inputTokens: number, cachedTokens: number, outputTokens: number, nowMs: number): void {
     this.predictor.observe(inputEstimate, outputTokens);
-    if (inputTokens > 0) {
+    if (r >= 0 && inputTokens > 0) {
       const f = Math.min(1, Math.max(0, cachedTokens / inputTokens));
       this.cachedFraction[r]! += CACHED_FRACTION_EWMA * (f - this.cachedFraction[r]!);
     }

@@ -183,7 +183,7 @@ describe('planner: quota sources, warm start and the start check', () => {
     expect(cands[planner.pick(cands, rreq(), 5, rng).candidate]!.endpointId).toBe('m:api'); // exhausted at the provider
   });
 
-  it('replay warms profiles, predictor and envelope; out-of-order and unknown endpoints are skipped', () => {
+  it('replay warms profiles, predictor and envelope; a former route teaches only the last two; out-of-order rows are skipped', () => {
     const { planner } = rwCore([{ name: 'a', ...api }, { name: 'b', ...api }], { min_samples: 2 });
     const rows = [
       { endpointId: 'm:a', endMs: 10, ok: true, ttftMs: 100, inputTokens: 1000, cachedTokens: 0, outputTokens: 300 },
@@ -192,11 +192,12 @@ describe('planner: quota sources, warm start and the start check', () => {
       { endpointId: 'm:gone', endMs: 40, ok: true, ttftMs: 1, inputTokens: 1, cachedTokens: 0, outputTokens: 1 },
       { endpointId: 'm:a', endMs: 5, ok: true, ttftMs: 1, inputTokens: 1, cachedTokens: 0, outputTokens: 1 },
     ];
-    expect(planner.replay(rows)).toBe(3);
+    expect(planner.replay(rows)).toBe(4);
     expect(planner.profile('m:a')!.meanIfProfiled(50, 2)).toBeCloseTo(110);
     expect(planner.profile('m:b')!.counts(50)).toEqual({ successes: 0, failures: 1, censored: 0 });
-    expect(planner.predictor.samples).toBe(2);
-    expect(planner.envelope.samples(50)).toBe(2);
+    expect(planner.profile('m:gone')).toBeUndefined();
+    expect(planner.predictor.samples).toBe(3);
+    expect(planner.envelope.samples(50)).toBe(3);
     planner.invariants();
   });
 
