@@ -146,6 +146,24 @@ describe('RouteWise quota sources through the emulator usage endpoint', () => {
     expect(diffs).toHaveLength(1);
     expect(diffs[0]).toMatchObject({ route: idOf(q), fetchedLimit: 500, configuredLimits: [100] });
     expect(planner(gw).ledger.quotaSnapshot(idOf(q))?.limit).toBe(500);
+
+    // The provider goes away: the failure is logged once, and the last records stay in use.
+    await q.close();
+    await gw.pollQuotas();
+    await gw.pollQuotas();
+    const failed = lines.filter((l) => l.msg === 'quota refresh failed; the last records stay in use');
+    expect(failed).toHaveLength(1);
+    expect(failed[0]).toMatchObject({ provider: 'emu_quota' });
+    expect(gw.quotaSources()[0]!.resolved).toBe(true);
+  });
+
+  it('a reload that brings a quota-only model with an uncalibrated envelope is refused; the old one stays', async () => {
+    const api = await emulator({ seed: 2 });
+    const q = await emulator({ seed: 1 });
+    const gw = await gateway(config([{ base_url: api.baseUrl, pricing: DEAR }], {}));
+    const quotaOnly = config([{ base_url: q.baseUrl, provider_type: 'quota', quota: { limit: 100, window_sec: 86_400 }, pricing: DEAR }], {});
+    expect(() => gw.reload(quotaOnly)).toThrow(/model 'rw': routewise cannot route: every route is a quota route/);
+    expect(await ask(gw)).toBe(idOf(api));
   });
 });
 
