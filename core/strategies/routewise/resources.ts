@@ -22,8 +22,9 @@
  * - a pool with a `quota_source` selector plans with the provider's own numbers: once the driver
  *   hands it a resolved usage record (`setQuotaSnapshot`), z = (used + local uses committed since
  *   that snapshot + reservations) / limit, in the record's unit (local uses are added for the
- *   units `requests` and `tokens`; any other unit moves only with the next snapshot). Until a
- *   record resolves the pool is unready (z = 1): its routes are skipped, and the driver reports it.
+ *   units `requests` and `tokens`; any other unit moves only with the next snapshot; a record
+ *   whose reset time has passed counts only the local uses). Until a record resolves the pool is
+ *   unready (z = 1): its routes are skipped, and the driver reports it.
  * - a pool with `localDaily` counts requests since local midnight against its one window's
  *   limit (`LocalDailyCounter`); the ledger turns its monotonic `nowMs` into wall time with the
  *   offset and UTC offset the driver gives it (`setLocalTime`).
@@ -52,11 +53,16 @@ export interface RouteResources {
   readonly concurrency: { readonly poolId: string; readonly limit: number } | null;
 }
 
-/** A resolved usage record as a quota pool plans with it: `used` of `limit`, fetched at `fetchedAtMs` (monotonic). */
+/**
+ * A resolved usage record as a quota pool plans with it: `used` of `limit`, fetched at
+ * `fetchedAtMs` (monotonic). Once the wall clock passes `resetsAtUnixMs` (when the provider said
+ * when its window resets) the fetched `used` no longer counts, until the next snapshot.
+ */
 export interface QuotaSnapshot {
   readonly used: number;
   readonly limit: number;
   readonly fetchedAtMs: number;
+  readonly resetsAtUnixMs?: number | null;
 }
 
 /** Wall-clock view the ledger needs for local-day counters: Unix ms = monotonic ms + `wallMinusMonoMs`. */
@@ -138,7 +144,8 @@ class QuotaPool {
       if (!e) return 1; // unready until its source resolves
       const unit = this.source.unit;
       const extra = unit === 'requests' ? this.sinceRequests + this.reservedRequests : unit === 'tokens' ? this.sinceTokens + this.reservedTokens : 0;
-      return (e.used + extra) / e.limit;
+      const reset = e.resetsAtUnixMs != null && nowMs + this.time.wallMinusMonoMs >= e.resetsAtUnixMs;
+      return ((reset ? 0 : e.used) + extra) / e.limit;
     }
     if (this.daily) return (this.daily.used(nowMs + this.time.wallMinusMonoMs, this.time.utcOffsetMin) + this.reservedRequests) / this.daily.limit;
     let z = 0;

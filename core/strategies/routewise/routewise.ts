@@ -257,7 +257,7 @@ export class RouteWisePlanner implements Planner, AttemptObserver {
       // A snapshot already applied is not applied again: the local uses counted since it stay.
       if (!hit) this.ledger.setQuotaSnapshot(r.endpointId, null);
       else if (!prev || prev.fetchedAtMs !== hit.fetchedAtMs || prev.used !== hit.record.used || prev.limit !== hit.record.limit) {
-        this.ledger.setQuotaSnapshot(r.endpointId, { used: hit.record.used, limit: hit.record.limit, fetchedAtMs: hit.fetchedAtMs });
+        this.ledger.setQuotaSnapshot(r.endpointId, { used: hit.record.used, limit: hit.record.limit, fetchedAtMs: hit.fetchedAtMs, resetsAtUnixMs: hit.record.resetsAtUnixMs });
       }
       const configuredLimits = q.windows.map((w) => w.limit);
       const limitMismatch = hit && !configuredLimits.includes(hit.record.limit) ? hit.record.limit : null;

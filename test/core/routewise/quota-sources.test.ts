@@ -113,6 +113,17 @@ describe('quota pools with a source or a local daily counter', () => {
     expect(l.available('m:q', 9)).toBe(false);
   });
 
+  it('a snapshot whose reset time has passed counts only the local uses since', () => {
+    const l = new ResourceLedger();
+    l.setLocalTime(1_000_000, 0); // Unix ms = monotonic + 1e6
+    l.defineRoute('m:q', { quota: { poolId: 'q', windows: [{ limit: 10, windowMs: 3_600_000, unit: 'requests' }], source: sel }, concurrency: null });
+    l.setQuotaSnapshot('m:q', { used: 10, limit: 10, fetchedAtMs: 0, resetsAtUnixMs: 1_000_500 });
+    expect(l.available('m:q', 499)).toBe(false);
+    expect(l.available('m:q', 500)).toBe(true);
+    l.commit(l.reserve('m:q', 1, 600)!, 600);
+    expect(l.quotaUsedFraction('m:q', 700)).toBeCloseTo(0.1);
+  });
+
   it('a local daily pool counts requests until local midnight at the offset the driver sets', () => {
     const l = new ResourceLedger();
     const midnightCet = Date.UTC(2026, 11, 3, 23, 0);
@@ -164,7 +175,7 @@ describe('planner: quota sources, warm start and the start check', () => {
     expect(typo).toMatchObject({ endpointId: 'm:typo', record: null });
     store.ingest('acme', [rec({ used: 1, limit: 500 })], 20);
     expect(planner.applyQuotaSnapshots(store)[0]!.limitMismatch).toBe(500);
-    expect(planner.ledger.quotaSnapshot('m:q')).toEqual({ used: 1, limit: 500, fetchedAtMs: 20 });
+    expect(planner.ledger.quotaSnapshot('m:q')).toEqual({ used: 1, limit: 500, fetchedAtMs: 20, resetsAtUnixMs: null });
   });
 
   it('the remaining quota of the snapshot moves routing between the quota route and the API', () => {
