@@ -4,6 +4,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { emulatorUsageFetcher } from '../../gateway/routewise/fetchers/emulator-usage.ts';
 import { startEmulator, type RunningEmulator } from '../../simulator/emulator/emulator.ts';
+import { EmulatorSpecSchema, emulatorOptions } from '../../simulator/emulator/emulator-spec.ts';
 
 let emu: RunningEmulator | null = null;
 afterEach(async () => {
@@ -42,6 +43,12 @@ describe('GET /v1/usage', () => {
 
     const records = await emulatorUsageFetcher({ provider: 'emu', baseUrl: emu.baseUrl, apiKey: 'k' }).fetch(new AbortController().signal);
     expect(records).toEqual([{ provider: 'emu', usageLabel: 'requests_daily', unit: 'requests', used: 9, limit: 10, windowSec: 86_400, resetsAtUnixMs: null }]);
+  });
+
+  it('emulators.yaml takes the same report as usage:', () => {
+    const spec = EmulatorSpecSchema.parse({ port: 9001, usage: { provider: 'emu', usage_label: 'requests_daily', limit: 10, window_sec: 86_400 } });
+    expect(emulatorOptions(spec).usage).toEqual({ provider: 'emu', usageLabel: 'requests_daily', limit: 10, windowSec: 86_400 });
+    expect(() => EmulatorSpecSchema.parse({ port: 9001, usage: { provider: 'emu', usage_label: 'x', limit: 10, unit: 'tokens' } })).toThrow();
   });
 
   it('refuses a limit that is not > 0', async () => {
