@@ -70,6 +70,7 @@ import { assertEnvelopesCalibrated, warmStartRouteWise, type WarmStartResult } f
 export type { GatewayOptions, ProbeStatus, RunningGateway } from './gateway-options.ts';
 export { restartOnly } from './config/restart-only.ts';
 export { assertPortFree } from './server/listen.ts';
+export { registerQuotaFetcher, QuotaFetcherRegistry, type QuotaFetcher } from './routewise/quota-fetchers.ts';
 
 /**
  * Builds and starts a gateway.
