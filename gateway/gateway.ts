@@ -76,7 +76,9 @@ export { registerQuotaFetcher, QuotaFetcherRegistry, type QuotaFetcher } from '.
  * Builds and starts a gateway.
  * @throws Error when the core rejects the configuration (names the model and field), the
  *   configuration cannot run under `server.workers` (`workerScopeError`), a port cannot be
- *   bound, or the request log cannot be opened; RangeError for a probe option that is not > 0.
+ *   bound, or the request log cannot be opened or read back for RouteWise's warm start;
+ *   EnvelopeNotCalibratedError for a quota-only RouteWise model the warm start left uncalibrated;
+ *   RangeError for a probe, quota-poll or warm-start option that is not > 0.
  */
 export async function startGateway(opts: GatewayOptions): Promise<RunningGateway> {
   const { config } = opts;
@@ -84,9 +86,10 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const host = opts.host ?? s.server.host;
   const seed = opts.seed ?? s.server.seed ?? randomInt(0, 2 ** 31 - 1);
   const worker = opts.worker ?? 0;
-  for (const [name, v] of [['probeTickMs', opts.probeTickMs], ['probeTimeoutMs', opts.probeTimeoutMs]] as const) {
+  for (const [name, v] of [['probeTickMs', opts.probeTickMs], ['probeTimeoutMs', opts.probeTimeoutMs], ['quotaPollMs', opts.quotaPollMs], ['quotaFetchTimeoutMs', opts.quotaFetchTimeoutMs]] as const) {
     if (v !== undefined && !(v > 0)) throw new RangeError(`gateway: ${name} must be > 0 ms, got ${v}`);
   }
+  if (opts.warmStartMaxRows !== undefined && !(Number.isInteger(opts.warmStartMaxRows) && opts.warmStartMaxRows > 0)) throw new RangeError(`gateway: warmStartMaxRows must be an integer > 0, got ${opts.warmStartMaxRows}`);
   const log = opts.logger ?? pino({ level: s.server.log_level, base: { worker } });
   // Loaded (with OpenTelemetry) only when tracing is on.
   const tracing = await loadTracing(s.tracing, opts.traceExporter ? { exporter: opts.traceExporter } : {});

@@ -172,8 +172,11 @@ export class QuotaPoller {
         const timer = setTimeout(() => controller.abort(), this.timeoutMs);
         timer.unref();
         const startedMs = d.now();
+        // A fetcher that ignores the signal must not hold the poll (and the gateway's start) open.
+        const aborted = new Promise<never>((_, reject) => controller.signal.addEventListener('abort', () => reject(new Error('aborted')), { once: true }));
+        aborted.catch(() => {});
         try {
-          const records = await fetcher.fetch(controller.signal);
+          const records = await Promise.race([fetcher.fetch(controller.signal), aborted]);
           this.store.ingest(provider, records, startedMs);
           this.lastError.delete(provider);
         } catch (e) {

@@ -15,7 +15,7 @@ import { hashKey } from '../../gateway/callers.ts';
 import { buildGatewayConfig, type GatewayConfig } from '../../gateway/config/load.ts';
 import { startGateway, type GatewayOptions, type RunningGateway } from '../../gateway/gateway.ts';
 import { emulatorUsageFetcher } from '../../gateway/routewise/fetchers/emulator-usage.ts';
-import { registerQuotaFetcher } from '../../gateway/routewise/quota-fetchers.ts';
+import { QuotaFetcherRegistry, registerQuotaFetcher } from '../../gateway/routewise/quota-fetchers.ts';
 import { startEmulator, type EmulatorOptions, type RunningEmulator } from '../../simulator/emulator/emulator.ts';
 import { hello, KEYS } from './harness.ts';
 
@@ -133,6 +133,19 @@ describe('RouteWise quota sources through the emulator usage endpoint', () => {
     await gw.pollQuotas();
     // Reported once while it stays unresolved.
     expect(lines.filter((l) => l.msg === 'quota source unresolved; the route is skipped until it resolves')).toHaveLength(2);
+  });
+
+  it('a fetcher that never answers (and ignores its abort signal) does not hold the start; the source is reported', async () => {
+    const q = await emulator({ seed: 1 });
+    const api = await emulator({ seed: 2 });
+    const fetchers = new QuotaFetcherRegistry();
+    fetchers.register({ provider: 'stuck', fetch: () => new Promise(() => {}) });
+    expect(() => fetchers.register({ provider: 'stuck', fetch: async () => [] })).toThrow(/provider 'stuck' already has a quota fetcher/);
+    const { logger, lines } = capture();
+    const gw = await gateway(config([{ base_url: api.baseUrl, pricing: DEAR }, quotaRoute(q, 'requests_daily', 'stuck')], {}), { logger, quotaFetchers: fetchers, quotaFetchTimeoutMs: 50 });
+    expect(lines.find((l) => l.msg === 'quota refresh failed; the last records stay in use')).toMatchObject({ provider: 'stuck', reason: 'no answer within 50 ms' });
+    expect(gw.quotaSources()[0]).toMatchObject({ resolved: false, reason: 'the fetch failed: no answer within 50 ms' });
+    expect(await ask(gw)).toBe(idOf(api));
   });
 
   it('a fetched limit that disagrees with the route is logged once per change', async () => {
