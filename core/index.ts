@@ -142,7 +142,9 @@ export type { MultiTargetStatus, TargetStatusRow } from './multi-target/target-s
 export { resolveOffloadPolicy, type OffloadPolicy, type OffloadInactiveReason } from './offload/offload-policy.ts';
 
 // RouteWise (seed 000 "RouteWise"): the planner, its tap, and its pure parts.
-export { RouteWisePlanner, routeWiseStrategy, EnvelopeNotCalibratedError, type RouteWiseDecision } from './strategies/routewise/routewise.ts';
+export { RouteWisePlanner, routeWiseStrategy, EnvelopeNotCalibratedError, type RouteWiseDecision, type QuotaSourceStatus, type ReplayedRequest } from './strategies/routewise/routewise.ts';
+export { QuotaSnapshotStore, matchesSelector, describeSelector, type QuotaSourceSelector, type QuotaUsageRecord, type ProviderSnapshot } from './strategies/routewise/quota-source.ts';
+export { LocalDailyCounter, localDayNumber, nextLocalMidnightUnixMs } from './strategies/routewise/local-daily-counter.ts';
 export { RouteWiseParamsSchema, parseRouteWiseParams, BUDGET_ALPHA_HEADER, MOVED_TO_ROUTE, type RouteWiseParams } from './strategies/routewise/params.ts';
 export { RouteWiseLifeTap, type AttemptDetail, type AttemptObserver } from './strategies/routewise/life-tap.ts';
 export { routeWiseRoute, routeWiseRouteFromPlanner, type RouteWiseRoute, type RouteWisePlannerRoute } from './strategies/routewise/route-spec.ts';
@@ -153,7 +155,7 @@ export { LatencyProfile, type LatencyProfileOptions, type ProfileCounts } from '
 export { HedgeGrid, planHedge, planHedgeArrays, hedgeCheckpointsMs, hedgeSuccessProbability, primaryOnlyProbability, type CdfSource, type HedgeBackup, type HedgePlan } from './strategies/routewise/hedge.ts';
 export { OutputLengthPredictor, lengthBucket, DEFAULT_OUTPUT_LENGTH_OPTIONS, type OutputLengthOptions } from './strategies/routewise/output-length.ts';
 export { CostEnvelope, floorEnvelope, ENVELOPE_FLOOR_RATIO, type Envelope, type CostEnvelopeOptions } from './strategies/routewise/cost-envelope.ts';
-export { ResourceLedger, DEFAULT_QUOTA_BLOCK_MS, DEFAULT_CONCURRENCY_BLOCK_MS, type QuotaUnit, type QuotaWindow, type RouteResources, type Reservation } from './strategies/routewise/resources.ts';
+export { ResourceLedger, DEFAULT_QUOTA_BLOCK_MS, DEFAULT_CONCURRENCY_BLOCK_MS, type QuotaSnapshot, type QuotaUnit, type QuotaWindow, type RouteResources, type Reservation } from './strategies/routewise/resources.ts';
 export { explorationProbability, ExplorationLeases, ProbeGate, ProbeScheduler } from './strategies/routewise/cold-start.ts';
 export { routeEndpointFamilies, type DefaultEndpoints } from './model/route-endpoints.ts';
 

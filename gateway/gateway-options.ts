@@ -11,6 +11,9 @@ import type { RequestLog } from './request-log/request-log.ts';
 import type { PeerAnswer, WorkerSnapshot } from './server/worker-aggregate.ts';
 import type { UpstreamPools } from './upstream/pools.ts';
 import type { RefusedAuditOptions } from './admin/refused-audit.ts';
+import type { QuotaFetcherRegistry } from './routewise/quota-fetchers.ts';
+import type { QuotaSourceState } from './routewise/quota-poller.ts';
+import type { WarmStartResult } from './routewise/warm-start.ts';
 
 /** Options of `startGateway`. */
 export interface GatewayOptions {
@@ -48,6 +51,14 @@ export interface GatewayOptions {
   probeTickMs?: number;
   /** Bound on one RouteWise probe, ms (> 0); default 60 s. */
   probeTimeoutMs?: number;
+  /** RouteWise quota-source poll period, ms (> 0); default 60 s. Tests shorten it. */
+  quotaPollMs?: number;
+  /** Bound on one quota fetch, ms (> 0); default 10 s. */
+  quotaFetchTimeoutMs?: number;
+  /** The quota fetchers to poll; default the process's registry (`registerQuotaFetcher`). */
+  quotaFetchers?: QuotaFetcherRegistry;
+  /** Most request-log rows RouteWise's warm start reads (> 0); default 200,000. */
+  warmStartMaxRows?: number;
   /** The refused-admin-call audit bound (`admin/refused-audit.ts`); tests shorten its window. */
   refusedAudit?: Partial<RefusedAuditOptions>;
   /**
@@ -95,6 +106,12 @@ export interface RunningGateway {
   inFlight(): number;
   /** The RouteWise prober's state and counters (probes are not counted in `inFlight`). */
   probes(): ProbeStatus;
+  /** RouteWise quota-source routes at the last poll: resolved or not, and why not. */
+  quotaSources(): readonly QuotaSourceState[];
+  /** Polls the quota fetchers now (what the timer does), resolving once applied. */
+  pollQuotas(): Promise<void>;
+  /** What RouteWise's warm start replayed at start, per model (empty without a request log). */
+  readonly warmStart: readonly WarmStartResult[];
   /** Exports the spans ended so far (nothing to do when tracing is off). */
   flushTraces(): Promise<void>;
   /** Upstream pools: per origin, open connections, running and queued requests (empty after close). */

@@ -33,6 +33,12 @@
  * each generation gets a checker that probes it every `interval_sec`; like the prober it is
  * stopped on reload (the new core keeps unchanged checks' verdicts) and on drain / close. One
  * `ProbeSlots` per gateway caps health-check probes in flight (`health_checks.max_concurrent_probes`).
+ * RouteWise quota sources and warm start: before it listens, the gateway replays its request
+ * log into the RouteWise planners (routewise/warm-start.ts, `db_bootstrap_enabled`), refuses to
+ * start when a quota-only model's envelope is still uncalibrated (`EnvelopeNotCalibratedError`;
+ * a reload or overlay that brings such a model is refused the same way), and polls the
+ * registered quota fetchers once (routewise/quota-poller.ts), so an unresolved `quota_source` is
+ * reported at start; then it polls on a timer, across generations.
  */
 import { randomInt } from 'node:crypto';
 import uWS from '@trufflesuite/uws-js-unofficial';
@@ -62,16 +68,22 @@ import { buildGeneration, checkGeneration } from './generation.ts';
 import { ConfigStatus, type GenerationCause } from './config-status.ts';
 import { RouteWiseProber, type ProbeCounters } from './routewise/prober.ts';
 import { HealthChecker, ProbeSlots } from './health-checks/health-checker.ts';
+import { quotaFetchers } from './routewise/quota-fetchers.ts';
+import { QuotaPoller } from './routewise/quota-poller.ts';
+import { assertEnvelopesCalibrated, warmStartRouteWise, type WarmStartResult } from './routewise/warm-start.ts';
 
 export type { GatewayOptions, ProbeStatus, RunningGateway } from './gateway-options.ts';
 export { restartOnly } from './config/restart-only.ts';
 export { assertPortFree } from './server/listen.ts';
+export { registerQuotaFetcher, QuotaFetcherRegistry, type QuotaFetcher } from './routewise/quota-fetchers.ts';
 
 /**
  * Builds and starts a gateway.
  * @throws Error when the core rejects the configuration (names the model and field), the
  *   configuration cannot run under `server.workers` (`workerScopeError`), a port cannot be
- *   bound, or the request log cannot be opened; RangeError for a probe option that is not > 0.
+ *   bound, or the request log cannot be opened or read back for RouteWise's warm start;
+ *   EnvelopeNotCalibratedError for a quota-only RouteWise model the warm start left uncalibrated;
+ *   RangeError for a probe, quota-poll or warm-start option that is not > 0.
  */
 export async function startGateway(opts: GatewayOptions): Promise<RunningGateway> {
   const { config } = opts;
@@ -79,9 +91,10 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const host = opts.host ?? s.server.host;
   const seed = opts.seed ?? s.server.seed ?? randomInt(0, 2 ** 31 - 1);
   const worker = opts.worker ?? 0;
-  for (const [name, v] of [['probeTickMs', opts.probeTickMs], ['probeTimeoutMs', opts.probeTimeoutMs]] as const) {
+  for (const [name, v] of [['probeTickMs', opts.probeTickMs], ['probeTimeoutMs', opts.probeTimeoutMs], ['quotaPollMs', opts.quotaPollMs], ['quotaFetchTimeoutMs', opts.quotaFetchTimeoutMs]] as const) {
     if (v !== undefined && !(v > 0)) throw new RangeError(`gateway: ${name} must be > 0 ms, got ${v}`);
   }
+  if (opts.warmStartMaxRows !== undefined && !(Number.isInteger(opts.warmStartMaxRows) && opts.warmStartMaxRows > 0)) throw new RangeError(`gateway: warmStartMaxRows must be an integer > 0, got ${opts.warmStartMaxRows}`);
   const log = opts.logger ?? pino({ level: s.server.log_level, base: { worker } });
   // Loaded (with OpenTelemetry) only when tracing is on.
   const tracing = await loadTracing(s.tracing, opts.traceExporter ? { exporter: opts.traceExporter } : {});
@@ -108,6 +121,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     : null;
 
   let metrics: GatewayMetrics;
+  let quotaPoller: QuotaPoller | null = null;
   const ctx: ServerContext = {
     gen: null as unknown as Generation, // set right below
     draining: false,
@@ -128,7 +142,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     configStatus: new ConfigStatus(Date.now()),
   };
   const snapshot = async (): Promise<WorkerSnapshot> => ({ worker, metrics: await metrics.registry.getMetricsAsJSON(), deep: deepHealthView(ctx) });
-  metrics = new GatewayMetrics({ core: () => ctx.gen.core, inFlight: () => ctx.inFlight, nowMs: () => performance.now(), requestLog: () => requestLog, upstreams: () => pools.stats() });
+  metrics = new GatewayMetrics({ core: () => ctx.gen.core, inFlight: () => ctx.inFlight, nowMs: () => performance.now(), requestLog: () => requestLog, upstreams: () => pools.stats(), quotaSources: () => quotaPoller?.sourceStates() ?? [] });
   // request_log settings take effect at restart only (a reload says so): log_prompts too, since
   // the writer's memory limit was sized for it at start.
   const logPrompts = rl.log_prompts;
@@ -156,10 +170,29 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     const models = composeModels(c.models, o.routing, assess(c, o).refused).config;
     return models === c.models ? c : { ...c, models };
   };
-  const build = (c: GatewayConfig, prev: Generation | null): Generation =>
-    buildGeneration(withOverlay(c, control.overlay), { seed, worker, pools, log, metrics, requestLog, logPrompts, overlay: control.routeOverlay(), carryFrom: prev?.core ?? null, tracing });
+  const build = (c: GatewayConfig, prev: Generation | null): Generation => {
+    const gen = buildGeneration(withOverlay(c, control.overlay), { seed, worker, pools, log, metrics, requestLog, logPrompts, overlay: control.routeOverlay(), carryFrom: prev?.core ?? null, tracing });
+    // At start the check waits for the warm start (below); later generations carry the envelopes.
+    if (prev) assertEnvelopesCalibrated(gen.core, gen.now());
+    return gen;
+  };
+  const poller = new QuotaPoller({
+    core: () => ctx.gen.core,
+    now: () => performance.now(),
+    wallNow: () => Date.now(),
+    utcOffsetMin: (unixMs) => -new Date(unixMs).getTimezoneOffset(),
+    fetcherFor: (provider) => (opts.quotaFetchers ?? quotaFetchers).get(provider),
+    log,
+    ...(opts.quotaPollMs !== undefined && { intervalMs: opts.quotaPollMs }),
+    ...(opts.quotaFetchTimeoutMs !== undefined && { timeoutMs: opts.quotaFetchTimeoutMs }),
+  });
+  let warmStart: WarmStartResult[] = [];
   try {
     ctx.gen = build(config, null);
+    if (requestLog) {
+      warmStart = await warmStartRouteWise({ core: ctx.gen.core, log: requestLog, nowMs: ctx.gen.now(), nowUnixMs: Date.now(), logger: log, ...(opts.warmStartMaxRows !== undefined && { maxRows: opts.warmStartMaxRows }) });
+    }
+    assertEnvelopesCalibrated(ctx.gen.core, ctx.gen.now());
   } catch (e) {
     await pools.close();
     await requestLog?.close();
@@ -167,6 +200,9 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     await stopTracing();
     throw e;
   }
+  quotaPoller = poller;
+  // The first poll before the listeners open, so an unresolved source is reported at start.
+  await poller.poll();
   /** The YAML configuration in force (the overlay is applied on top of it). */
   let base = config;
   let generation = 1;
@@ -222,9 +258,11 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       onLogRow: (row) => requestLog?.append(row),
     });
   let checker = startChecker(ctx.gen);
+  poller.start();
   /** Puts `gen` in force and restarts the prober on it. */
   const swap = (gen: Generation, cause: GenerationCause): void => {
     ctx.gen = gen;
+    poller.apply();
     generation++;
     ctx.configStatus.applied(generation, cause, Date.now());
     // The old prober's probe in flight (if any) finishes on the old planner and frees the shared gate.
@@ -291,6 +329,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       ctx.draining = true;
       prober?.stop(true);
       checker?.stop();
+      poller.stop();
       (app as TemplatedApp & { close(): void }).close();
       if (admin) (admin.app as TemplatedApp & { close(): void }).close();
       // Exchanges cut by the close report on the next turns; let them land in the log.
@@ -317,6 +356,9 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     inFlight: () => ctx.inFlight,
     probes: () => ({ active: prober?.active ?? false, tickMs: prober?.active ? prober.tickMs : null, ...probeCounters }),
     upstreamStats: () => pools.stats(),
+    quotaSources: () => poller.sourceStates(),
+    pollQuotas: () => poller.poll(),
+    warmStart,
     reloadRejected(problems) {
       metrics.observeReload(false);
       ctx.configStatus.rejected(problems, Date.now());
@@ -345,6 +387,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       ctx.draining = true;
       prober?.stop(true); // probes are not client requests: no grace for them
       checker?.stop();
+      poller.stop();
       uWS.us_listen_socket_close(socket);
       if (admin) uWS.us_listen_socket_close(admin.socket);
       const until = performance.now() + graceMs;

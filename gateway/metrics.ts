@@ -68,6 +68,8 @@ export interface MetricsSources {
   requestLog(): RequestLog | null;
   /** Upstream pool stats per origin. */
   upstreams(): Array<{ origin: string; connected: number; running: number; pending: number }>;
+  /** RouteWise quota-source routes at the last poll (routewise/quota-poller.ts); absent: none. */
+  quotaSources?(): ReadonlyArray<{ model: string; route: string; resolved: boolean }>;
 }
 
 /** The `le` label of each bucket line, `+Inf` last (shared by every histogram line). */
@@ -278,6 +280,17 @@ export class GatewayMetrics {
       collect() {
         this.reset();
         for (const s of src.core().hold.snapshot()) this.set({ endpoint: s.endpointId }, s.waiting);
+      },
+    });
+    new Gauge({
+      name: 'switchyard_routewise_quota_source_unresolved',
+      help: 'RouteWise quota-source routes whose quota_source matched no fetched usage record at the last poll (1; the route is skipped), 0 once it resolves',
+      labelNames: ['model', 'route'],
+      registers,
+      aggregator: 'max',
+      collect() {
+        this.reset();
+        for (const q of src.quotaSources?.() ?? []) this.set({ model: q.model, route: q.route }, q.resolved ? 0 : 1);
       },
     });
     new Gauge({

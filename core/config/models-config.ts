@@ -91,6 +91,18 @@ export const RouteSchema = z
     concurrency_pool: z.string().min(1).optional(),
     /** Background health check of this route (opt-in); overrides the model's `health_check:`. */
     health_check: HealthCheckSchema.optional(),
+    /**
+     * RouteWise quota source (seed 000 "RouteWise", quota sources): a selector matched exactly
+     * against the usage records of the quota fetchers registered for `provider`; `usage_label`
+     * and `unit` are the fetcher's own strings. Until a record matches, the route is unready.
+     */
+    quota_source: z.object({ provider: z.string().min(1), usage_label: z.string().min(1), unit: z.string().min(1) }).strict().optional(),
+    /**
+     * RouteWise: count this quota route's requests in the process per local day against its
+     * `quota: {limit, window_sec: 86400}` (seed 000's `local` counter: per worker, from zero at
+     * each start, reset at local midnight, requests only).
+     */
+    local_quota_fallback: z.boolean().optional(),
   })
   .strict()
   .superRefine((r, ctx) => {
@@ -101,6 +113,15 @@ export const RouteSchema = z
     if (type !== 'quota') {
       if (r.quota !== undefined) issue('quota', `quota: applies to provider_type: quota routes; this route is ${type}`);
       if (r.quota_pool !== undefined) issue('quota_pool', `quota_pool: applies to provider_type: quota routes; this route is ${type}`);
+    }
+    if (r.quota_source !== undefined && type !== 'quota') issue('quota_source', `quota_source: applies to provider_type: quota routes; this route is ${type}`);
+    if (r.local_quota_fallback === true) {
+      if (type !== 'quota') issue('local_quota_fallback', `local_quota_fallback: applies to provider_type: quota routes; this route is ${type}`);
+      if (r.quota_source !== undefined) issue('local_quota_fallback', 'local_quota_fallback counts locally instead of a quota_source; set one or the other');
+      const ws = r.quota === undefined ? [] : Array.isArray(r.quota) ? r.quota : [r.quota];
+      if (ws.length > 0 && (ws.length !== 1 || ws[0]!.unit !== 'requests' || ws[0]!.window_sec !== 86_400)) {
+        issue('local_quota_fallback', 'the local daily counter states one daily request allowance only: quota: {limit: <requests>, window_sec: 86400}; 4-hour or monthly windows, token or spend caps need a quota_source');
+      }
     }
     if (type !== 'concurrency') {
       if (r.concurrency !== undefined) issue('concurrency', `concurrency: applies to provider_type: concurrency routes; this route is ${type}`);

@@ -19,7 +19,7 @@
  * what they learnt unless the setting redefines it (`RouteWisePlanner.carryFrom`: a new
  * `slo_ms`, hedge grid or `latency_window_sec` starts the latency profiles afresh, a new
  * envelope window the envelope). `stateful_providers_single_worker_only` guards the
- * start of a multi-worker gateway and is not tunable here.
+ * start of a multi-worker gateway and `db_bootstrap_enabled` the warm start; neither is tunable here.
  */
 import { z } from 'zod';
 import { closestName, overlaidRouterParams, ROUTEWISE_STRATEGY, type ResolvedModel, type RouteOverlay } from '../../core/index.ts';
@@ -36,6 +36,7 @@ const KEY_PATH = /^\/admin\/routewise\/model-settings\/([^/]+)$/;
 /** Keys that only take effect at start, refused here with the reason. */
 const START_ONLY: Readonly<Record<string, string>> = {
   stateful_providers_single_worker_only: 'it guards the start of a multi-worker gateway, so it is read from router_params: at start only',
+  db_bootstrap_enabled: 'the request log is replayed once, when the gateway starts, so it is read from router_params: at start only',
 };
 
 const SHAPE = RouteWiseParamsObject.shape as Record<string, z.ZodType>;

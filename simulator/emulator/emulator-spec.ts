@@ -21,6 +21,8 @@ export const EmulatorSpecSchema = z
     api_key: z.string().min(1).optional(),
     default_output_tokens: z.number().int().positive().optional(),
     faults: FaultKnobsSchema.partial().default({}),
+    /** The quota report of GET /v1/usage (a request allowance), for quota fetchers; absent ⇒ none. */
+    usage: z.object({ provider: z.string().min(1), usage_label: z.string().min(1), limit: z.number().positive(), window_sec: z.number().positive().optional() }).strict().optional(),
   })
   .strict();
 
@@ -51,5 +53,6 @@ export function emulatorOptions(e: EmulatorSpec): EmulatorOptions {
     ...(e.engine_profile !== undefined && { engineProfile: e.engine_profile }),
     ...(e.engine !== undefined && { engine: e.engine }),
     ...(e.default_output_tokens !== undefined && { defaultOutputTokens: e.default_output_tokens }),
+    ...(e.usage !== undefined && { usage: { provider: e.usage.provider, usageLabel: e.usage.usage_label, limit: e.usage.limit, windowSec: e.usage.window_sec ?? null } }),
   };
 }

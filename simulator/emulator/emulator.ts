@@ -10,7 +10,11 @@
  * Endpoints: POST /v1/chat/completions, /v1/completions, /v1/embeddings (OpenAI's API);
  * POST /v1/messages, /v1/messages/count_tokens (Anthropic's Messages API, its auth, errors and
  * event stream); POST /tokenize (vLLM's and SGLang's tokenizer, no key, no faults); GET /v1/models;
- * GET /emulator/records; GET and PUT /emulator/faults (JSON, merged over the current knobs).
+ * GET /emulator/records; GET and PUT /emulator/faults (JSON, merged over the current knobs);
+ * with `usage` set, GET /v1/usage (a hosted API's quota report, for quota fetchers: one record
+ * `{provider, usage_label, unit: "requests", used, limit, window_sec, resets_at: null}` whose
+ * `used` counts the chat, completion, embedding and message requests this emulator served (past
+ * the key and fault checks) on top of what PUT /emulator/usage `{"used": n}` last set it to, e.g. to stand for other clients).
  * Chat, completions and messages share one generation path (engine timing, every fault); only
  * the bytes differ, written by the dialect's `OutputWriter` (`openai-shapes.ts`,
  * `anthropic-shapes.ts`).
@@ -76,6 +80,18 @@ export interface EmulatorOptions {
   modelName?: string | null;
   /** Records kept. Default 10,000. */
   recordCapacity?: number;
+  /** The quota report of GET /v1/usage (see the module comment); absent ⇒ that path is 404. */
+  usage?: EmulatorUsageOptions;
+}
+
+/** The emulator's one usage record: a request allowance under `provider` / `usageLabel`. */
+export interface EmulatorUsageOptions {
+  provider: string;
+  usageLabel: string;
+  /** Requests allowed in the window (> 0). */
+  limit: number;
+  /** The window the provider states, seconds; null (default) when it states none. */
+  windowSec?: number | null;
 }
 
 /** A running emulator. */
@@ -92,6 +108,10 @@ export interface RunningEmulator {
   setFaults(patch: Partial<FaultKnobs>): FaultKnobs;
   /** Requests inside the engine now (engine mode; 0 in echo mode). */
   inEngine(): number;
+  /** The usage GET /v1/usage reports now, or null without `usage`. */
+  usage(): { used: number; limit: number } | null;
+  /** Sets the used count (as PUT /emulator/usage does). @throws RangeError unless an integer ≥ 0. */
+  setUsageUsed(used: number): void;
   /** Stops listening and drops every open connection. */
   close(): Promise<void>;
 }
@@ -162,6 +182,12 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Running
   const maxModelLen = engine ? modelWindow(replicas) : DEFAULT_MODEL_LEN;
   const open = new Set<Exchange>();
   let seq = 0;
+  let usageUsed = 0;
+  if (opts.usage && !(opts.usage.limit > 0)) throw new RangeError(`emulator: usage.limit must be > 0 requests, got ${opts.usage.limit}`);
+  const setUsageUsed = (used: number): void => {
+    if (!(Number.isInteger(used) && used >= 0)) throw new RangeError(`emulator: usage used must be an integer ≥ 0, got ${used}`);
+    usageUsed = used;
+  };
 
   const app: TemplatedApp = uWS.App();
 
@@ -233,6 +259,7 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Running
       if (plan.kind === 'reset') return drop(x, 'reset');
       if (plan.kind === 'error') return reply(x, plan.status, route.errors.fault(plan.status), 'error');
       if (plan.kind === 'rate_limited') return reply(x, 429, route.errors.rateLimited(), 'rate_limited', [['retry-after', String(plan.retryAfterSec)]]);
+      usageUsed++;
       route.serve(x, obj, plan);
     });
   };
@@ -497,6 +524,31 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Running
       JSON.stringify({ object: 'list', data: [{ id: opts.modelName ?? 'emulated', object: 'model', created: 0, owned_by: 'switchyard-emulator' }] }),
     );
   });
+  app.get('/v1/usage', (res, req) => {
+    const u = opts.usage;
+    if (!u) return void res.writeStatus('404 Not Found').writeHeader('content-type', 'application/json').end(errorBody('this emulator reports no usage (start it with usage:)', 'invalid_request_error', 404));
+    if (!authorized('bearer', req.getHeader('authorization'), '')) return void res.writeStatus(statusLine(401)).writeHeader('content-type', 'application/json').end(OPENAI_ERRORS.unauthorized());
+    const record = { provider: u.provider, usage_label: u.usageLabel, unit: 'requests', used: usageUsed, limit: u.limit, window_sec: u.windowSec ?? null, resets_at: null };
+    res.writeHeader('content-type', 'application/json').end(JSON.stringify({ object: 'list', data: [record] }));
+  });
+  app.put('/emulator/usage', (res) => {
+    let aborted = false;
+    res.onAborted(() => (aborted = true));
+    readBody(res, (text) => {
+      if (aborted) return;
+      let status = 200;
+      let out: string;
+      try {
+        const body = JSON.parse(text) as { used?: unknown };
+        setUsageUsed(body.used as number);
+        out = JSON.stringify({ used: usageUsed });
+      } catch (e) {
+        status = 400;
+        out = errorBody((e as Error).message, 'invalid_request_error', 400);
+      }
+      res.cork(() => res.writeStatus(statusLine(status)).writeHeader('content-type', 'application/json').end(out));
+    });
+  });
   app.get('/emulator/faults', (res) => {
     res.writeHeader('content-type', 'application/json').end(JSON.stringify(knobs));
   });
@@ -548,6 +600,8 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Running
     faults: () => knobs,
     setFaults,
     inEngine: () => engine?.size ?? 0,
+    usage: () => (opts.usage ? { used: usageUsed, limit: opts.usage.limit } : null),
+    setUsageUsed,
     async close() {
       for (const x of [...open]) drop(x, 'client_gone');
       engine?.close();

@@ -86,6 +86,11 @@ export const RouteWiseParamsObject = z
     probe_interval_sec: z.number().positive().default(300),
     /** Probes in flight per process (the smallest value over a process's models applies). */
     probe_max_concurrency: z.number().int().min(1).default(1),
+    /**
+     * Warm start: at start the driver replays its recent request log into the latency profiles,
+     * the cost envelope and the output-length predictor, so a restart does not cold-start.
+     */
+    db_bootstrap_enabled: z.boolean().default(true),
     /** Refuse quota / concurrency routes when more than one gateway worker runs. */
     stateful_providers_single_worker_only: z.boolean().default(true),
   })

@@ -17,7 +17,21 @@
  *   adjusted to the real token count for token quotas; an uncommitted reservation is returned).
  * A 429 from a subscription blocks its pool until the Retry-After passes (the provider knows
  * about use this process cannot see: other clients, restarts).
+ *
+ * Two other ways to count a quota pool (seed 000 "RouteWise", quota sources):
+ * - a pool with a `quota_source` selector plans with the provider's own numbers: once the driver
+ *   hands it a resolved usage record (`setQuotaSnapshot`), z = (used + local uses committed since
+ *   that snapshot + reservations) / limit, in the record's unit (local uses are added for the
+ *   units `requests` and `tokens`; any other unit moves only with the next snapshot; a record
+ *   whose reset time has passed counts only the local uses). Until a record resolves the pool is
+ *   unready (z = 1): its routes are skipped, and the driver reports it.
+ * - a pool with `localDaily` counts requests since local midnight against its one window's
+ *   limit (`LocalDailyCounter`); the ledger turns its monotonic `nowMs` into wall time with the
+ *   offset and UTC offset the driver gives it (`setLocalTime`).
  */
+import { LocalDailyCounter } from './local-daily-counter.ts';
+import type { QuotaSourceSelector } from './quota-source.ts';
+
 
 /** What a quota window counts. */
 export type QuotaUnit = 'requests' | 'tokens';
@@ -31,8 +45,30 @@ export interface QuotaWindow {
 
 /** A route's resources: its quota pool and concurrency pool, each optional. */
 export interface RouteResources {
-  readonly quota: { readonly poolId: string; readonly windows: readonly QuotaWindow[] } | null;
+  /**
+   * `source`: the route's `quota_source` selector (absent / null: none). `localDaily`: count
+   * requests per local day against the single `requests` window's limit (`local_quota_fallback`).
+   */
+  readonly quota: { readonly poolId: string; readonly windows: readonly QuotaWindow[]; readonly source?: QuotaSourceSelector | null; readonly localDaily?: boolean } | null;
   readonly concurrency: { readonly poolId: string; readonly limit: number } | null;
+}
+
+/**
+ * A resolved usage record as a quota pool plans with it: `used` of `limit`, fetched at
+ * `fetchedAtMs` (monotonic). Once the wall clock passes `resetsAtUnixMs` (when the provider said
+ * when its window resets) the fetched `used` no longer counts, until the next snapshot.
+ */
+export interface QuotaSnapshot {
+  readonly used: number;
+  readonly limit: number;
+  readonly fetchedAtMs: number;
+  readonly resetsAtUnixMs?: number | null;
+}
+
+/** Wall-clock view the ledger needs for local-day counters: Unix ms = monotonic ms + `wallMinusMonoMs`. */
+interface LocalTime {
+  wallMinusMonoMs: number;
+  utcOffsetMin: number;
 }
 
 /** How long a pool stays blocked after a 429 without Retry-After, ms. */
@@ -55,9 +91,23 @@ class QuotaPool {
   reservedRequests = 0;
   reservedTokens = 0;
   blockedUntilMs = Number.NEGATIVE_INFINITY;
+  /** The provider's numbers (quota_source pools); null until a record resolves. */
+  external: QuotaSnapshot | null = null;
+  /** Committed uses since `external` was set: entries from sequence `sinceSeq` on. */
+  private sinceSeq = 0;
+  private sinceRequests = 0;
+  private sinceTokens = 0;
+  readonly daily: LocalDailyCounter | null;
 
-  constructor(readonly id: string, windows: readonly QuotaWindow[]) {
+  constructor(
+    readonly id: string,
+    windows: readonly QuotaWindow[],
+    readonly source: QuotaSourceSelector | null,
+    localDaily: boolean,
+    private readonly time: LocalTime,
+  ) {
     this.windows = windows;
+    this.daily = localDaily ? new LocalDailyCounter(windows[0]!.limit) : null;
     this.wHead = windows.map(() => 0);
     this.wRequests = windows.map(() => 0);
     this.wTokens = windows.map(() => 0);
@@ -89,6 +139,15 @@ class QuotaPool {
   usedFraction(nowMs: number): number {
     if (nowMs < this.blockedUntilMs) return 1;
     this.expire(nowMs);
+    if (this.source) {
+      const e = this.external;
+      if (!e) return 1; // unready until its source resolves
+      const unit = this.source.unit;
+      const extra = unit === 'requests' ? this.sinceRequests + this.reservedRequests : unit === 'tokens' ? this.sinceTokens + this.reservedTokens : 0;
+      const reset = e.resetsAtUnixMs != null && nowMs + this.time.wallMinusMonoMs >= e.resetsAtUnixMs;
+      return ((reset ? 0 : e.used) + extra) / e.limit;
+    }
+    if (this.daily) return (this.daily.used(nowMs + this.time.wallMinusMonoMs, this.time.utcOffsetMin) + this.reservedRequests) / this.daily.limit;
     let z = 0;
     for (let w = 0; w < this.windows.length; w++) {
       const win = this.windows[w]!;
@@ -113,7 +172,18 @@ class QuotaPool {
       this.wRequests[w]! += 1;
       this.wTokens[w]! += tokens;
     }
+    this.sinceRequests += 1;
+    this.sinceTokens += tokens;
+    this.daily?.record(nowMs + this.time.wallMinusMonoMs, this.time.utcOffsetMin);
     return this.base + this.size - 1;
+  }
+
+  /** Takes the provider's numbers; local uses are counted on top of them from now on. */
+  setExternal(snapshot: QuotaSnapshot | null): void {
+    this.external = snapshot;
+    this.sinceSeq = this.base + this.size;
+    this.sinceRequests = 0;
+    this.sinceTokens = 0;
   }
 
   /**
@@ -132,6 +202,11 @@ class QuotaPool {
       this.wTokens[w] = previous.wTokens[w]!;
     }
     this.blockedUntilMs = previous.blockedUntilMs;
+    this.external = previous.external;
+    this.sinceSeq = previous.sinceSeq;
+    this.sinceRequests = previous.sinceRequests;
+    this.sinceTokens = previous.sinceTokens;
+    if (this.daily && previous.daily) this.daily.copyFrom(previous.daily);
   }
 
   /** Sets a committed use's token count (token quotas learn the real count at the end). */
@@ -141,6 +216,7 @@ class QuotaPool {
     const delta = tokens - this.tokens[slot]!;
     this.tokens[slot] = tokens;
     for (let w = 0; w < this.windows.length; w++) if (seq >= this.wHead[w]!) this.wTokens[w]! += delta;
+    if (seq >= this.sinceSeq) this.sinceTokens += delta;
   }
 
   invariants(): void {
@@ -205,6 +281,37 @@ export class ResourceLedger {
   private readonly routes = new Map<string, RouteEntry>();
   private readonly live = new Map<number, Reservation>();
   private nextId = 1;
+  private readonly time: LocalTime = { wallMinusMonoMs: 0, utcOffsetMin: 0 };
+
+  /**
+   * The wall-clock view of local-day counters: Unix ms = monotonic `nowMs` + `wallMinusMonoMs`;
+   * local midnight at `utcOffsetMin` minutes east of UTC. Until set: monotonic ms read as Unix ms
+   * at UTC. The gateway sets it at start and on every quota poll.
+   */
+  setLocalTime(wallMinusMonoMs: number, utcOffsetMin: number): void {
+    this.time.wallMinusMonoMs = wallMinusMonoMs;
+    this.time.utcOffsetMin = utcOffsetMin;
+  }
+
+  /**
+   * Sets the provider's numbers of the route's quota pool (its `quota_source` resolved), or
+   * clears them (null: unready again). No-op for a route without a quota source.
+   */
+  setQuotaSnapshot(endpointId: string, snapshot: QuotaSnapshot | null): void {
+    const q = this.routes.get(endpointId)?.quota;
+    if (q?.source) q.setExternal(snapshot);
+  }
+
+  /** The provider's numbers the route's pool plans with, or null (no source, or not resolved). */
+  quotaSnapshot(endpointId: string): QuotaSnapshot | null {
+    return this.routes.get(endpointId)?.quota?.external ?? null;
+  }
+
+  /** Requests left today on a `localDaily` pool at `nowMs`, or null for other routes. */
+  localDailyRemaining(endpointId: string, nowMs: number): number | null {
+    const d = this.routes.get(endpointId)?.quota?.daily;
+    return d ? d.remaining(nowMs + this.time.wallMinusMonoMs, this.time.utcOffsetMin) : null;
+  }
 
   /**
    * Declares a route's resources. Routes naming the same pool id must declare the same limits.
@@ -225,7 +332,9 @@ export class ResourceLedger {
         if (!sameWindows(existing.windows, windows)) throw new Error(`quota_pool '${poolId}': route '${endpointId}' declares ${describeWindows(windows)} but an earlier route declared ${describeWindows(existing.windows)}`);
         quota = existing;
       } else {
-        quota = new QuotaPool(poolId, windows);
+        const localDaily = resources.quota.localDaily === true;
+        if (localDaily && (windows.length !== 1 || windows[0]!.unit !== 'requests')) throw new Error(`quota pool '${poolId}' of route '${endpointId}': a local daily counter counts requests in one window`);
+        quota = new QuotaPool(poolId, windows, resources.quota.source ?? null, localDaily, this.time);
         this.quotaPools.set(poolId, quota);
       }
     }

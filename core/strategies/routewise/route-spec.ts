@@ -27,11 +27,12 @@ export interface RouteWiseRoute {
 export type RouteWisePlannerRoute = PlannerRoute & { readonly route?: RouteConfig };
 
 /** The route-level fields RouteWise reads (a subset of `RouteConfig`). */
-export type RouteResourceFields = Pick<RouteConfig, 'pricing' | 'provider_type' | 'quota' | 'quota_pool' | 'concurrency' | 'concurrency_pool'>;
+export type RouteResourceFields = Pick<RouteConfig, 'pricing' | 'provider_type' | 'quota' | 'quota_pool' | 'concurrency' | 'concurrency_pool'> & Partial<Pick<RouteConfig, 'quota_source' | 'local_quota_fallback'>>;
 
 /**
  * RouteWise's view of a validated route entry. Pools default to the route's own endpoint id.
- * Quota windows convert `window_sec` to ms.
+ * Quota windows convert `window_sec` to ms; `quota_source` becomes the pool's selector and
+ * `local_quota_fallback` its local daily counter.
  */
 export function routeWiseRoute(endpointId: string, route: RouteResourceFields): RouteWiseRoute {
   const p = route.pricing;
@@ -48,7 +49,15 @@ export function routeWiseRoute(endpointId: string, route: RouteResourceFields): 
     pricing,
     priced: p !== undefined,
     resources: {
-      quota: type === 'quota' && windows.length > 0 ? { poolId: route.quota_pool ?? endpointId, windows } : null,
+      quota:
+        type === 'quota' && windows.length > 0
+          ? {
+              poolId: route.quota_pool ?? endpointId,
+              windows,
+              ...(route.quota_source && { source: { provider: route.quota_source.provider, usageLabel: route.quota_source.usage_label, unit: route.quota_source.unit } }),
+              ...(route.local_quota_fallback === true && { localDaily: true }),
+            }
+          : null,
       concurrency: type === 'concurrency' && route.concurrency ? { poolId: route.concurrency_pool ?? endpointId, limit: route.concurrency.limit } : null,
     },
   };

@@ -45,11 +45,47 @@ import { DEFAULT_CONCURRENCY_BLOCK_MS, DEFAULT_QUOTA_BLOCK_MS, ResourceLedger, t
 import { ExplorationLeases, ProbeScheduler, explorationProbability, type ProbeGate } from './cold-start.ts';
 import { RouteWiseLifeTap, type AttemptDetail, type AttemptObserver } from './life-tap.ts';
 import { routeWiseRouteFromPlanner, type RouteWisePlannerRoute, type RouteWiseRoute } from './route-spec.ts';
+import { type QuotaSnapshotStore, type QuotaSourceSelector, type QuotaUsageRecord } from './quota-source.ts';
+
+/** One quota-source route of a planner after a snapshot was applied (`applyQuotaSnapshots`). */
+export interface QuotaSourceStatus {
+  readonly endpointId: string;
+  readonly selector: QuotaSourceSelector;
+  /** The record the selector resolved to, or null (unready: no fetcher, no poll yet, or no exact match). */
+  readonly record: QuotaUsageRecord | null;
+  /** The route's configured limits (its `quota:` windows), in its configured units. */
+  readonly configuredLimits: readonly number[];
+  /**
+   * The fetched limit when it agrees with none of the configured ones, else null. The fetched
+   * numbers are what RouteWise plans with; the driver logs the disagreement.
+   */
+  readonly limitMismatch: number | null;
+}
 
 /**
- * Thrown at start when a model's quota routes can never be priced: the cost envelope is made of
- * API-equivalent costs, so a model needs at least one priced on-demand route beside them
- * (seed 000: a model with only quota routes fails to start rather than serve an unroutable model).
+ * One finished request of a request log, replayed into a planner at start (`replay`). Times are
+ * on the driver's clock (the same monotonic ms as `nowMs`), earlier than the replay's `nowMs`.
+ */
+export interface ReplayedRequest {
+  readonly endpointId: string;
+  /** When it ended, ms. */
+  readonly endMs: number;
+  /** Whether the serving attempt answered (else it failed before its first token). */
+  readonly ok: boolean;
+  /** Time to first token, ms; null when unknown (a failure, or no first token logged). */
+  readonly ttftMs: number | null;
+  readonly inputTokens: number;
+  readonly cachedTokens: number;
+  readonly outputTokens: number;
+}
+
+/**
+ * Thrown at start when a model's quota routes cannot be priced (seed 000 "RouteWise", cold
+ * start: a model with only quota routes fails to start rather than serve an unroutable model):
+ * - by the constructor when no route of the model has a price at all (the envelope is made of
+ *   API-equivalent costs: a priced on-demand route, or else the quota routes' own `pricing:`);
+ * - by `assertEnvelopeCalibrated` (the gateway, after its warm start) when every route is a quota
+ *   route and the envelope still holds fewer than `envelope_min_samples` requests.
  */
 export class EnvelopeNotCalibratedError extends Error {
   constructor(message: string) {
@@ -140,10 +176,12 @@ export class RouteWisePlanner implements Planner, AttemptObserver {
     });
     this.apiRoutes = routes.flatMap((r, i) => (r.providerType === 'on_demand' && r.priced ? [i] : []));
     this.hasQuota = routes.some((r) => r.providerType === 'quota');
+    // Without a priced on-demand route, the quota routes' own list prices are the API equivalent.
+    if (this.hasQuota && this.apiRoutes.length === 0) this.apiRoutes = routes.flatMap((r, i) => (r.providerType === 'quota' && r.priced ? [i] : []));
     if (this.hasQuota && this.apiRoutes.length === 0) {
       const quota = routes.filter((r) => r.providerType === 'quota').map((r) => r.endpointId);
       throw new EnvelopeNotCalibratedError(
-        `routewise: the cost envelope of quota route(s) ${quota.join(', ')} cannot be calibrated: it is built from API-equivalent costs, so the model needs at least one on-demand route with pricing`,
+        `routewise: the cost envelope of quota route(s) ${quota.join(', ')} cannot be calibrated: it is built from API-equivalent costs, so the model needs at least one on-demand route with pricing (or pricing: on its quota routes, and a request log to warm the envelope from)`,
       );
     }
     const s = params.slo_ms;
@@ -194,6 +232,87 @@ export class RouteWisePlanner implements Planner, AttemptObserver {
     if (JSON.stringify(previous.envelope.options) === JSON.stringify(this.envelope.options)) this.envelope = previous.envelope;
     if (JSON.stringify(previous.predictor.options) === JSON.stringify(this.predictor.options)) this.predictor = previous.predictor;
     this.ledger.carryFrom(previous.ledger);
+  }
+
+  /** Routes with a `quota_source` selector, in declaration order. */
+  quotaSources(): Array<{ endpointId: string; selector: QuotaSourceSelector }> {
+    const out: Array<{ endpointId: string; selector: QuotaSourceSelector }> = [];
+    for (const r of this.routes) if (r.resources.quota?.source) out.push({ endpointId: r.endpointId, selector: r.resources.quota.source });
+    return out;
+  }
+
+  /**
+   * Resolves every quota-source route against `store` and plans with the result: a resolved
+   * record's used / limit replace the route's own count (local uses since are added on top), an
+   * unresolved one leaves the route unready. Returns each route's status for the driver to
+   * report (unresolved sources, limits that disagree with the configured ones).
+   */
+  applyQuotaSnapshots(store: QuotaSnapshotStore): QuotaSourceStatus[] {
+    const out: QuotaSourceStatus[] = [];
+    for (const r of this.routes) {
+      const q = r.resources.quota;
+      if (!q?.source) continue;
+      const hit = store.resolve(q.source);
+      const prev = this.ledger.quotaSnapshot(r.endpointId);
+      // A snapshot already applied is not applied again: the local uses counted since it stay.
+      if (!hit) this.ledger.setQuotaSnapshot(r.endpointId, null);
+      else if (!prev || prev.fetchedAtMs !== hit.fetchedAtMs || prev.used !== hit.record.used || prev.limit !== hit.record.limit) {
+        this.ledger.setQuotaSnapshot(r.endpointId, { used: hit.record.used, limit: hit.record.limit, fetchedAtMs: hit.fetchedAtMs, resetsAtUnixMs: hit.record.resetsAtUnixMs });
+      }
+      const configuredLimits = q.windows.map((w) => w.limit);
+      const limitMismatch = hit && !configuredLimits.includes(hit.record.limit) ? hit.record.limit : null;
+      out.push({ endpointId: r.endpointId, selector: q.source, record: hit?.record ?? null, configuredLimits, limitMismatch });
+    }
+    return out;
+  }
+
+  /** The wall-clock view of the local daily counters (`ResourceLedger.setLocalTime`). */
+  setLocalTime(wallMinusMonoMs: number, utcOffsetMin: number): void {
+    this.ledger.setLocalTime(wallMinusMonoMs, utcOffsetMin);
+  }
+
+  /**
+   * Warm start (`db_bootstrap_enabled`): feeds finished requests of a request log, oldest end
+   * first, into the latency profiles (a success with its TTFT, or a failure), the output-length
+   * predictor, the cached-prompt fractions and the cost envelope, as live traffic would have.
+   * A request served by an endpoint this planner does not have (a route of the same model since
+   * removed or renamed) still teaches the predictor and the envelope, which describe the model's
+   * traffic, not a route. Requests out of order are skipped (windows must see time advance).
+   * Call before the first `pick`.
+   * @returns how many requests were taken.
+   */
+  replay(requests: readonly ReplayedRequest[]): number {
+    let taken = 0;
+    let lastMs = Number.NEGATIVE_INFINITY;
+    for (const q of requests) {
+      if (!(q.endMs >= lastMs)) continue;
+      lastMs = q.endMs;
+      taken++;
+      const i = this.index.get(q.endpointId) ?? -1;
+      if (q.ok) {
+        if (i >= 0 && q.ttftMs !== null) this.profiles[i]!.recordSuccess(q.ttftMs, q.endMs);
+        this.learnUsage(i, q.inputTokens, q.inputTokens, q.cachedTokens, q.outputTokens, q.endMs);
+      } else if (i >= 0) this.profiles[i]!.recordFailure(q.endMs);
+    }
+    return taken;
+  }
+
+  /**
+   * Seed 000 cold start: a model whose routes are all quota routes cannot route until its
+   * envelope is calibrated, so it refuses to start instead of serving nothing. The gateway calls
+   * this after its warm start.
+   * @param modelId named in the message.
+   * @throws EnvelopeNotCalibratedError when every route is a quota route and the envelope holds
+   *   fewer than `envelope_min_samples` requests at `nowMs` (names the model, the count and the fixes).
+   */
+  assertEnvelopeCalibrated(modelId: string, nowMs: number): void {
+    if (!this.hasQuota || this.routes.some((r) => r.providerType !== 'quota')) return;
+    if (this.envelope.envelope(nowMs) !== null) return;
+    const have = this.envelope.samples(nowMs);
+    throw new EnvelopeNotCalibratedError(
+      `model '${modelId}': routewise cannot route: every route is a quota route and its cost envelope is not calibrated (${have} of envelope_min_samples ${this.params.envelope_min_samples} requests in the last envelope_window_sec ${this.params.envelope_window_sec} s). ` +
+        `Fix: keep db_bootstrap_enabled: true with a request log that holds enough recent requests of this model, lower envelope_min_samples, or add an on-demand route with pricing (the model then starts with its quota routes masked until traffic calibrates the envelope)`,
+    );
   }
 
   /** The latency profile of `endpointId` (tests, metrics), or undefined for an unknown endpoint. */
@@ -566,9 +685,10 @@ export class RouteWisePlanner implements Planner, AttemptObserver {
     this.ledger.block(endpointId, nowMs + ms);
   }
 
+  /** Learns a finished request's usage; `r` is its route's index, or −1 for a route not in this planner (no cached fraction). */
   private learnUsage(r: number, inputEstimate: number, inputTokens: number, cachedTokens: number, outputTokens: number, nowMs: number): void {
     this.predictor.observe(inputEstimate, outputTokens);
-    if (inputTokens > 0) {
+    if (r >= 0 && inputTokens > 0) {
       const f = Math.min(1, Math.max(0, cachedTokens / inputTokens));
       this.cachedFraction[r]! += CACHED_FRACTION_EWMA * (f - this.cachedFraction[r]!);
     }
