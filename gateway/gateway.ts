@@ -63,6 +63,7 @@ import { OffloadAdmin } from './admin/offload-admin.ts';
 import { RouteAdmin } from './admin/route-admin.ts';
 import type { RoutingAdminDeps } from './admin/routing-admin-kit.ts';
 import { requestReports } from './admin/request-reports.ts';
+import { HealthHistory, liveViews, startHealthSampling } from './admin/live-views.ts';
 import type { OverlaySnapshot } from './store/overlay-repo.ts';
 import { buildGeneration, checkGeneration } from './generation.ts';
 import { ConfigStatus, type GenerationCause } from './config-status.ts';
@@ -294,6 +295,10 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     generation: () => generation,
     writesRefused: control.store === null && s.server.workers > 1 ? `This gateway runs ${s.server.workers} workers and has no store, so a change would reach only the worker that took it; configure store: (kind: postgres) to change routing at run time.` : null,
   };
+  const reports = requestReports(requestLog, () => Date.now());
+  const liveDeps = { core: () => ctx.gen.core, nowMs: () => ctx.gen.now(), nowUnixMs: () => Date.now(), requestsByEndpoint: () => metrics.requestsByEndpoint(), probes: () => ({ active: prober?.active ?? false, ...probeCounters }), history: new HealthHistory() };
+  const live = liveViews(liveDeps);
+  const stopHealthSampling = startHealthSampling(liveDeps);
   (ctx as { admin: AdminApi | null }).admin = new AdminApi({
     repo: control.repo,
     core: () => ctx.gen.core,
@@ -304,7 +309,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     writesRefused: control.store === null && s.server.workers > 1 ? `This gateway runs ${s.server.workers} workers and has no store, so a change would reach only the worker that took it; configure store: (kind: postgres) to change routing at run time.` : null,
     log,
     modules: [new RouteAdmin(routingDeps), new OffloadAdmin(routingDeps)],
-    extraRoutes: requestReports(requestLog, () => Date.now()),
+    extraRoutes: (call) => reports(call) ?? live(call),
     targets: () => ctx.gen.routes,
     yamlRouterParams: (id) => base.models.models.find((m) => m.id === id)?.router_params ?? null,
     ...(opts.refusedAudit && { refusedAudit: opts.refusedAudit }),
@@ -330,6 +335,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       prober?.stop(true);
       checker?.stop();
       poller.stop();
+      stopHealthSampling();
       (app as TemplatedApp & { close(): void }).close();
       if (admin) (admin.app as TemplatedApp & { close(): void }).close();
       // Exchanges cut by the close report on the next turns; let them land in the log.
@@ -388,6 +394,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       prober?.stop(true); // probes are not client requests: no grace for them
       checker?.stop();
       poller.stop();
+      stopHealthSampling();
       uWS.us_listen_socket_close(socket);
       if (admin) uWS.us_listen_socket_close(admin.socket);
       const until = performance.now() + graceMs;

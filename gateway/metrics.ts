@@ -341,6 +341,16 @@ export class GatewayMetrics {
   }
 
   /**
+   * Requests answered so far by each serving endpoint id (every model and status), from the
+   * series behind `switchyard_requests_total`; this process only.
+   */
+  requestsByEndpoint(): Map<string, number> {
+    const out = new Map<string, number>();
+    for (const s of this.series.values()) if (s.endpoint !== 'none') out.set(s.endpoint, (out.get(s.endpoint) ?? 0) + s.requests);
+    return out;
+  }
+
+  /**
    * Counts a request answered before routing (no endpoint).
    * @param modelName `model` as the client wrote it, when its body had one (a body-check 400):
    *   counted under the canonical id it resolves to, else under `NO_MODEL_LABEL`.

@@ -1,13 +1,15 @@
 /**
- * `switchyard dashboard [results…] [--port N] [--host H]`: builds the web app if needed and
- * serves it with the read-only JSON API over the given DuckDB results files (or every
- * `*.duckdb` of the given folders; default `results/`). Prints the URL and runs until
- * interrupted.
+ * `switchyard dashboard [results…] [--port N] [--host H] [--gateway URL]`: builds the web app if
+ * needed and serves it with the read-only JSON API over the given DuckDB results files (or every
+ * `*.duckdb` of the given folders; default `results/`). With `--gateway` (the URL of a running
+ * gateway's admin listener) it also serves the operator's console, forwarding `/gateway/…` to
+ * that listener (server/gateway-proxy.ts). Prints the URL and runs until interrupted.
  */
 import { parseArgs } from 'node:util';
 import { UsageError, type CliCommand } from '../bin/command.ts';
 import { ensureAppBuilt } from './server/app-build.ts';
 import { startDashboardServer, type DashboardServer } from './server/dashboard-server.ts';
+import { parseGatewayUrl } from './server/gateway-proxy.ts';
 import { ResultsCatalog } from './server/results-catalog.ts';
 
 /** Default TCP port of the dashboard. */
@@ -19,11 +21,14 @@ export interface DashboardArgs {
   paths: string[];
   port: number;
   host: string;
+  /** Base URL of the gateway's admin listener for the console (absent: no console). */
+  gateway?: string;
 }
 
 /**
  * Parses the command's arguments.
- * @throws UsageError (exit 2) for an unknown option or a port that is not an integer 0–65535.
+ * @throws UsageError (exit 2) for an unknown option, a port that is not an integer 0–65535 or a
+ *   `--gateway` that is not an http(s) URL.
  */
 export function parseDashboardArgs(args: string[]): DashboardArgs {
   let parsed;
@@ -31,7 +36,7 @@ export function parseDashboardArgs(args: string[]): DashboardArgs {
     parsed = parseArgs({
       args,
       allowPositionals: true,
-      options: { port: { type: 'string', short: 'p' }, host: { type: 'string' } },
+      options: { port: { type: 'string', short: 'p' }, host: { type: 'string' }, gateway: { type: 'string' } },
     });
   } catch (err) {
     throw new UsageError((err as Error).message);
@@ -42,7 +47,15 @@ export function parseDashboardArgs(args: string[]): DashboardArgs {
     port = Number(values.port);
     if (!/^\d+$/.test(values.port) || port > 65535) throw new UsageError(`--port must be an integer 0–65535, got '${values.port}'`);
   }
-  return { paths: positionals.length > 0 ? positionals : ['results'], port, host: values.host ?? '127.0.0.1' };
+  let gateway: string | undefined;
+  if (values.gateway !== undefined) {
+    try {
+      gateway = parseGatewayUrl(values.gateway);
+    } catch (err) {
+      throw new UsageError((err as Error).message);
+    }
+  }
+  return { paths: positionals.length > 0 ? positionals : ['results'], port, host: values.host ?? '127.0.0.1', ...(gateway !== undefined && { gateway }) };
 }
 
 /** Options of {@link startDashboard}. */
@@ -59,7 +72,7 @@ export async function startDashboard(opts: StartDashboardOptions): Promise<Dashb
   const catalog = ResultsCatalog.create(opts.paths);
   const appDir = await ensureAppBuilt(opts.print ? { print: opts.print } : {});
   try {
-    const server = await startDashboardServer({ catalog, appDir, host: opts.host, port: opts.port });
+    const server = await startDashboardServer({ catalog, appDir, host: opts.host, port: opts.port, ...(opts.gateway !== undefined && { gatewayUrl: opts.gateway }) });
     return { ...server, catalog };
   } catch (err) {
     catalog.close();
@@ -75,14 +88,16 @@ export const dashboardCommand: CliCommand = {
   name: 'dashboard',
   summary: 'serve the results dashboard (Vite + d3) over DuckDB results files, read-only',
   usage:
-    'usage: switchyard dashboard [results.duckdb | folder]… [--port N] [--host ADDR]\n' +
-    `  default: every *.duckdb in results/, on http://127.0.0.1:${DEFAULT_PORT}/`,
+    'usage: switchyard dashboard [results.duckdb | folder]… [--port N] [--host ADDR] [--gateway URL]\n' +
+    `  default: every *.duckdb in results/, on http://127.0.0.1:${DEFAULT_PORT}/\n` +
+    "  --gateway URL  also serve the operator's console for the gateway whose admin listener is URL (e.g. http://127.0.0.1:8081)",
   async run(args) {
     const parsed = parseDashboardArgs(args);
     const print = (line: string) => process.stdout.write(`${line}\n`);
     const server = await startDashboard({ ...parsed, print });
     const files = server.catalog.entries();
     print(`serving ${files.length} results file(s): ${files.map((f) => f.name).join(', ') || '(none yet)'}`);
+    if (parsed.gateway !== undefined) print(`console: ${server.url}#/gateway  (gateway admin listener ${parsed.gateway})`);
     print(`dashboard: ${server.url}  (Ctrl-C to stop)`);
     await new Promise<void>((resolve) => {
       const stop = () => {

@@ -3,8 +3,16 @@
  * again whenever the hash changes. A page is built off-screen and swapped in whole, so the
  * old view stays readable while the new one loads and the scroll position survives. `#app`
  * carries `data-view` and `data-ready` so tests (and people) can tell when a view is done.
+ * The navigation has two groups: the results pages, and the gateway console's pages (console/),
+ * shown when the server forwards to a gateway (`switchyard dashboard --gateway URL`).
  */
-import { formatRoute, parseRoute, PAGES, type PageName, type Route } from './route.ts';
+import { formatRoute, GATEWAY_PAGES, parseRoute, RESULT_PAGES, type PageName, type Route } from './route.ts';
+import { renderConsoleAuditPage } from './console/audit-page.ts';
+import { renderConsoleHealthPage } from './console/health-page.ts';
+import { renderConsoleOffloadPage } from './console/offload-page.ts';
+import { renderConsoleRequestsPage } from './console/requests-page.ts';
+import { renderConsoleRoutesPage } from './console/routes-page.ts';
+import { renderConsoleRouteWisePage } from './console/routewise-page.ts';
 import { h, note } from './ui/dom.ts';
 import { renderComparePage } from './pages/compare-page.ts';
 import { renderExperimentsPage } from './pages/experiments-page.ts';
@@ -21,6 +29,12 @@ const RENDERERS: Readonly<Record<PageName, PageRenderer>> = {
   sweep: renderSweepPage,
   requests: renderRequestsPage,
   plans: renderPlansPage,
+  'gateway/routes': renderConsoleRoutesPage,
+  'gateway/health': renderConsoleHealthPage,
+  'gateway/offload': renderConsoleOffloadPage,
+  'gateway/requests': renderConsoleRequestsPage,
+  'gateway/routewise': renderConsoleRouteWisePage,
+  'gateway/audit': renderConsoleAuditPage,
 };
 
 const TITLES: Readonly<Record<PageName, string>> = {
@@ -30,7 +44,24 @@ const TITLES: Readonly<Record<PageName, string>> = {
   sweep: 'Sweep',
   requests: 'Requests',
   plans: 'Plans',
+  'gateway/routes': 'Models and routes',
+  'gateway/health': 'Health',
+  'gateway/offload': 'Offload',
+  'gateway/requests': 'Recent requests',
+  'gateway/routewise': 'RouteWise',
+  'gateway/audit': 'Audit',
 };
+
+/** Whether the server forwards to a gateway (`/api/health` says so); asked once. */
+const hasGateway: Promise<boolean> = fetch('/api/health')
+  .then((r) => r.json())
+  .then((b: { gateway?: boolean }) => b.gateway === true)
+  .catch(() => false);
+let gatewayShown = false;
+void hasGateway.then((g) => {
+  gatewayShown = g;
+  renderNav(parseRoute(location.hash));
+});
 
 /** Parameters that follow the reader from page to page (which experiment, which run). */
 const CARRIED = ['db', 'exp', 'run'] as const;
@@ -69,11 +100,11 @@ function context(route: Route): PageContext {
 function renderNav(route: Route): void {
   const carried: Record<string, string> = {};
   for (const k of CARRIED) if (route.params[k] !== undefined) carried[k] = route.params[k]!;
+  const link = (page: PageName, params: Record<string, string>) => h('a', { href: formatRoute(page, params), class: page === route.page ? 'active' : null, 'aria-current': page === route.page ? 'page' : null, 'data-nav': page }, TITLES[page]);
+  const onGateway = route.page !== null && (GATEWAY_PAGES as readonly string[]).includes(route.page);
   nav.replaceChildren(
-    ...PAGES.map((page) => {
-      const params = page === 'experiments' ? {} : carried;
-      return h('a', { href: formatRoute(page, params), class: page === route.page ? 'active' : null, 'aria-current': page === route.page ? 'page' : null, 'data-nav': page }, TITLES[page]);
-    }),
+    h('span', { class: 'nav-group' }, h('span', { class: 'nav-label' }, 'Results'), ...RESULT_PAGES.map((page) => link(page, page === 'experiments' ? {} : carried))),
+    ...(gatewayShown || onGateway ? [h('span', { class: 'nav-group', 'data-nav-group': 'gateway' }, h('span', { class: 'nav-label' }, 'Gateway'), ...GATEWAY_PAGES.map((page) => link(page, {})))] : []),
   );
 }
 
@@ -92,7 +123,7 @@ async function render(): Promise<void> {
   }
   if (token !== renderToken) return; // a newer view started meanwhile
   app.replaceChildren(view);
-  document.title = `${route.page ? TITLES[route.page] : 'Not found'} · Switchyard`;
+  document.title = `${route.page ? TITLES[route.page] : 'Not found'} · Switchyard${route.page?.startsWith('gateway/') ? ' gateway' : ''}`;
   app.removeAttribute('aria-busy');
   app.dataset.ready = 'true';
 }

@@ -5,8 +5,14 @@
  * server. Pure functions; no DOM.
  */
 
+/** Pages of the results dashboard. */
+export const RESULT_PAGES = ['experiments', 'compare', 'timeline', 'sweep', 'requests', 'plans'] as const;
+
+/** Pages of the operator's console (shown when the dashboard runs with `--gateway`). */
+export const GATEWAY_PAGES = ['gateway/routes', 'gateway/health', 'gateway/offload', 'gateway/requests', 'gateway/routewise', 'gateway/audit'] as const;
+
 /** Pages of the app. */
-export const PAGES = ['experiments', 'compare', 'timeline', 'sweep', 'requests', 'plans'] as const;
+export const PAGES = [...RESULT_PAGES, ...GATEWAY_PAGES] as const;
 
 /** A page name. */
 export type PageName = (typeof PAGES)[number];
@@ -32,6 +38,7 @@ export function parseRoute(hash: string): Route {
     else delete params[k];
   }
   if (path === '') return { page: 'experiments', params };
+  if (path === 'gateway') return { page: 'gateway/routes', params };
   return { page: (PAGES as readonly string[]).includes(path) ? (path as PageName) : null, params };
 }
 

@@ -4,7 +4,7 @@
  * run exist (404), then runs parameterised queries. Handlers return plain data; the server
  * serialises it.
  *
- *   GET /api/health
+ *   GET /api/health                 → { ok: true, gateway: <started with --gateway> }
  *   GET /api/experiments
  *   GET /api/experiments/:db/:experiment
  *   GET /api/experiments/:db/:experiment/metrics?slo_ttft_ms=&slo_tpot_ms=
@@ -30,6 +30,8 @@ import { planTables } from './plan-queries.ts';
 /** What a handler gets: the catalog, the path's named segments and query parameters (checked). */
 interface RouteContext {
   catalog: ResultsCatalog;
+  /** Whether the dashboard forwards to a gateway (`--gateway`). */
+  gateway: boolean;
   params: Readonly<Record<string, string>>;
   q: QueryParams;
 }
@@ -65,7 +67,7 @@ const ROUTES: readonly Route[] = [
   {
     pattern: ['health'],
     query: [],
-    handle: async () => ({ ok: true }),
+    handle: async ({ gateway }) => ({ ok: true, gateway }),
   },
   {
     pattern: ['experiments'],
@@ -195,10 +197,11 @@ const SEGMENT_NAMES: Readonly<Record<string, string>> = {
 
 /**
  * Answers one API request: `segments` are the decoded path segments after `/api`.
+ * `gateway`: whether `--gateway` was given (reported by `/api/health`).
  * @throws ApiError 404 for an unknown route (or file, experiment, run, request), 400 for a
  *   malformed segment or parameter, 503 for a file that cannot be opened.
  */
-export async function handleApi(catalog: ResultsCatalog, segments: readonly string[], search: URLSearchParams): Promise<unknown> {
+export async function handleApi(catalog: ResultsCatalog, segments: readonly string[], search: URLSearchParams, gateway = false): Promise<unknown> {
   for (const route of ROUTES) {
     if (route.pattern.length !== segments.length) continue;
     const params: Record<string, string> = {};
@@ -211,7 +214,7 @@ export async function handleApi(catalog: ResultsCatalog, segments: readonly stri
     }
     if (!match) continue;
     for (const [name, value] of Object.entries(params)) checkSegment(SEGMENT_NAMES[name] ?? name, value, { slashes: name === 'run' });
-    return route.handle({ catalog, params, q: new QueryParams(search, route.query) });
+    return route.handle({ catalog, gateway, params, q: new QueryParams(search, route.query) });
   }
   throw notFound(`no API route /api/${segments.join('/')}`);
 }

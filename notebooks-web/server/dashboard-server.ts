@@ -3,11 +3,15 @@
  * (api-routes.ts), every other path serves the built app. Read-only by construction: GET and
  * HEAD only, files opened with DuckDB's READ_ONLY mode, no SQL and no file path from clients.
  * Binds 127.0.0.1 unless told otherwise: the results may be private.
+ *
+ * With a gateway (`gatewayUrl`), `/gateway/…` is forwarded to its admin listener
+ * (gateway-proxy.ts) for the operator's console; that prefix alone takes other methods than GET.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { ApiErrorBody } from '../shared/api-types.ts';
 import { handleApi } from './api-routes.ts';
+import { GATEWAY_PREFIX, proxyToGateway } from './gateway-proxy.ts';
 import { ApiError } from './http-errors.ts';
 import { pathSegments } from './query-params.ts';
 import type { ResultsCatalog } from './results-catalog.ts';
@@ -22,6 +26,8 @@ export interface DashboardServerOptions {
   host?: string;
   /** TCP port; 0 (default) picks a free one. */
   port?: number;
+  /** Base URL of the gateway's admin listener the console reads (`--gateway`); absent: none. */
+  gatewayUrl?: string;
   /** Where unexpected (500) errors are logged; default stderr. */
   logError?: (message: string) => void;
 }
@@ -68,13 +74,24 @@ async function handle(opts: DashboardServerOptions, req: IncomingMessage, res: S
   const search = new URLSearchParams(q < 0 ? '' : raw.slice(q + 1));
   const isApi = pathname === '/api' || pathname.startsWith('/api/');
   const head = req.method === 'HEAD';
+  const logError = opts.logError ?? ((m: string) => process.stderr.write(`${m}\n`));
+  if (pathname === GATEWAY_PREFIX || pathname.startsWith(`${GATEWAY_PREFIX}/`)) {
+    try {
+      await proxyToGateway(opts.gatewayUrl ?? null, req, res, pathname.slice(GATEWAY_PREFIX.length), q < 0 ? '' : raw.slice(q + 1), logError);
+    } catch (err) {
+      logError(`dashboard: gateway ${req.method} ${pathname} failed: ${(err as Error).message}`);
+      if (!res.headersSent) sendError(res, new ApiError('internal', 'internal error (see the server log)'), false, true);
+      else res.destroy();
+    }
+    return;
+  }
   try {
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       throw new ApiError('method_not_allowed', `method ${req.method ?? '?'} not allowed: the dashboard is read-only`);
     }
     const segments = pathSegments(pathname);
     if (isApi) {
-      const body = await handleApi(opts.catalog, segments.slice(1), search);
+      const body = await handleApi(opts.catalog, segments.slice(1), search, opts.gatewayUrl !== undefined);
       send(res, 200, 'application/json; charset=utf-8', JSON.stringify(body), head, { 'Cache-Control': 'no-store' });
       return;
     }
@@ -86,7 +103,7 @@ async function handle(opts: DashboardServerOptions, req: IncomingMessage, res: S
       sendError(res, err, head, isApi);
       return;
     }
-    (opts.logError ?? ((m: string) => process.stderr.write(`${m}\n`)))(
+    logError(
       `dashboard: ${req.method} ${raw} failed: ${(err as Error).stack ?? String(err)}`,
     );
     sendError(res, new ApiError('internal', 'internal error (see the server log)'), head, isApi);

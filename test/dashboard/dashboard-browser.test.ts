@@ -2,19 +2,17 @@
 // downloaded browser) against `switchyard dashboard` serving two hand-made results files.
 // Every page must load without console errors; screenshots go to $SWITCHYARD_TEST_ARTIFACTS/dashboard/
 // when that is set (e.g. for CI to keep), else to a temporary folder (never into the working tree).
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDashboard } from '../../notebooks-web/dashboard-command.ts';
 import type { DashboardServer } from '../../notebooks-web/server/dashboard-server.ts';
+import { CHROMIUM, HAVE_CHROMIUM, launchChromium } from './chromium.ts';
 import { LEGACY_EXP, SWEEP, SWEEP_EXP, writeLegacyFixture, writePlanFixture, writeSweepFixture } from './fixtures.ts';
 
-const CHROMIUM = process.env.SWITCHYARD_CHROMIUM ?? '/usr/bin/chromium';
-const HAVE_CHROMIUM = existsSync(CHROMIUM);
 const ARTIFACTS = join(process.env.SWITCHYARD_TEST_ARTIFACTS ?? mkdtempSync(join(tmpdir(), 'switchyard-artifacts-')), 'dashboard');
-const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
 
 describe.skipIf(!HAVE_CHROMIUM)(`dashboard in Chromium${HAVE_CHROMIUM ? '' : ` (skipped: no browser at ${CHROMIUM}; .ci/run installs Debian's chromium)`}`, () => {
   let dir: string;
@@ -30,13 +28,7 @@ describe.skipIf(!HAVE_CHROMIUM)(`dashboard in Chromium${HAVE_CHROMIUM ? '' : ` (
     await writePlanFixture(join(dir, 'results', 'plan.duckdb'), 'plan-1');
     server = await startDashboard({ paths: [join(dir, 'results')], port: 0, host: '127.0.0.1' });
     mkdirSync(ARTIFACTS, { recursive: true });
-    context = await chromium.launchPersistentContext(join(dir, 'profile'), {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: FLAGS,
-      acceptDownloads: true,
-      viewport: { width: 1400, height: 1000 },
-    });
+    context = await launchChromium(join(dir, 'profile'), { acceptDownloads: true });
     page = context.pages()[0] ?? (await context.newPage());
     page.on('console', (m) => {
       if (m.type() === 'error') problems.push(`console: ${m.text()}`);
