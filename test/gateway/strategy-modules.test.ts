@@ -3,7 +3,9 @@
 // the module's path and the reason, and `switchyard validate` reports it; an unknown
 // router_params key of a module's strategy is refused like a built-in's; a module naming itself
 // after a built-in is refused.
+import { spawn, type ChildProcess } from 'node:child_process';
 import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
@@ -173,3 +175,57 @@ describe('strategy module checks at load', () => {
     expect(await problemsOf(bad)).toContain(`2 workers, but routing state would be split per worker for: model 'a' (router learner)`);
   });
 });
+
+describe('--workers 2: each worker thread imports the modules', () => {
+  let child: ChildProcess | null = null;
+  const emus: RunningEmulator[] = [];
+  afterAll(async () => {
+    if (child && child.exitCode === null) child.kill('SIGKILL');
+    await Promise.all(emus.map((e) => e.close()));
+  });
+
+  it('the CLI gateway with two workers routes every request by the module', async () => {
+    const dear = await startEmulator({ faults: { latency_scale: 0.01 } });
+    const cheap = await startEmulator({ faults: { latency_scale: 0.01 } });
+    emus.push(dear, cheap);
+    const port = await freePort();
+    const dir = configDir({
+      'models.yaml': `models:\n  - id: cheap\n    router: cheapest-first\n    route:\n      - base_url: ${dear.baseUrl}\n        pricing: { input_usd_per_1m: 3 }\n      - base_url: ${cheap.baseUrl}\n        pricing: { input_usd_per_1m: 1 }\n`,
+      'gateway.yaml': `strategies: [./cheapest-first.mjs]\nserver:\n  host: 127.0.0.1\n  port: ${port}\n  workers: 2\n  admin_port: null\nauth:\n  mode: none\n`,
+    });
+    child = spawn(process.execPath, [join(ROOT, 'bin/switchyard.mjs'), 'gateway', '--config', dir, '--admin-port', 'off'], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout!.on('data', (x: Buffer) => (out += x.toString()));
+    child.stderr!.on('data', (x: Buffer) => (out += x.toString()));
+    for (let i = 0; !/switchyard gateway on http:\/\/127\.0\.0\.1:\d+\/v1 \(seed \d+, 2 worker\(s\)/.test(out); i++) {
+      if (i > 2400 || child.exitCode !== null) throw new Error(`gateway did not start:\n${out}`);
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    const servedBy: string[] = [];
+    for (let i = 0; i < 12; i++) {
+      // A fresh connection each time, so the kernel spreads requests over both workers.
+      const res = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', connection: 'close' },
+        body: JSON.stringify({ model: 'cheap', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 }),
+      });
+      expect(res.status).toBe(200);
+      servedBy.push(res.headers.get('x-switchyard-served-by') ?? '');
+      await res.arrayBuffer();
+    }
+    expect(servedBy.every((s) => s.includes(new URL(cheap.baseUrl).port))).toBe(true);
+    expect(dear.log.all().filter((r) => r.path.includes("chat")).length).toBe(0);
+  }, 120_000);
+});
+
+const ROOT = join(import.meta.dirname, '..', '..');
+
+/** A port that was free a moment ago. */
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+}
