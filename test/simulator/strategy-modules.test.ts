@@ -79,3 +79,11 @@ describe('strategy modules in the simulator', () => {
     await expect(loadExperimentAsync(file)).rejects.toThrow(/runs\[0\] \(label cheapest-first\)\.params: router_params for 'cheapest-first' are invalid: unknown key\(s\) 'unpriced'.*allowed keys: unpriced_first/);
   });
 });
+
+describe('experiments/strategy-module.yaml', () => {
+  it('loads with the example module from its strategies: line', async () => {
+    const exp = await loadExperimentAsync(join(repoRoot, 'experiments', 'strategy-module.yaml'));
+    expect(exp.strategyModules).toEqual([{ path: join(repoRoot, 'examples', 'strategies', 'cheapest-first.mjs'), name: 'cheapest-first', error: null, workerSafe: true }]);
+    expect(exp.runs.map((r) => r.strategy)).toEqual(['cheapest-first', 'fixed']);
+  });
+});
