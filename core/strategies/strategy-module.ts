@@ -188,7 +188,43 @@ export function checkedPlanner(planner: unknown, path: string): Planner {
     if (typeof f !== 'function') throw new Error(`strategy module ${path}: planner.${hook} is ${describe(f)}, not a function`);
     if ((f as () => unknown).length > arity) throw new Error(`strategy module ${path}: planner.${hook} takes ${(f as () => unknown).length} parameters; at most ${arity}`);
   }
-  return p as unknown as Planner;
+  return guardedPlanner(p as unknown as Planner, path);
+}
+
+/**
+ * `planner` with its answers checked on every call: `pick` must name a candidate (an integer
+ * index below the candidate count) and `order` must be a permutation of the candidates. A wrong
+ * answer throws `strategy module <path>: …`, which the driver treats as any internal error (the
+ * gateway answers that request 500). The guard inherits the flags from `planner` and calls
+ * every method on `planner` itself, so a class-based planner keeps one state.
+ */
+function guardedPlanner(planner: Planner, path: string): Planner {
+  const guard = Object.create(planner) as { -readonly [K in keyof Planner]: Planner[K] };
+  guard.pick = (candidates, request, nowMs, rng) => {
+    const p = planner.pick.call(planner, candidates, request, nowMs, rng);
+    const c = (p as { candidate?: unknown } | null)?.candidate;
+    if (typeof c !== 'number' || !Number.isInteger(c) || c < 0 || c >= candidates.length) {
+      throw new Error(`strategy module ${path}: pick returned candidate ${String(c)} for ${candidates.length} candidate(s); return { candidate: <index 0..${candidates.length - 1}>, reason }`);
+    }
+    return p;
+  };
+  // Hooks run on the planner itself, so state they write is the state `pick` reads.
+  for (const hook of ['observe', 'carryFrom', 'tapLife'] as const) {
+    const f = planner[hook] as ((...a: unknown[]) => unknown) | undefined;
+    if (f) (guard as Record<string, unknown>)[hook] = (...a: unknown[]) => f.apply(planner, a);
+  }
+  if (planner.order) {
+    const order = planner.order;
+    guard.order = (candidates, request, nowMs, rng) => {
+      const o = order.call(planner, candidates, request, nowMs, rng);
+      const list = (o as { order?: unknown } | null)?.order;
+      const seen = new Set<number>();
+      const ok = Array.isArray(list) && list.length === candidates.length && list.every((i) => Number.isInteger(i) && i >= 0 && i < candidates.length && !seen.has(i) && seen.add(i));
+      if (!ok) throw new Error(`strategy module ${path}: order returned ${JSON.stringify(list)}, not a permutation of the ${candidates.length} candidate indices`);
+      return o;
+    };
+  }
+  return guard;
 }
 
 /** Imports one module by absolute path and resolves to its namespace object (the driver's I/O). */

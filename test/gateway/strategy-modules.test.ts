@@ -2,7 +2,8 @@
 // gateway's requests on loopback; a missing module leaves out only the model that uses it, with
 // the module's path and the reason, and `switchyard validate` reports it; an unknown
 // router_params key of a module's strategy is refused like a built-in's; a module naming itself
-// after a built-in is refused.
+// after a built-in is refused; a planner answering a candidate that does not exist fails only that
+// request, with one 500.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -44,10 +45,16 @@ ${cheapParams}    route:
   - id: plain
     route:
       - base_url: ${dear}
+  - id: wrong
+    router: wrong-pick
+    route:
+      - base_url: ${dear}
 `;
 }
 
-const GATEWAY = 'strategies: [./cheapest-first.mjs, ./not-there.mjs]\nauth: { mode: none }\n';
+const GATEWAY = 'strategies: [./cheapest-first.mjs, ./not-there.mjs, ./wrong-pick.mjs]\nauth: { mode: none }\n';
+/** Keeps the contract's shape but answers a candidate that does not exist. */
+const WRONG_PICK = `export const name = 'wrong-pick';\nexport function create() { return { pick: () => ({ candidate: 3, reason: 'x' }) }; }\n`;
 
 async function problemsOf(dir: string): Promise<string> {
   try {
@@ -69,7 +76,7 @@ describe('strategy modules in a real gateway', () => {
   beforeAll(async () => {
     dear = await startEmulator({ faults: { latency_scale: 0.02 } });
     cheap = await startEmulator({ faults: { latency_scale: 0.02 } });
-    dir = configDir({ 'models.yaml': modelsYaml(dear.baseUrl, cheap.baseUrl), 'gateway.yaml': GATEWAY });
+    dir = configDir({ 'models.yaml': modelsYaml(dear.baseUrl, cheap.baseUrl), 'gateway.yaml': GATEWAY, 'wrong-pick.mjs': WRONG_PICK });
     config = await loadGatewayConfigAsync(dir, {});
     gw = await startGateway({ config, host: '127.0.0.1', port: 0, adminPort: null, seed: 1, logger: pino({ level: 'silent' }) });
   });
@@ -82,8 +89,9 @@ describe('strategy modules in a real gateway', () => {
     expect(config.strategies.map((s) => [s.name, s.error === null, s.workerSafe])).toEqual([
       ['cheapest-first', true, true],
       ['not-there', false, false],
+      ['wrong-pick', true, false],
     ]);
-    expect(config.models.models.map((m) => m.id)).toEqual(['cheap', 'plain']);
+    expect(config.models.models.map((m) => m.id)).toEqual(['cheap', 'plain', 'wrong']);
     expect(config.unavailableModels).toHaveLength(1);
     const [p] = config.unavailableModels;
     expect(p!.field).toBe('models.1.router');
@@ -119,6 +127,21 @@ describe('strategy modules in a real gateway', () => {
     await broken.arrayBuffer();
   });
 
+  it('a planner whose pick names no candidate fails that request with one 500; the gateway keeps serving', async () => {
+    const post = (model: string) =>
+      fetch(`${gw.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 }),
+      });
+    const wrong = await post('wrong');
+    expect(wrong.status).toBe(500);
+    expect(((await wrong.json()) as { error: { code: string } }).error.code).toBe('internal_error');
+    const after = await post('cheap');
+    expect(after.status).toBe(200);
+    await after.arrayBuffer();
+  });
+
   it('switchyard validate reports the left-out model with the module path and exits 1', async () => {
     const err: string[] = [];
     const spy = vi.spyOn(process.stderr, 'write').mockImplementation((s) => (err.push(String(s)), true));
@@ -128,7 +151,7 @@ describe('strategy modules in a real gateway', () => {
       spy.mockRestore();
     }
     const text = err.join('');
-    expect(text).toContain('1 model(s) would not load (the gateway starts without them, serving the other 2)');
+    expect(text).toContain('1 model(s) would not load (the gateway starts without them, serving the other 3)');
     expect(text).toContain(`${join(dir, 'models.yaml')}:10: models.1.router: model 'broken' is not loaded: router 'not-there' is unavailable: strategy module ${join(dir, 'not-there.mjs')}`);
   });
 });

@@ -51,7 +51,31 @@ describe('strategyFromModule', () => {
     expect(() => build({})).toThrow('create() returned a planner without a pick(candidates, request, nowMs, rng) function');
     expect(() => build({ pick: pick0, observe: 3 })).toThrow('planner.observe is number, not a function');
     expect(() => build({ pick: pick0, carryFrom: (_a: unknown, _b: unknown) => {} })).toThrow('planner.carryFrom takes 2 parameters; at most 1');
-    expect(build({ pick: pick0 }).pick).toBe(pick0);
+    expect(build({ pick: pick0 }).pick([{ endpointId: 'm:a', weight: 1, routeIndex: 0 }], {} as never, 0, {} as never)).toEqual({ candidate: 0, reason: 'first' });
+  });
+
+  it('checks every answer: pick names a candidate, order is a permutation; flags and methods are kept', () => {
+    class Learner {
+      readonly readsEndpointStats = true;
+      seen = 0;
+      pick() {
+        return { candidate: 5, reason: 'x' };
+      }
+      order() {
+        return { order: [0, 0], reason: 'x' };
+      }
+      observe() {
+        this.seen++;
+      }
+    }
+    const inner = new Learner();
+    const planner = strategyFromModule({ name: 'mine', create: () => inner }, '/m.mjs', BUILTINS).definition.create({}, []);
+    const two = [{ endpointId: 'm:a', weight: 1, routeIndex: 0 }, { endpointId: 'm:b', weight: 1, routeIndex: 1 }];
+    expect(() => planner.pick(two, {} as never, 0, {} as never)).toThrow('strategy module /m.mjs: pick returned candidate 5 for 2 candidate(s); return { candidate: <index 0..1>, reason }');
+    expect(() => planner.order!(two, {} as never, 0, {} as never)).toThrow('strategy module /m.mjs: order returned [0,0], not a permutation of the 2 candidate indices');
+    expect(planner.readsEndpointStats).toBe(true);
+    planner.observe!('m:a', { kind: 'ok' } as never, 0);
+    expect(inner.seen).toBe(1);
   });
 });
 
