@@ -142,6 +142,30 @@ describe('strategy modules in a real gateway', () => {
     await after.arrayBuffer();
   });
 
+  it('a reload imports a module whose file changed: the new version routes', async () => {
+    const file = join(dir, 'cheapest-first.mjs');
+    const { readFileSync, utimesSync } = await import('node:fs');
+    const original = readFileSync(file, 'utf8');
+    // The same name and params, but the dearest route first.
+    writeFileSync(file, original.replace('score(candidates[a]) - score(candidates[b])', 'score(candidates[b]) - score(candidates[a])'));
+    utimesSync(file, new Date(), new Date(Date.now() + 60_000));
+    try {
+      gw.reload(await loadGatewayConfigAsync(dir, {}));
+      const res = await fetch(`${gw.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'cheap', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 }),
+      });
+      expect(res.status).toBe(200);
+      expect(res.headers.get('x-switchyard-served-by')).toContain(new URL(dear.baseUrl).port);
+      await res.arrayBuffer();
+    } finally {
+      writeFileSync(file, original);
+      utimesSync(file, new Date(), new Date(Date.now() + 120_000));
+      gw.reload(await loadGatewayConfigAsync(dir, {}));
+    }
+  });
+
   it('switchyard validate reports the left-out model with the module path and exits 1', async () => {
     const err: string[] = [];
     const spy = vi.spyOn(process.stderr, 'write').mockImplementation((s) => (err.push(String(s)), true));
