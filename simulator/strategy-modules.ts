@@ -12,7 +12,19 @@ import { BUILTIN_STRATEGIES, StrategyModules, type StrategyModuleRecord, type St
 const BUILTIN_NAMES = BUILTIN_STRATEGIES.map((d) => d.name);
 
 /** This thread's imported strategy modules (each imported under its modification time). */
-const modules = new StrategyModules(async (path) => import(`${pathToFileURL(path).href}?mtime=${statSync(path).mtimeMs}`));
+const modules = new StrategyModules(async (path) => {
+  try {
+    // A TypeScript loader (tsx) does not transform a URL with a query: .ts modules go without.
+    const version = /\.[cm]?ts$/.test(path) ? '' : `?mtime=${statSync(path).mtimeMs}`;
+    return await import(`${pathToFileURL(path).href}${version}`);
+  } catch (e) {
+    // Node itself has no TypeScript loader; the bundled CLI commands run without one.
+    if ((e as { code?: string }).code === 'ERR_UNKNOWN_FILE_EXTENSION') {
+      throw new Error(`${(e as Error).message}; compile the module to .mjs, or run with SWITCHYARD_BUNDLE=0 (TypeScript through tsx)`);
+    }
+    throw e;
+  }
+});
 
 /** `entries` (as written in the experiment) as absolute paths, relative ones against `baseDir`. */
 export function strategyModulePaths(entries: readonly string[], baseDir: string): string[] {

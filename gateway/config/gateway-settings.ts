@@ -195,7 +195,7 @@ export const GatewaySettingsSchema = z
     store_poll_ms: StorePollSchema,
     tracing: TracingSchema.default(TracingSchema.parse({})),
     /**
-     * Strategy modules (.js / .mjs, or .ts where a TypeScript loader runs) registered next to the
+     * Strategy modules (.js / .mjs; .ts / .mts only under tsx, SWITCHYARD_BUNDLE=0) registered next to the
      * built-ins, paths relative to this file (`strategy-modules.ts`; contract: core
      * `strategies/strategy-module.ts`). A module that fails leaves out only the models that use it.
      */
