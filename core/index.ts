@@ -131,6 +131,8 @@ export { ROUTING_KEY_HEADER, DEFAULT_HASH_ON, type HashSource } from './hashing/
 export { StrategyRegistry, BUILTIN_STRATEGIES } from './strategies/registry.ts';
 export type { Planner, Candidate, Pick, HedgeOrder, StrategyDefinition, PlannerRoute, PlannerContext } from './strategies/planner.ts';
 export { planOrder, type Ordering } from './strategies/planner.ts';
+export { StrategyModules, strategyFromModule, checkedPlanner, paramsSchemaFromShape, fileStrategyName, type StrategyModuleRecord, type ExternalStrategy, type ModuleImporter } from './strategies/strategy-module.ts';
+export { withoutUnavailableModels, type UnavailableModel } from './model/unavailable-models.ts';
 
 // Multi-target models (seed 003): deployment options, request headers, status rows.
 export { DEFAULT_TAG } from './multi-target/multi-target-model.ts';

@@ -8,7 +8,7 @@ import { parseArgs } from 'node:util';
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import pino from 'pino';
 import { UsageError, type CliCommand } from '../bin/command.ts';
-import { ConfigError, formatProblem, loadGatewayConfig, statefulModels, workerScopeError, type GatewayConfig } from './config/load.ts';
+import { ConfigError, formatProblem, loadGatewayConfigAsync, statefulModels, workerSafeModules, workerScopeError, type GatewayConfig } from './config/load.ts';
 import { ServerSchema } from './config/gateway-settings.ts';
 import { formatSettingSource } from './config/seed-env.ts';
 import { assertPortFree, restartOnly, startGateway, type RunningGateway } from './gateway.ts';
@@ -31,8 +31,10 @@ const VALIDATE_USAGE = `usage: switchyard validate <dir|models.yaml>
 
 Checks models.yaml, routing.yaml, gateway.yaml, the \${VAR}s they use and the environment's
 settings (ROUTING_*, CIRCUIT_*, ROUTER_HEALTH_EWMA_ALPHA, AFFINITY_SWEEP_THRESHOLD,
-ENABLE_ROUTEWISE). Exit 0 when valid, printing where each seed setting came from (file,
-environment or default); 1 with one line per problem (file:line: field: message — fix: …).`;
+ENABLE_ROUTEWISE) and imports the strategy modules gateway.yaml names (strategies:). Exit 0 when
+valid, printing where each seed setting came from (file, environment or default); 1 with one line
+per problem (file:line: field: message — fix: …), also when a strategy module fails and only the
+models routed by it would be left out.`;
 
 function intOption(name: string, v: string | undefined): number | undefined {
   if (v === undefined) return undefined;
@@ -49,10 +51,10 @@ function withServerOverrides(config: GatewayConfig, cli: CliServerOverrides): Ga
   return { ...config, settings: { ...config.settings, server: { ...config.settings.server, ...cli } } };
 }
 
-/** Loads the config, or prints its problems and returns null. */
-function loadOrReport(path: string): GatewayConfig | null {
+/** Loads the config (strategy modules included), or prints its problems and returns null. */
+async function loadOrReport(path: string): Promise<GatewayConfig | null> {
   try {
-    return loadGatewayConfig(path);
+    return await loadGatewayConfigAsync(path);
   } catch (e) {
     if (e instanceof ConfigError) {
       process.stderr.write(`switchyard: ${e.message}\n`);
@@ -69,8 +71,17 @@ export const validateCommand: CliCommand = {
   usage: VALIDATE_USAGE,
   async run(args) {
     if (args.length !== 1) throw new UsageError('validate takes exactly one directory or models.yaml');
-    const config = loadOrReport(args[0]!);
+    const config = await loadOrReport(args[0]!);
     if (!config) return 1;
+    // Models left out for a failed strategy module: the gateway would start without them.
+    if (config.unavailableModels.length > 0) {
+      const n = config.unavailableModels.length;
+      process.stderr.write(
+        `switchyard: ${n} model(s) would not load (the gateway starts without them, serving the other ${config.models.models.length}):\n${config.unavailableModels.map(formatProblem).join('\n')}\n`,
+      );
+      for (const w of config.warnings) process.stderr.write(`warning: ${w}\n`);
+      return 1;
+    }
     const models = config.models.models;
     const routes = models.reduce((n, m) => n + m.route.length, 0);
     const s = config.settings;
@@ -105,7 +116,7 @@ export const gatewayCommand: CliCommand = {
     });
     const path = values.config ?? positionals[0];
     if (!path || positionals.length > (values.config ? 0 : 1)) throw new UsageError('gateway takes one configuration (--config <dir|models.yaml>)');
-    const loaded = loadOrReport(path);
+    const loaded = await loadOrReport(path);
     if (!loaded) return 1;
     // The same overrides on every (re)load, so a reload compares like with like.
     const cli: CliServerOverrides = {
@@ -125,8 +136,9 @@ export const gatewayCommand: CliCommand = {
     if (server.workers < 1) throw new UsageError('--workers must be at least 1');
     const log = pino({ level: server.log_level });
     for (const w of config.warnings) log.warn(w);
+    for (const p of config.unavailableModels) log.error({ file: p.file, line: p.line, field: p.field }, p.message);
     if (server.workers > 1) {
-      const stateful = statefulModels(config.models);
+      const stateful = statefulModels(config.models, workerSafeModules(config.strategies));
       if (stateful.length > 0) {
         process.stderr.write(`switchyard: refusing ${server.workers} workers: routing state would be split per worker for ${stateful.join(', ')}; use --workers 1\n`);
         return 1;
@@ -171,7 +183,7 @@ export const gatewayCommand: CliCommand = {
       };
       reload = (c) => {
         // Workers swallow a rejected reload (worker.ts); refuse here what they would refuse.
-        const scope = workerScopeError(c.models, c.settings.server.workers);
+        const scope = workerScopeError(c.models, c.settings.server.workers, workerSafeModules(c.strategies));
         if (scope) {
           rejected([scope]);
           throw new Error(scope);
@@ -187,12 +199,13 @@ export const gatewayCommand: CliCommand = {
     );
     const gcAdvice = singleCoreGcAdvice(availableParallelism(), process.execArgv);
     if (gcAdvice) log.warn(gcAdvice);
-    const onHup = (): void => {
+    const onHup = async (): Promise<void> => {
       let next: GatewayConfig;
       try {
         // Command-line overrides stay in force across reloads, applied exactly as at start (the
         // random seed drawn at start is not written back: it is not a setting).
-        next = withServerOverrides(loadGatewayConfig(path), cli);
+        next = withServerOverrides(await loadGatewayConfigAsync(path), cli);
+        for (const p of next.unavailableModels) log.error({ file: p.file, line: p.line, field: p.field }, `reload: ${p.message}`);
       } catch (e) {
         log.error({ reason: e instanceof ConfigError ? e.problems : (e as Error).message }, 'reload rejected: configuration invalid; keeping the old configuration');
         rejected(e instanceof ConfigError ? e.problems.map((p) => formatProblem(p).trim()) : [(e as Error).message]);

@@ -9,7 +9,8 @@ import { routeNotices } from '../core/config/route-notices.ts';
 import { deriveRng, endpointId, routeEndpointFamilies, RoutingCore, type RouteOverlay, type Rng } from '../core/index.ts';
 import { Callers } from './callers.ts';
 import { bodyLimitBytes } from './config/gateway-settings.ts';
-import { healthOptions, workerScopeError, type GatewayConfig } from './config/load.ts';
+import { healthOptions, workerSafeModules, workerScopeError, type GatewayConfig } from './config/load.ts';
+import { strategyRegistry } from './config/strategy-modules.ts';
 import { NO_MODEL_LABEL, type GatewayMetrics } from './metrics.ts';
 import { LOG_BLOCK, type RequestLogRow } from './request-log/log-row.ts';
 import { prefixBlockHashes, serializedPrompt } from './request-log/prefix-hashes.ts';
@@ -39,7 +40,7 @@ export class RouteRefusedError extends Error {
 
 /** The checks of `buildGeneration` that come before the core: worker scope, then every route. */
 function checkRoutes(config: GatewayConfig): void {
-  const scope = workerScopeError(config.models, config.settings.server.workers);
+  const scope = workerScopeError(config.models, config.settings.server.workers, workerSafeModules(config.strategies ?? []));
   if (scope) throw new Error(`gateway: configuration refused: ${scope}`);
   for (const m of config.models.models) {
     m.route.forEach((r, i) => {
@@ -59,7 +60,7 @@ function checkRoutes(config: GatewayConfig): void {
  */
 export function checkGeneration(config: GatewayConfig, overlay: RouteOverlay): void {
   checkRoutes(config);
-  new RoutingCore(config.models, { health: healthOptions(config.settings), settings: config.routingSettings, overlay, defaultEndpoints });
+  new RoutingCore(config.models, { health: healthOptions(config.settings), settings: config.routingSettings, overlay, defaultEndpoints, registry: strategyRegistry(config.strategies ?? []) });
 }
 
 /** What a generation needs besides its configuration. */
@@ -94,6 +95,8 @@ export function buildGeneration(config: GatewayConfig, d: GenerationDeps): Gener
     settings: config.routingSettings,
     overlay: d.overlay,
     defaultEndpoints,
+    // The gateway.yaml strategy modules, imported in this thread when the configuration was loaded.
+    registry: strategyRegistry(config.strategies ?? []),
     ...(d.carryFrom && { carryFrom: d.carryFrom }),
   });
   // Lives of the old generation may wait on slots the new one frees: one wake-up router for both.

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { LineCounter, parseDocument } from 'yaml';
 import { z } from 'zod';
-import { allowedKeys, closestName, closestPath, formatYamlSyntaxError, StrategyRegistry, unknownPathSegment, yamlSyntaxReport } from '../core/index.ts';
+import { allowedKeys, closestName, closestPath, formatYamlSyntaxError, unknownPathSegment, yamlSyntaxReport, type StrategyModuleRecord } from '../core/index.ts';
 import type { HealthOptions } from '../core/health/health-options.ts';
 import { applyCalibration } from './calibrate/calibration-file.ts';
 import { ClientSchema } from './client-behaviour.ts';
@@ -20,6 +20,7 @@ import { MultiTargetBlockSchema, OffloadBlockSchema, RunMultiTargetSchema } from
 import { ProviderEntrySchema, resolveProvider, type ResolvedProvider } from './providers/provider-config.ts';
 import { PlanSchema } from './plan/plan-config.ts';
 import { SweepSchema } from './sweep/sweep-config.ts';
+import { loadStrategyModules, strategyModulePaths, strategyRegistry } from './strategy-modules.ts';
 
 /** Re-exported: the fault schema used by `faults:` and `scenarios:`. */
 export { FaultSchema, type Fault } from './faults/fault-config.ts';
@@ -130,6 +131,11 @@ export const ExperimentSchema = z
     plan: PlanSchema.optional(),
     /** DuckDB output path, relative to the experiment file (as `trace:` is). */
     output: z.string().min(1),
+    /**
+     * Strategy modules (.js / .mjs) whose strategies runs may name, paths relative to this file
+     * (`strategy-modules.ts`; contract: core `strategies/strategy-module.ts`).
+     */
+    strategies: z.array(z.string().min(1)).default([]),
   })
   .strict()
   .superRefine((e, ctx) => {
@@ -193,8 +199,12 @@ export const ExperimentSchema = z
     }
   });
 
-/** A validated experiment. `tracePath` is resolved to an absolute path. */
-export type Experiment = z.infer<typeof ExperimentSchema> & { tracePath: string; file: string };
+/**
+ * A validated experiment. `tracePath` is resolved to an absolute path; `strategyModules` are the
+ * records of its `strategies:` modules as this thread loaded them (plain data: cells carry them
+ * to sweep workers, which load the same paths again).
+ */
+export type Experiment = z.infer<typeof ExperimentSchema> & { tracePath: string; file: string; strategyModules?: readonly StrategyModuleRecord[] };
 
 /** The experiment's `health:` block as the core's `HealthOptions` overrides. */
 export function healthOptions(exp: Pick<Experiment, 'health'>): Partial<HealthOptions> {
@@ -235,15 +245,15 @@ interface Problem {
   message: string;
 }
 
-const STRATEGIES = new StrategyRegistry();
-
 /**
  * Router problems of the `runs:` entries as written (before the schema passes, so they come in
- * the same report as the schema's): an unknown `strategy` or bad `params` of a per-model run.
+ * the same report as the schema's): an unknown `strategy` or bad `params` of a per-model run, or
+ * a strategy whose module failed (named with its path and error).
  */
-function runRouterProblems(raw: unknown): Problem[] {
+function runRouterProblems(raw: unknown, modules: readonly StrategyModuleRecord[]): Problem[] {
   const runs = (raw as { runs?: unknown } | null)?.runs;
   if (!Array.isArray(runs)) return [];
+  const STRATEGIES = strategyRegistry(modules);
   const out: Problem[] = [];
   runs.forEach((r: unknown, i) => {
     const run = r as { strategy?: unknown; params?: unknown; style?: unknown; label?: unknown } | null;
@@ -251,7 +261,7 @@ function runRouterProblems(raw: unknown): Problem[] {
     const problem = STRATEGIES.paramsProblem(run.strategy, run.params ?? {});
     if (problem === null) return;
     const label = typeof run.label === 'string' ? run.label : run.strategy;
-    const key = problem.startsWith('unknown router') ? 'strategy' : 'params';
+    const key = problem.startsWith('unknown router') || problem.includes(' is unavailable: ') ? 'strategy' : 'params';
     // Named as the routing preflight names a run (`runs[i] (label …).field`).
     out.push({ path: ['runs', i, key], field: `runs[${i}] (label ${label}).${key}`, message: problem });
   });
@@ -327,10 +337,20 @@ function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
  * @throws Error `<file> is invalid (N problems):` then one `<file>:<line>: <field>: <message>`
  *   line per problem (field as a dotted path; allowed values named).
  */
-export function parseExperiment(raw: unknown, file: string, lineOf: LineOf = () => null): Experiment {
+export function parseExperiment(raw: unknown, file: string, lineOf: LineOf = () => null, modules: readonly StrategyModuleRecord[] = []): Experiment {
   const problems: Problem[] = [];
   const input = applyCalibration(raw, file);
   const r = ExperimentSchema.safeParse(input);
+  // Each module the file names must have been imported in this thread (`loadExperimentAsync`).
+  const strategyModules: StrategyModuleRecord[] = [];
+  const listed = (raw as { strategies?: unknown } | null)?.strategies;
+  if (Array.isArray(listed)) {
+    strategyModulePaths(listed.filter((e): e is string => typeof e === 'string'), dirname(file)).forEach((p, i) => {
+      const rec = modules.find((m) => m.path === p);
+      if (!rec) problems.push({ path: ['strategies', i], message: `strategy module ${p} was not imported; load the experiment with loadExperimentAsync (switchyard sim does)` });
+      else if (!strategyModules.includes(rec)) strategyModules.push(rec);
+    });
+  }
   if (!r.success) {
     for (const i of r.error.issues) {
       if (i.code === 'invalid_type' && i.path.length > 0 && valueAt(input, i.path) === undefined) {
@@ -356,7 +376,7 @@ export function parseExperiment(raw: unknown, file: string, lineOf: LineOf = () 
       }
     }
   }
-  for (const p of [...runRouterProblems(raw), ...dottedPathProblems(raw)]) {
+  for (const p of [...runRouterProblems(raw, strategyModules), ...dottedPathProblems(raw)]) {
     // The schema may already report this field; say it once.
     if (!problems.some((q) => q.path.join('.') === p.path.join('.'))) problems.push(p);
   }
@@ -375,7 +395,7 @@ export function parseExperiment(raw: unknown, file: string, lineOf: LineOf = () 
     const lines = located.map((p) => `  ${file}${p.line === null ? '' : `:${p.line}`}: ${p.field ?? (p.path.length > 0 ? p.path.join('.') : '(root)')}: ${p.message}`);
     throw new Error(`${file} is invalid (${problems.length} problem${problems.length === 1 ? '' : 's'}):\n${lines.join('\n')}`);
   }
-  return { ...r.data, tracePath: resolve(dirname(file), r.data.trace), file };
+  return { ...r.data, tracePath: resolve(dirname(file), r.data.trace), file, strategyModules };
 }
 
 /**
@@ -383,7 +403,7 @@ export function parseExperiment(raw: unknown, file: string, lineOf: LineOf = () 
  * @throws Error naming the file, line and column of a YAML syntax error with the offending line
  *   under it, or `parseExperiment`'s report.
  */
-export function loadExperiment(file: string): Experiment {
+export function loadExperiment(file: string, modules: readonly StrategyModuleRecord[] = []): Experiment {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
@@ -405,5 +425,22 @@ export function loadExperiment(file: string): Experiment {
     }
     return null;
   };
-  return parseExperiment(doc.toJS(), file, lineOf);
+  return parseExperiment(doc.toJS(), file, lineOf, modules);
+}
+
+/**
+ * `loadExperiment` after importing, in this thread, the strategy modules the file names
+ * (`strategies:`), so that runs may use their strategies. What `switchyard sim` and `plan` call.
+ * @throws Error as `loadExperiment`.
+ */
+export async function loadExperimentAsync(file: string): Promise<Experiment> {
+  let listed: unknown;
+  try {
+    listed = (parseDocument(readFileSync(file, 'utf8')).toJS() as { strategies?: unknown } | null)?.strategies;
+  } catch {
+    listed = undefined; // `loadExperiment` reports an unreadable or broken file
+  }
+  const entries = Array.isArray(listed) ? listed.filter((e): e is string => typeof e === 'string' && e.length > 0) : [];
+  const modules = entries.length > 0 ? await loadStrategyModules(strategyModulePaths(entries, dirname(file))) : [];
+  return loadExperiment(file, modules);
 }

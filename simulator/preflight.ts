@@ -6,6 +6,7 @@
  */
 import { existsSync, statSync } from 'node:fs';
 import { RoutingCore } from '../core/routing-core.ts';
+import { strategyRegistry } from './strategy-modules.ts';
 import { parseRoutingSettings } from '../core/config/routing-settings.ts';
 import { healthOptions, runLabel, type Experiment } from './experiment.ts';
 import { endpointIdsOf, simulatedModelsConfig } from './replay.ts';
@@ -50,7 +51,7 @@ export function validateCellRouting(exp: Experiment, cells: readonly Cell[]): vo
     const index = exp.runs.findIndex((r) => runLabel(r) === cell.run.label);
     const where = `${exp.file}: runs[${index}] (label ${cell.run.label})${inCell}`;
     try {
-      const core = new RoutingCore(simulatedModelsConfig(cx, cell.run), { settings: cx.routing, health: healthOptions(cx) });
+      const core = new RoutingCore(simulatedModelsConfig(cx, cell.run), { settings: cx.routing, health: healthOptions(cx), registry: strategyRegistry(cx.strategyModules ?? []) });
       endpointIdsOf(core, cx, cell.run);
     } catch (err) {
       const message = (err as Error).message;

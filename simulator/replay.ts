@@ -19,6 +19,7 @@
  */
 import { deriveRng } from '../core/rng.ts';
 import { RoutingCore } from '../core/routing-core.ts';
+import { strategyRegistry } from './strategy-modules.ts';
 import type { TraceRow } from '../traces/trace-row.ts';
 import { replicaApiServer } from './engine/replica-config.ts';
 import type { EngineEvent, EngineModel } from './engine/engine-model.ts';
@@ -63,7 +64,7 @@ export interface ReplayOptions {
 /** The state of a run before its first event: endpoints built, draws made, arrivals and fault edges queued. */
 function initialState(opts: ReplayOptions): ReplayState {
   const { experiment: exp, rows, run, runId, seed } = opts;
-  const core = new RoutingCore(simulatedModelsConfig(exp, run), { settings: exp.routing, health: healthOptions(exp) });
+  const core = new RoutingCore(simulatedModelsConfig(exp, run), { settings: exp.routing, health: healthOptions(exp), registry: strategyRegistry(exp.strategyModules ?? []) });
   const names = endpointNames(exp);
   const endpointIds = endpointIdsOf(core, exp, run);
   const providerSpecs = resolveProviders(exp);

@@ -14,7 +14,7 @@ import { UsageError, type CliCommand } from '../bin/command.ts';
 import { parseRunArgs } from './run-args.ts';
 import { cellSummaryOptions, TraceCache, type SortedTrace } from './sweep/cell-runner.ts';
 import { describeReplicas } from './engine/replica-config.ts';
-import { experimentOutputPath, loadExperiment, resolveProviders, type Experiment } from './experiment.ts';
+import { experimentOutputPath, loadExperimentAsync, resolveProviders, type Experiment } from './experiment.ts';
 import type { ComparisonRow, SummaryRow } from './results/result-rows.ts';
 import { STORE_LEVELS, tablesOfLevel, type StoreLevel } from './results/store-level.ts';
 import { inThreadSink, threadSink, type ResultsSink } from './results/results-sink.ts';
@@ -96,7 +96,7 @@ export function portablePath(p: string): string {
  * machine paths.
  */
 export function storedConfig(exp: Experiment, seed: number): Record<string, unknown> {
-  const { tracePath: _tracePath, file, ...rest } = exp;
+  const { tracePath: _tracePath, file, strategyModules: _modules, ...rest } = exp;
   return {
     ...rest,
     trace: portablePath(exp.trace),
@@ -131,7 +131,7 @@ export async function runExperiment(file: string, opts: SimOptions = {}): Promis
   let cells: typeof grid;
   const shard = opts.shard;
   try {
-    exp = loadExperiment(file);
+    exp = await loadExperimentAsync(file);
     phase('main', 'config');
     seed = opts.seed ?? exp.seed;
     output = opts.output ?? (shard ? `${experimentOutputPath(exp).replace(/\.duckdb$/i, '')}-shards` : experimentOutputPath(exp));

@@ -38,6 +38,10 @@ export const BUILTIN_STRATEGIES: readonly StrategyDefinition<any>[] = [
 /** A name → definition map with validated construction. */
 export class StrategyRegistry {
   private readonly byName = new Map<string, StrategyDefinition<any>>();
+  /** Names a strategy module should have registered, with why it could not (`markUnavailable`). */
+  private readonly unavailableByName = new Map<string, string>();
+  /** Reasons of strategy modules that failed to load, whatever name they would have had. */
+  private readonly failedModules: string[] = [];
 
   /** @param definitions strategies to register; a duplicate name throws. */
   constructor(definitions: readonly StrategyDefinition<any>[] = BUILTIN_STRATEGIES) {
@@ -48,6 +52,31 @@ export class StrategyRegistry {
   register(def: StrategyDefinition<any>): void {
     if (this.byName.has(def.name)) throw new Error(`strategy '${def.name}' is registered twice`);
     this.byName.set(def.name, def);
+  }
+
+  /**
+   * Records that a strategy module failed (seed 000 `register_missing_strategy`): a model whose
+   * router is `name` — or any router name no strategy has, since the failed module's own name is
+   * unknown — is then *unavailable* rather than invalid (`unavailableReason`), so a driver can
+   * leave out just those models.
+   * @param name the name the module's file carries (`fileStrategyName`).
+   * @param reason the module's path and error, e.g. `strategy module /x/a.mjs: Cannot find module …`.
+   */
+  markUnavailable(name: string, reason: string): void {
+    if (!this.byName.has(name)) this.unavailableByName.set(name, reason);
+    this.failedModules.push(reason);
+  }
+
+  /**
+   * Why a model routed by `name` cannot be built because a strategy module failed, or null when
+   * `name` is registered or no module failed (then an unknown name is plain bad config).
+   */
+  unavailableReason(name: string): string | null {
+    if (this.byName.has(name)) return null;
+    const own = this.unavailableByName.get(name);
+    if (own !== undefined) return `router '${name}' is unavailable: ${own}`;
+    if (this.failedModules.length === 0) return null;
+    return `unknown router '${name}'; known routers: ${this.names().join(', ')}; strategy module(s) that failed to load: ${this.failedModules.join('; ')}`;
   }
 
   /** Registered names, sorted. */
@@ -63,7 +92,7 @@ export class StrategyRegistry {
    */
   paramsProblem(name: string, params: unknown): string | null {
     const def = this.byName.get(name);
-    if (!def) return `unknown router '${name}'; known routers: ${this.names().join(', ')}`;
+    if (!def) return this.unavailableReason(name) ?? `unknown router '${name}'; known routers: ${this.names().join(', ')}`;
     const parsed = def.paramsSchema.safeParse(params ?? {});
     if (parsed.success) return null;
     const detail = parsed.error.issues

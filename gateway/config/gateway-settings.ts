@@ -199,6 +199,12 @@ export const GatewaySettingsSchema = z
     health: HealthSchema.default({}),
     /** Core routing tunables (prefill-aware P2C, affinity, …), handed to the core as they are. */
     routing_settings: z.record(z.string(), z.unknown()).default({}),
+    /**
+     * Strategy modules (.js / .mjs; .ts / .mts only under tsx, SWITCHYARD_BUNDLE=0) registered next to the
+     * built-ins, paths relative to this file (`strategy-modules.ts`; contract: core
+     * `strategies/strategy-module.ts`). A module that fails leaves out only the models that use it.
+     */
+    strategies: z.array(z.string().min(1)).default([]),
     request_log: RequestLogSchema.default(RequestLogSchema.parse({})),
     store: StoreSchema.optional(),
     /**

@@ -18,12 +18,13 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { LineCounter, parseDocument, type Document } from 'yaml';
 import type { z } from 'zod';
-import { allowedKeys, closestName, endpointId, ModelsConfigSchema, RoutingCore, ROUTING_ENV_NAMES, routingSettingsFromEnv, type HealthOptions, type ModelsConfig, type RoutingSettings, yamlSyntaxReport } from '../../core/index.ts';
+import { allowedKeys, closestName, endpointId, ModelsConfigSchema, RoutingCore, ROUTING_ENV_NAMES, routingSettingsFromEnv, withoutUnavailableModels, type HealthOptions, type ModelsConfig, type RoutingSettings, type StrategyModuleRecord, yamlSyntaxReport } from '../../core/index.ts';
 import { GatewaySettingsSchema, type GatewaySettings } from './gateway-settings.ts';
 import { interpolateEnv } from './interpolate.ts';
 import { applySeedEnv, readSeedEnv, type SettingSource } from './seed-env.ts';
 import { endpointFamilies, endpointFamily } from '../endpoints/families.ts';
 import { adapterFor, defaultEndpoints, routeKinds } from '../upstream/adapters.ts';
+import { loadStrategyModules, strategyModulePaths, strategyRegistry } from './strategy-modules.ts';
 
 /** One thing wrong with the configuration. */
 export interface ConfigProblem {
@@ -72,6 +73,17 @@ export interface GatewayConfig {
   readonly settingSources: readonly SettingSource[];
   /** Things that work but are probably not meant (printed at start and by `validate`). */
   readonly warnings: string[];
+  /**
+   * The strategy modules of gateway.yaml `strategies:`, as this thread loaded them (each worker
+   * thread loads the same paths again before it builds a core: `loadStrategyModules`).
+   */
+  readonly strategies: readonly StrategyModuleRecord[];
+  /**
+   * Models left out because their strategy module failed (`models` holds the others), one
+   * problem each naming the model's `router` field, the module's path and the error. `validate`
+   * reports them and exits 1; the gateway starts without them and logs each.
+   */
+  readonly unavailableModels: readonly ConfigProblem[];
 }
 
 /**
@@ -97,7 +109,11 @@ interface SourceFile {
  * @param env variables for `${VAR}` (default `process.env`).
  * @throws ConfigError listing every problem with file, line, field and fix.
  */
-export function loadGatewayConfig(path: string, env: Readonly<Record<string, string | undefined>> = process.env): GatewayConfig {
+export function loadGatewayConfig(
+  path: string,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+  strategies: readonly StrategyModuleRecord[] = [],
+): GatewayConfig {
   const isDir = existsSync(path) && statSync(path).isDirectory();
   const dir = isDir ? path : dirname(path);
   const modelsPath = isDir ? join(dir, 'models.yaml') : path;
@@ -115,7 +131,34 @@ export function loadGatewayConfig(path: string, env: Readonly<Record<string, str
   const routing = routingPath ? readYaml(routingPath, problems) : null;
   const gateway = gatewayPath ? readYaml(gatewayPath, problems) : null;
   if (problems.length > 0) throw new ConfigError(problems);
-  return checkConfig({ models, routing, gateway }, env, { models: modelsPath, routing: routingPath, gateway: gatewayPath });
+  return checkConfig({ models, routing, gateway }, env, { models: modelsPath, routing: routingPath, gateway: gatewayPath }, strategies, dir);
+}
+
+/**
+ * `loadGatewayConfig` after importing, in this thread, the strategy modules gateway.yaml names
+ * (`strategies:`), so that models may route with them. What the CLI's `gateway` and `validate`
+ * call, at start and on every reload.
+ * @throws ConfigError as `loadGatewayConfig`.
+ */
+export async function loadGatewayConfigAsync(path: string, env: Readonly<Record<string, string | undefined>> = process.env): Promise<GatewayConfig> {
+  const isDir = existsSync(path) && statSync(path).isDirectory();
+  const dir = isDir ? path : dirname(path);
+  const gatewayPath = join(dir, 'gateway.yaml');
+  let entries: string[] = [];
+  if (existsSync(gatewayPath) && (isDir || basename(path) !== 'gateway.yaml')) {
+    // Read leniently here: the full load below reports whatever is wrong with the file.
+    const value = (() => {
+      try {
+        return parseDocument(readFileSync(gatewayPath, 'utf8')).toJS() as unknown;
+      } catch {
+        return null;
+      }
+    })();
+    const list = isRecord(value) ? value.strategies : undefined;
+    if (Array.isArray(list)) entries = list.filter((e): e is string => typeof e === 'string' && e.length > 0);
+  }
+  const records = entries.length > 0 ? await loadStrategyModules(strategyModulePaths(entries, dir)) : [];
+  return loadGatewayConfig(path, env, records);
 }
 
 /**
@@ -126,6 +169,7 @@ export function loadGatewayConfig(path: string, env: Readonly<Record<string, str
 export function buildGatewayConfig(
   raw: { models: unknown; routing?: unknown; gateway?: unknown },
   env: Readonly<Record<string, string | undefined>> = {},
+  strategies: readonly StrategyModuleRecord[] = [],
 ): GatewayConfig {
   const wrap = (name: string, value: unknown): SourceFile => ({ name, doc: null, lines: new LineCounter(), value });
   return checkConfig(
@@ -136,6 +180,8 @@ export function buildGatewayConfig(
     },
     env,
     { models: 'models', routing: raw.routing === undefined ? null : 'routing', gateway: raw.gateway === undefined ? null : 'gateway' },
+    strategies,
+    process.cwd(),
   );
 }
 
@@ -160,6 +206,8 @@ function checkConfig(
   src: { models: SourceFile; routing: SourceFile | null; gateway: SourceFile | null },
   env: Readonly<Record<string, string | undefined>>,
   files: GatewayConfig['files'],
+  loadedStrategies: readonly StrategyModuleRecord[],
+  baseDir: string,
 ): GatewayConfig {
   const problems: ConfigProblem[] = [];
   const warnings: string[] = [];
@@ -266,18 +314,41 @@ function checkConfig(
     gatewayFile: files.gateway ?? 'gateway.yaml',
     routingFile: routingInModels || !files.routing ? files.models : files.routing,
   });
-  const { settings, models } = seeded;
+  const { settings } = seeded;
   routingSettings = seeded.routingSettings;
   warnings.push(...seeded.warnings);
+
+  // Strategy modules: each must have been imported in this thread (`loadGatewayConfigAsync`).
+  const gwFile = src.gateway ?? { name: 'gateway.yaml', doc: null, lines: new LineCounter(), value: null };
+  const strategies: StrategyModuleRecord[] = [];
+  strategyModulePaths(settings.strategies, baseDir).forEach((p, i) => {
+    const r = loadedStrategies.find((x) => x.path === p);
+    if (!r) at(gwFile, ['strategies', i], `strategy module ${p} was not imported`, 'load the configuration with loadGatewayConfigAsync (the switchyard CLI does)');
+    else if (!strategies.includes(r)) strategies.push(r);
+  });
+  for (const r of strategies) if (r.error !== null) warnings.push(`${r.error} — models routed by '${r.name}' are left out`);
+  const registry = problems.length === 0 ? strategyRegistry(strategies) : null;
+  // Models whose strategy module failed are left out, each reported; the others load.
+  const split = registry ? withoutUnavailableModels(seeded.models, registry) : { config: seeded.models, unavailable: [] };
+  const models = split.config;
+  const unavailableModels: ConfigProblem[] = split.unavailable.map((u) => {
+    const path = ['models', u.index, ...u.field.split('.').map((s) => (/^\d+$/.test(s) ? Number(s) : s))];
+    return { file: src.models.name, line: lineOf(src.models, path), field: path.join('.'), message: `model '${u.id}' is not loaded: ${u.reason}`, fix: 'fix or remove the strategy module, or route this model with another router' };
+  });
+  // Core errors name models by their index in `models`, which lacks the left-out ones.
+  const left = new Set(split.unavailable.map((u) => u.index));
+  const fileIndex = seeded.models.models.map((_, i) => i).filter((i) => !left.has(i));
+  // Caller keys may still name a left-out model: it is reported once, above, not per key.
+  const leftOut = new Set(seeded.models.models.filter((_, i) => left.has(i)).flatMap((m) => [m.id, ...m.aliases]));
   let core: RoutingCore | null = null;
   if (problems.length === 0) {
     try {
-      core = new RoutingCore(models, { health: healthOptions(settings), settings: routingSettings, defaultEndpoints });
+      core = new RoutingCore(models, { health: healthOptions(settings), settings: routingSettings, defaultEndpoints, registry: registry! });
     } catch (e) {
       const msg = (e as Error).message;
       const m = /^models\[(\d+)\] \(id '[^']*'\)(?:\.route\[(\d+)\])?: (.*)$/s.exec(msg);
       if (m) {
-        const path: (string | number)[] = ['models', Number(m[1])];
+        const path: (string | number)[] = ['models', fileIndex[Number(m[1])] ?? Number(m[1])];
         if (m[2] !== undefined) path.push('route', Number(m[2]));
         else if (/router_params/.test(m[3]!)) path.push('router_params');
         else if (/unknown router/.test(m[3]!)) path.push('router');
@@ -291,7 +362,7 @@ function checkConfig(
   }
 
   // 5. Callers.
-  const gw = src.gateway ?? { name: 'gateway.yaml', doc: null, lines: new LineCounter(), value: null };
+  const gw = gwFile;
   if (settings.auth.mode === 'keys' && settings.auth.keys.length === 0) {
     at(gw, ['auth', 'keys'], 'auth.mode is keys but no key is configured, so every request would get 401', 'add a key (id + sha256) or set auth.mode: none for local use');
   }
@@ -303,7 +374,7 @@ function checkConfig(
     ids.add(k.id);
     hashes.add(k.sha256.toLowerCase());
     k.allowed_models?.forEach((name, ni) => {
-      if (core && !core.model(name)) {
+      if (core && !core.model(name) && !leftOut.has(name)) {
         at(gw, ['auth', 'keys', ki, 'allowed_models', ni], `no model or alias is named '${name}'`, `use one of: ${core.allModels().flatMap((mm) => [mm.id, ...mm.aliases]).join(', ')}`);
       }
     });
@@ -318,7 +389,7 @@ function checkConfig(
   }
 
   // 6. Workers and per-worker state.
-  const stateful = statefulModels(models);
+  const stateful = statefulModels(models, workerSafeModules(strategies));
   if (settings.server.workers > 1) {
     if (stateful.length > 0) {
       at(gw, ['server', 'workers'], `${settings.server.workers} workers, but routing state would be split per worker for: ${stateful.join(', ')}`, WORKER_SCOPE_FIX);
@@ -332,7 +403,12 @@ function checkConfig(
   for (const m of models.models) {
     for (const r of m.route) if (r.local === false && !r.api_key) warnings.push(`model '${m.id}': remote route ${r.base_url} has no api_key`);
   }
-  return { files, models, settings, routingSettings, settingSources: seeded.sources, warnings };
+  return { files, models, settings, routingSettings, settingSources: seeded.sources, warnings, strategies, unavailableModels };
+}
+
+/** Names of the loaded strategy modules that declare `workerSafe: true`. */
+export function workerSafeModules(strategies: readonly StrategyModuleRecord[]): string[] {
+  return strategies.filter((s) => s.error === null && s.workerSafe).map((s) => s.name);
 }
 
 /** How to mend a configuration refused for its worker count (`workerScopeError`, `checkConfig`). */
@@ -345,9 +421,9 @@ export const WORKER_SCOPE_FIX = `set server.workers: 1 (or --workers 1), or rout
  * when `--workers` overrides the file), and by the CLI's multi-worker reload.
  * @returns `N workers, but routing state would be split per worker for: <labels> — fix: …`.
  */
-export function workerScopeError(models: ModelsConfig, workers: number): string | null {
+export function workerScopeError(models: ModelsConfig, workers: number, moreSafe: readonly string[] = []): string | null {
   if (workers <= 1) return null;
-  const stateful = statefulModels(models);
+  const stateful = statefulModels(models, moreSafe);
   if (stateful.length === 0) return null;
   return `${workers} workers, but routing state would be split per worker for: ${stateful.join(', ')} — fix: ${WORKER_SCOPE_FIX}`;
 }
@@ -359,20 +435,22 @@ export function workerScopeError(models: ModelsConfig, workers: number): string 
  * their reservations are process-local (the planner's `assertWorkerScope`).
  * @returns labels like `model 'demo' (router least_latency)` or
  *   `model 'rw' (router routewise; quota/concurrency routes <endpoint id>, <endpoint id> keep process-local reservations)`.
+ * @param moreSafe strategy modules that declare themselves worker-safe (`workerSafeModules`).
  */
-export function statefulModels(models: ModelsConfig): string[] {
+export function statefulModels(models: ModelsConfig, moreSafe: readonly string[] = []): string[] {
   const out: string[] = [];
+  const safe = (name: string): boolean => WORKER_SAFE_STRATEGIES.includes(name) || moreSafe.includes(name);
   for (const m of models.models) {
     // Multi-target blocks are read structurally so this stays valid as the core's schema grows.
     const mt = (m as { routing?: { strategy?: string; targets?: Array<{ rate_limit?: unknown }> } }).routing;
     if (mt) {
       const strategy = mt.strategy ?? 'failover';
-      if (!WORKER_SAFE_STRATEGIES.includes(strategy)) out.push(`model '${m.id}' (strategy ${strategy})`);
+      if (!safe(strategy)) out.push(`model '${m.id}' (strategy ${strategy})`);
       if (mt.targets?.some((t) => t.rate_limit !== undefined)) out.push(`model '${m.id}' (target rate limits)`);
       continue;
     }
     const router = m.router ?? models.routing.default_router;
-    if (WORKER_SAFE_STRATEGIES.includes(router)) continue;
+    if (safe(router)) continue;
     const reserved = router === 'routewise' ? m.route.filter((r) => (r.provider_type ?? 'on_demand') !== 'on_demand').map((r) => endpointId(m.id, r.kind, r.base_url)) : [];
     out.push(
       reserved.length > 0

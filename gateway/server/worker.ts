@@ -1,7 +1,8 @@
 /**
  * One worker thread of a multi-worker gateway: a whole gateway (own core, breakers, pools,
  * request-log file) on the shared port; worker 0 also runs the admin listener. Posts
- * `{ready: true, adminUrl}` once listening; `{reload: config}` swaps the configuration (an
+ * `{ready: true, adminUrl}` once listening (after importing the configuration's strategy
+ * modules in this thread); `{reload: config}` swaps the configuration (an
  * invalid one is ignored and recorded for `/status/config`); `{reloadRejected: problems}` records
  * a reload the main thread refused (files that did not load, a worker-scope refusal); `{drain: graceMs}` drains and ends the thread; `stop`
  * closes at once.
@@ -15,6 +16,7 @@
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import type { GatewayConfig } from '../config/load.ts';
 import { startGateway, type RunningGateway } from '../gateway.ts';
+import { loadStrategyModules } from '../config/strategy-modules.ts';
 import type { PeerAnswer, WorkerSnapshot } from './worker-aggregate.ts';
 
 /** How long worker 0 waits for another worker's snapshot, ms. */
@@ -66,6 +68,8 @@ function answerPeer(port: MessagePort, gw: RunningGateway): void {
 }
 
 try {
+  // The configuration carries only its strategy modules' records: import them in this thread too.
+  await loadStrategyModules((config.strategies ?? []).map((s) => s.path));
   const gw = await startGateway({
     config,
     seed,
@@ -83,12 +87,15 @@ try {
     else if ('drain' in m) void gw.drain(m.drain).then(() => (closePorts(), parentPort!.close()));
     else if ('reloadRejected' in m) gw.reloadRejected(m.reloadRejected);
     else {
-      try {
-        gw.reload(m.reload);
-      } catch {
-        // The old configuration stays, and the rejection is recorded for /status/config. The main
-        // thread validated the files; a rejection by the core is not logged from a worker.
-      }
+      const next = m.reload;
+      void loadStrategyModules((next.strategies ?? []).map((s) => s.path)).then(() => {
+        try {
+          gw.reload(next);
+        } catch {
+          // The old configuration stays, and the rejection is recorded for /status/config. The main
+          // thread validated the files; a rejection by the core is not logged from a worker.
+        }
+      });
     }
   });
   parentPort!.postMessage({ ready: true, adminUrl: gw.adminUrl });

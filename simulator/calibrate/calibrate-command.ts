@@ -22,6 +22,7 @@ import { writeCalibrationFile, type CalibrationFile } from './calibration-file.t
 import { fitEngineTerms, predictLatencies, replayEndpoints, type EndpointRequests, type EngineFit } from './fit-terms.ts';
 import { compareLatencies, formatLatencyComparisons, PERCENTILES, tpotOf, type MetricComparison } from './latency-report.ts';
 import { endpointName, readRequestLog } from './request-log-source.ts';
+import { loadStrategyModules, strategyModulePaths } from '../strategy-modules.ts';
 
 const USAGE = `usage: switchyard calibrate <request-log.duckdb> [<another.duckdb> …] --experiment <exp.yaml> [--fit] [--out <calibration.yaml>]
 
@@ -65,7 +66,7 @@ export interface CalibrateOptions {
  * command's --fit is about to write) is compared as if it named none, with a note.
  * @throws Error for an unreadable or invalid experiment (as `loadExperiment`).
  */
-function experimentToCalibrate(file: string, print: (line: string) => void): Experiment {
+async function experimentToCalibrate(file: string, print: (line: string) => void): Promise<Experiment> {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
@@ -84,7 +85,11 @@ function experimentToCalibrate(file: string, print: (line: string) => void): Exp
     const { calibration: _c, ...rest } = raw as Record<string, unknown>;
     raw = rest;
   }
-  return parseExperiment(raw, file);
+  // Its runs may name strategies of its strategy modules: import them, as `loadExperimentAsync` does.
+  const listed = raw !== null && typeof raw === 'object' ? (raw as { strategies?: unknown }).strategies : undefined;
+  const entries = Array.isArray(listed) ? listed.filter((e): e is string => typeof e === 'string' && e.length > 0) : [];
+  const modules = entries.length > 0 ? await loadStrategyModules(strategyModulePaths(entries, dirname(file))) : [];
+  return parseExperiment(raw, file, undefined, modules);
 }
 
 /** Measured samples of an endpoint. */
@@ -135,7 +140,7 @@ function providerFit(e: EndpointRequests): CalibrationFile['providers'][string] 
  */
 export async function calibrate(opts: CalibrateOptions): Promise<CalibrateReport> {
   const print = opts.print ?? ((l: string) => process.stdout.write(`${l}\n`));
-  const exp = experimentToCalibrate(opts.experiment, print);
+  const exp = await experimentToCalibrate(opts.experiment, print);
   const providers = new Map(resolveProviders(exp).map((p) => [p.name, p]));
   const logged = await readRequestLog(opts.logs);
   const byEndpoint = new Map<string, EndpointRequests & { requests: typeof logged }>();

@@ -20,7 +20,7 @@ import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import cliProgress from 'cli-progress';
 import type { CliCommand } from '../../bin/command.ts';
-import { experimentOutputPath, loadExperiment, runLabel } from '../experiment.ts';
+import { experimentOutputPath, loadExperimentAsync, runLabel } from '../experiment.ts';
 import { checkTraceFiles, traceNotFound, validateCellRouting } from '../preflight.ts';
 import { checkResultsOutput } from '../results/output-check.ts';
 import { prepareOutputFolder } from '../results/output-shape.ts';
@@ -95,7 +95,7 @@ function probeSummary(p: ProbeResult): Record<string, unknown> {
  */
 export async function runPlan(file: string, opts: PlanOptions = {}): Promise<PlanReport> {
   const print = opts.print ?? ((s: string) => process.stdout.write(`${s}\n`));
-  const exp = loadExperiment(file);
+  const exp = await loadExperimentAsync(file);
   const plan: PlanConfig | undefined = exp.plan;
   if (!plan) throw new Error(`${file}: no plan: block; add one with slo: and a question (max_rate, min_replicas or offload), see README "Capacity planning"`);
   if (plan.max_rate) {

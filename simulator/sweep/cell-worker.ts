@@ -13,6 +13,7 @@ import type { TraceMeta } from '../../traces/trace-row.ts';
 import { transferList } from '../results/columnar-rows.ts';
 import type { Cell } from './grid.ts';
 import { runCell, TraceCache, type RowTable } from './cell-runner.ts';
+import { loadStrategyModules } from '../strategy-modules.ts';
 
 /** A message from the pool to a worker. */
 export type ToWorker =
@@ -31,7 +32,8 @@ port.on('message', (msg: ToWorker) => {
   }
   const { cell, tables, chunkRows } = msg;
   let last = 0;
-  runCell(cell, cache, {
+  // The cell carries its experiment's strategy module records: import those modules here too.
+  loadStrategyModules((cell.experiment.strategyModules ?? []).map((m) => m.path)).then(() => runCell(cell, cache, {
     tables,
     ...(chunkRows !== undefined && { chunkRows }),
     onProgress: (done) => {
@@ -41,7 +43,7 @@ port.on('message', (msg: ToWorker) => {
       port.postMessage({ type: 'progress', index: cell.index, done });
     },
     onChunk: (batches) => port.postMessage({ type: 'chunk', index: cell.index, batches }, transferList(batches)),
-  }).then(
+  })).then(
     (output) => port.postMessage({ type: 'result', output }),
     (err: Error) => port.postMessage({ type: 'error', index: cell.index, message: err.message, stack: err.stack ?? '' }),
   );

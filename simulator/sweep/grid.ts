@@ -111,7 +111,7 @@ export function expandGrid(exp: Experiment, seed: number): Cell[] {
   const axes = axesOf(exp);
   const seeds = sweepSeeds(exp, seed);
   const runs: RunSpec[] = exp.runs.map((r) => ({ strategy: r.strategy, params: r.params, label: runLabel(r) }));
-  const { tracePath, file, sweep: _sweep, ...base } = exp;
+  const { tracePath, file, sweep: _sweep, strategyModules, ...base } = exp;
   let combos: AxisSetting[][] = [[]];
   for (const axis of axes) combos = combos.flatMap((c) => axis.values.map((value) => [...c, { name: axis.name, value }]));
   const cells: Cell[] = [];
@@ -134,7 +134,7 @@ export function expandGrid(exp: Experiment, seed: number): Cell[] {
     }
     // A swept `trace` is relative to the experiment file, like the base one.
     const cellTrace = parsed.data.trace === base.trace ? tracePath : resolve(dirname(file), parsed.data.trace);
-    const experiment: Experiment = { ...parsed.data, tracePath: cellTrace, file };
+    const experiment: Experiment = { ...parsed.data, tracePath: cellTrace, file, ...(strategyModules && { strategyModules }) };
     const fragment = combo.map((a) => axes.find((x) => x.name === a.name)!.part(a.value));
     for (const s of seeds) {
       for (const run of runs) {
