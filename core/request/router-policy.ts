@@ -129,7 +129,7 @@ export const ROUTER_POLICY: AttemptPolicy<Life<RouteSource>> = {
   failed(life, a, outcome, nowMs) {
     life.endAttempt(a, outcome, nowMs);
     const s = life.source;
-    if (outcome.kind === 'http_status') s.deps.admission.gates.retryAfter.note(a.route.endpointId, outcome, nowMs);
+    if (outcome.kind === 'http_status' && !life.keyBlamed(a, outcome)) s.deps.admission.gates.retryAfter.note(a.route.endpointId, outcome, nowMs);
     const k = life.kind!;
     const cls = failureClassOf(k, outcome);
     let requestScoped = cls === 'final';
