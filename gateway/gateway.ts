@@ -54,6 +54,7 @@ import type { RoutingAdminDeps } from './admin/routing-admin-kit.ts';
 import { requestReports } from './admin/request-reports.ts';
 import type { OverlaySnapshot } from './store/overlay-repo.ts';
 import { buildGeneration, checkGeneration } from './generation.ts';
+import { KeySecrets } from './upstream/key-secrets.ts';
 import { ConfigStatus, type GenerationCause } from './config-status.ts';
 import { RouteWiseProber, type ProbeCounters } from './routewise/prober.ts';
 
@@ -150,8 +151,10 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     const models = composeModels(c.models, o.routing, assess(c, o).refused).config;
     return models === c.models ? c : { ...c, models };
   };
+  // Secrets of pooled keys, shared by every generation and the provider-keys admin.
+  const keySecrets = new KeySecrets();
   const build = (c: GatewayConfig, prev: Generation | null): Generation =>
-    buildGeneration(withOverlay(c, control.overlay), { seed, worker, pools, log, metrics, requestLog, logPrompts, overlay: control.routeOverlay(), carryFrom: prev?.core ?? null, tracing });
+    buildGeneration(withOverlay(c, control.overlay), { seed, worker, pools, log, metrics, requestLog, logPrompts, overlay: control.routeOverlay(), carryFrom: prev?.core ?? null, tracing, keySecrets });
   try {
     ctx.gen = build(config, null);
   } catch (e) {
