@@ -55,6 +55,8 @@ import { requestReports } from './admin/request-reports.ts';
 import type { OverlaySnapshot } from './store/overlay-repo.ts';
 import { buildGeneration, checkGeneration } from './generation.ts';
 import { KeySecrets } from './upstream/key-secrets.ts';
+import { ProviderKeysAdmin } from './admin/provider-keys-admin.ts';
+import { MemoryProviderKeyRepo, SqlProviderKeyRepo } from './store/provider-key-repo.ts';
 import { ConfigStatus, type GenerationCause } from './config-status.ts';
 import { RouteWiseProber, type ProbeCounters } from './routewise/prober.ts';
 
@@ -153,8 +155,16 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   };
   // Secrets of pooled keys, shared by every generation and the provider-keys admin.
   const keySecrets = new KeySecrets();
-  const build = (c: GatewayConfig, prev: Generation | null): Generation =>
-    buildGeneration(withOverlay(c, control.overlay), { seed, worker, pools, log, metrics, requestLog, logPrompts, overlay: control.routeOverlay(), carryFrom: prev?.core ?? null, tracing, keySecrets });
+  let keyRoutes: GatewayConfig['models']['models'][number]['route'] = [];
+  // Set once the admin API exists; re-applies run-time key declarations to each new generation.
+  let providerKeys: ProviderKeysAdmin | null = null;
+  const build = (c: GatewayConfig, prev: Generation | null): Generation => {
+    const composed = withOverlay(c, control.overlay);
+    const g = buildGeneration(composed, { seed, worker, pools, log, metrics, requestLog, logPrompts, overlay: control.routeOverlay(), carryFrom: prev?.core ?? null, tracing, keySecrets });
+    keyRoutes = composed.models.models.flatMap((m) => m.route);
+    providerKeys?.apply();
+    return g;
+  };
   try {
     ctx.gen = build(config, null);
   } catch (e) {
@@ -239,6 +249,16 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     generation: () => generation,
     writesRefused: control.store === null && s.server.workers > 1 ? `This gateway runs ${s.server.workers} workers and has no store, so a change would reach only the worker that took it; configure store: (kind: postgres) to change routing at run time.` : null,
   };
+  providerKeys = new ProviderKeysAdmin({
+    repo: control.store === null ? new MemoryProviderKeyRepo() : new SqlProviderKeyRepo(control.store),
+    core: () => ctx.gen.core,
+    routes: () => keyRoutes,
+    secrets: keySecrets,
+  });
+  await providerKeys.load().catch((e: unknown) => {
+    // The pools run on models.yaml alone until the next change reads the store again.
+    log.error({ reason: (e as Error).message }, 'provider keys and reservations could not be read from the store');
+  });
   (ctx as { admin: AdminApi | null }).admin = new AdminApi({
     repo: control.repo,
     core: () => ctx.gen.core,
@@ -248,7 +268,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     persistent: control.store !== null,
     writesRefused: control.store === null && s.server.workers > 1 ? `This gateway runs ${s.server.workers} workers and has no store, so a change would reach only the worker that took it; configure store: (kind: postgres) to change routing at run time.` : null,
     log,
-    modules: [new RouteAdmin(routingDeps), new OffloadAdmin(routingDeps)],
+    modules: [new RouteAdmin(routingDeps), new OffloadAdmin(routingDeps), providerKeys],
     extraRoutes: requestReports(requestLog, () => Date.now()),
     targets: () => ctx.gen.routes,
     yamlRouterParams: (id) => base.models.models.find((m) => m.id === id)?.router_params ?? null,
