@@ -38,7 +38,7 @@ describe('simulated key pools', () => {
 
   it('a provider with api_keys routes through a pool with those roles; each key has its own RPM', () => {
     const exp = mixedExperiment(pooled);
-    const core = new RoutingCore(simulatedModelsConfig(exp, exp.runs[0]!));
+    const core = new RoutingCore(simulatedModelsConfig(exp, { strategy: 'round_robin', params: {}, label: 'rr' }));
     const route = core.model('m')!.routes.find((r) => r.endpointId.endsWith('minimax'))!;
     expect(route.keys.map((k) => [k.keyId, k.minRole])).toEqual([
       ['pro', 'pro'],

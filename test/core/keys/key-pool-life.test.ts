@@ -113,6 +113,15 @@ describe('key pools in the request life', () => {
     expect(c.health.snapshotOf(pool, 0).state).toBe('open'); // failureThreshold 2
   });
 
+  it('a single-route request (/v1/messages) takes the first route holding a key the caller may use, and no other after an upstream answered', () => {
+    const c = core([{ key: 'sk-pro', id: 'pro', min_role: 'pro' }]);
+    const served = runOne(c, 0, deriveRng(1, 't'), () => ok, req({ callerRole: 'free', singleRoute: true }));
+    expect(served.done.metadata.endpointId).toBe(endpoint(c, 'spare'));
+    const c2 = core([{ key: 'sk-a', id: 'a' }]);
+    const failed = runOne(c2, 0, deriveRng(1, 't'), () => ({ kind: 'http_status', status: 500, errorClass: 'server_error', retryAfterMs: null }), req({ callerRole: 'free', singleRoute: true }));
+    expect(failed.done.metadata.attempts).toHaveLength(1);
+  });
+
   it('the gateway\'s own (unrestricted) traffic sees reserved keys', () => {
     const c = core([{ key: 'sk-admin', id: 'adm', min_role: 'admin' }], false);
     expect(run(c, null, () => ok).keys).toEqual(['adm']);
