@@ -254,6 +254,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     core: () => ctx.gen.core,
     routes: () => keyRoutes,
     secrets: keySecrets,
+    writesRefused: control.store === null && s.server.workers > 1 ? `This gateway runs ${s.server.workers} workers and has no store, so a change would reach only the worker that took it; configure store: (kind: postgres) to change key reservations at run time.` : null,
   });
   await providerKeys.load().catch((e: unknown) => {
     // The pools run on models.yaml alone until the next change reads the store again.
@@ -274,6 +275,14 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     yamlRouterParams: (id) => base.models.models.find((m) => m.id === id)?.router_params ?? null,
     ...(opts.refusedAudit && { refusedAudit: opts.refusedAudit }),
   });
+  // Provider keys and reservations other replicas wrote are read back at the store's poll interval.
+  const keyPoll =
+    control.store === null
+      ? null
+      : setInterval(() => {
+          providerKeys?.load().catch((e: unknown) => log.error({ reason: (e as Error).message }, 'provider keys and reservations could not be read from the store'));
+        }, s.store_poll_ms);
+  keyPoll?.unref();
   control.startPolling(s.store_poll_ms, (next) => {
     try {
       applyOverlay(next);
@@ -292,6 +301,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const close = (): Promise<void> => {
     closing ??= (async () => {
       ctx.draining = true;
+      if (keyPoll) clearInterval(keyPoll);
       prober?.stop(true);
       (app as TemplatedApp & { close(): void }).close();
       if (admin) (admin.app as TemplatedApp & { close(): void }).close();

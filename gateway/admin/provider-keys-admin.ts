@@ -13,8 +13,9 @@
  *   `DELETE /admin/provider-keys/min-role-env/{key_sha256}`.
  *
  * `GET /admin/provider-keys` lists both. Every change applies to the running pools at once
- * (`KeyPools.setProviderKeys` / `setReservations`), no restart. A key is never returned or
- * logged in clear: answers and the audit name it by id and a SHA-256 prefix.
+ * (`KeyPools.setProviderKeys` / `setReservations`), no restart; other replicas read the records
+ * again at the store's poll interval (`store_poll_ms`). A key is never returned or logged in clear: answers
+ * and the audit name it by id and a SHA-256 prefix.
  */
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
@@ -59,6 +60,8 @@ export interface ProviderKeysDeps {
   /** The routes of the configuration in force (their configured keys: which reservations match). */
   routes(): Iterable<Pick<RouteConfig, 'api_key' | 'api_keys'>>;
   readonly secrets: KeySecrets;
+  /** Why changes are refused here (several workers without a store), or null. */
+  readonly writesRefused: string | null;
 }
 
 type Result = { answer: AdminAnswer; change?: { before: unknown; after: unknown } };
@@ -112,6 +115,8 @@ export class ProviderKeysAdmin {
   route(call: AdminCall): Promise<Result> | null {
     const { method, path } = call;
     if (path === BASE && method === 'GET') return Promise.resolve({ answer: { status: 200, body: this.view() } });
+    if (!path.startsWith(BASE)) return null;
+    if ((method === 'POST' || method === 'DELETE') && this.d.writesRefused !== null) return Promise.resolve(err(409, 'writes_refused', this.d.writesRefused, null));
     if (path === BASE && method === 'POST') return this.add(call);
     if (path === ENV && method === 'POST') return this.reserveEnv(call);
     const env = ENV_PATH.exec(path);

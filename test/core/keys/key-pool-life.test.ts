@@ -122,6 +122,25 @@ describe('key pools in the request life', () => {
     expect(failed.done.metadata.attempts).toHaveLength(1);
   });
 
+  it('the adaptive outbound limit is per key: a 429 shrinks only the key that got it', () => {
+    const c = new RoutingCore(
+      parseModelsConfig({ models: [{ id: 'm', route: [{ base_url: 'https://api.acme.example/v1', provider: 'acme', api_keys: [{ key: 'sk-a', id: 'a' }, { key: 'sk-b', id: 'b' }] }] }] }),
+      { settings: { upstream_concurrency_enabled: true, upstream_concurrency_initial_limit: 4, upstream_concurrency_max_limit: 8 } },
+    );
+    const keyA = `acme|${keyFingerprint('sk-a')}`;
+    const keyB = `acme|${keyFingerprint('sk-b')}`;
+    // Caller 1 is bound to one key; its 429 moves the request to the other key.
+    const { life, actions } = c.start(req({ callerRole: 'free', callerId: 'u1' }), 0, deriveRng(1, 't'));
+    const d1 = dispatchOf(actions)!;
+    const d2 = dispatchOf(life.step({ kind: 'failed', attemptId: d1.attemptId, outcome: rate429 }, 1))!;
+    life.step({ kind: 'finished', attemptId: d2.attemptId, usage: { inputTokens: 1, outputTokens: 1, cachedTokens: 0 } }, 2);
+    const limits = new Map(c.limiter.snapshot().map((x) => [x.key, x.limit]));
+    const failed = d1.key!.keyId === 'a' ? keyA : keyB;
+    const other = failed === keyA ? keyB : keyA;
+    expect(limits.get(failed)).toBe(3);
+    expect(limits.get(other)).toBe(4);
+  });
+
   it('the gateway\'s own (unrestricted) traffic sees reserved keys', () => {
     const c = core([{ key: 'sk-admin', id: 'adm', min_role: 'admin' }], false);
     expect(run(c, null, () => ok).keys).toEqual(['adm']);
