@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import pino from 'pino';
 import { endpointId, keyFingerprint } from '../../core/index.ts';
-import { hashKey } from '../../gateway/callers.ts';
+import { Callers, hashKey, roleOf } from '../../gateway/callers.ts';
 import { buildGatewayConfig } from '../../gateway/config/load.ts';
 import { startGateway, type RunningGateway } from '../../gateway/gateway.ts';
 import { startEmulator, type RunningEmulator } from '../../simulator/emulator/emulator.ts';
@@ -112,5 +112,16 @@ describe('key pools through the gateway', () => {
     expect(bad([{ id: 'a', sha256: hashKey('x'), admin: false, role: 'admin' }])).toThrow(/role: admin makes the key an admin/);
     expect(bad([{ id: 'a', sha256: hashKey('x'), role: 'gold' }])).toThrow(/role/);
     expect(() => buildGatewayConfig({ models: { models: [{ id: 'm', route: [{ base_url: 'http://127.0.0.1:9/v1' }] }] }, gateway: { auth: { mode: 'keys', anonymous_role: 'pro' } } })).toThrow(/anonymous_role applies to auth.mode: none/);
+  });
+
+  it('callers carry their tier: role, admin: true as admin, grant_id, anonymous_role under auth: none', () => {
+    const cfg = (auth: Record<string, unknown>) => buildGatewayConfig({ models: { models: [{ id: 'm', route: [{ base_url: 'http://127.0.0.1:9/v1' }] }] }, gateway: { auth } }).settings.auth;
+    const keyed = new Callers(cfg({ mode: 'keys', keys: [{ id: 'a', sha256: hashKey('k-a'), admin: true }, { id: 'p', sha256: hashKey('k-p'), role: 'pro', grant_id: 'g1' }, { id: 'f', sha256: hashKey('k-f') }] }), gw.core);
+    expect(keyed.authenticate('Bearer k-a')).toMatchObject({ admin: true, role: 'admin' });
+    expect(keyed.authenticate('Bearer k-p')).toMatchObject({ admin: false, role: 'pro', grantId: 'g1' });
+    expect(roleOf(keyed.authenticate('Bearer k-f')!)).toBe('free');
+    expect(new Callers(cfg({ mode: 'none', anonymous_role: 'internal' }), gw.core).authenticate('')).toMatchObject({ role: 'internal', admin: false });
+    expect(new Callers(cfg({ mode: 'none' }), gw.core).authenticate('')).toMatchObject({ role: 'free' });
+    expect(new Callers(cfg({ mode: 'none', anonymous_admin: true }), gw.core).authenticate('')).toMatchObject({ role: 'admin', admin: true });
   });
 });
