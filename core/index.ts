@@ -54,6 +54,7 @@ export type {
   Modality,
   EndpointFamilyName,
   Usage,
+  AttemptKey,
 } from './lifecycle/seam.ts';
 export type { LifecycleDeps } from './request/router-deps.ts';
 export type { MultiTargetDeps } from './request/alias-deps.ts';
@@ -82,6 +83,11 @@ export { TargetRateLimitGate } from './admission/target-rate-limit-gate.ts';
 export { OutboundSlotGate, slotResultOf } from './admission/outbound-slot.ts';
 export { EngineHoldGate } from './admission/engine-hold-gate.ts';
 export { HealthCheckGate } from './admission/health-check-gate.ts';
+export { KeyPoolGate } from './admission/key-pool-gate.ts';
+export { CALLER_ROLES, roleRank, roleMeets, stricterRole, type CallerRole, type RequestRole } from './keys/caller-role.ts';
+export { KeyPool, mergeKeyDeclarations, DEFAULT_KEY_POOL_OPTIONS, type KeyPick, type KeyPoolOptions, type PoolKeyDeclaration } from './keys/key-pool.ts';
+export { KeyPools, isKeyRelatedFailure, DEFAULT_KEY_SILENCE_MS, KEY_RELATED_STATUSES, type RouteKeyDeclaration } from './keys/key-pools.ts';
+export { keyFingerprint, poolKeyId, routeKeyDeclarations } from './keys/route-keys.ts';
 
 // Shared state the gates read: endpoint health, cooldowns, Retry-After, slot pools.
 export { HealthRegistry, DEFAULT_HEALTH_OPTIONS, type HealthOptions, type DispatchClaim, type EndpointHealthSnapshot } from './health/health-registry.ts';

@@ -28,6 +28,7 @@ import { EngineHold } from './outbound/engine-hold.ts';
 import type { SlotTicket } from './outbound/slot-pool.ts';
 import { RetryAfterTable } from './health/retry-after.ts';
 import { buildAdmissions } from './admission/admission.ts';
+import { KeyPools, type RouteKeyDeclaration } from './keys/key-pools.ts';
 import { routerPolicy } from './request/policy/kind-policy.ts';
 import type { OffloadPolicy } from './offload/offload-policy.ts';
 import { resolveModels } from './model/model-registry.ts';
@@ -100,6 +101,11 @@ export class RoutingCore {
   readonly hold: EngineHold;
   /** Retry-After not-before times per endpoint. */
   readonly retryAfter: RetryAfterTable;
+  /**
+   * Upstream key pools by endpoint (seed 000 "为某个层级预留上游 key"): silence, bindings and the
+   * operators' reservations and provider keys, carried to the next configuration generation.
+   */
+  readonly keyPools: KeyPools;
   /** Tickets granted from a queue whose lives have not been told yet (see `drainWakeups`). */
   private readonly wakeups: SlotTicket[];
   private readonly deps: LifecycleDeps;
@@ -114,7 +120,8 @@ export class RoutingCore {
    * @throws Error naming the model and field for an unknown router, bad router_params, a
    *   duplicate model id/alias, or two routes of one model with the same endpoint id; naming
    *   the key for bad routing settings; naming the model and `routing.strategy` for an unknown
-   *   multi-target strategy or bad `routing.params`; RangeError for bad `multiTarget` options.
+   *   multi-target strategy or bad `routing.params`; RangeError for bad `multiTarget` options;
+   *   Error naming the id when one `api_keys[].id` names two different keys.
    */
   constructor(config: ModelsConfig, options: RoutingCoreOptions = {}) {
     const prev = options.carryFrom;
@@ -140,7 +147,9 @@ export class RoutingCore {
     this.retryAfter = carry ? prev.retryAfter : new RetryAfterTable();
     this.cooldowns = new CooldownRegistry();
     this.healthChecks = new HealthCheckRegistry();
+    this.keyPools = prev ? prev.keyPools : new KeyPools();
     const admissions = buildAdmissions({
+      keyPools: this.keyPools,
       health: this.health,
       retryAfter: this.retryAfter,
       cooldowns: this.cooldowns,
@@ -188,6 +197,12 @@ export class RoutingCore {
     resolveModels(config, registry, context, outboundKeys, this.models, this.ordered, options.overlay, options.defaultEndpoints);
     configureCooldowns(config, (m) => this.models.get(m.id), this.cooldowns);
     configureHealthChecks(config, (m) => this.models.get(m.id), this.healthChecks);
+    const declared: RouteKeyDeclaration[] = [];
+    for (const m of this.ordered) {
+      if (m.multiTarget) continue; // its routes are its targets', declared under their own models
+      for (const r of m.routes) declared.push({ endpointId: r.endpointId, provider: r.provider, outboundKey: r.outboundKey, listed: r.keysListed, keys: r.keys });
+    }
+    this.keyPools.configure(declared);
     if (prev) this.carryModelState(prev);
   }
 

@@ -5,10 +5,16 @@
  * position leaks through timing. A key may be limited to some models (`allowed_models`); an id
  * admits its aliases, an alias admits only itself (seed 003: a key scoped to one alias).
  * `auth.mode: none` (local use) lets every request in as one anonymous caller.
+ *
+ * Every caller has a tier (`role`, seed 000 "为某个层级预留上游 key"): `free` < `pro` <
+ * `internal` < `admin`; the key pools of models.yaml hide keys reserved above it. The admin
+ * tier is the control plane's admin. The anonymous caller of none mode has `auth.anonymous_role`.
+ * The gateway's own traffic (probes, warm-up, verifications) is no caller and has no role.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { RoutingCore } from '../core/index.ts';
-import type { AuthConfig } from './config/gateway-settings.ts';
+import type { CallerRole } from '../core/index.ts';
+import { callerKeyRole, type AuthConfig } from './config/gateway-settings.ts';
 
 /** An authenticated caller. */
 export interface Caller {
@@ -18,6 +24,15 @@ export interface Caller {
   readonly admin: boolean;
   /** Model names (ids and aliases) this caller may use; null = every model. */
   readonly allowed: ReadonlySet<string> | null;
+  /** The caller's tier for key pools; absent ⇒ `admin` when `admin`, else `free` (see `roleOf`). */
+  readonly role?: CallerRole;
+  /** The grant the caller's key belongs to (config `grant_id`), or null/absent. */
+  readonly grantId?: string | null;
+}
+
+/** The tier of `caller`: its `role`, else `admin` for an admin, else `free`. */
+export function roleOf(caller: Caller): CallerRole {
+  return caller.role ?? (caller.admin ? 'admin' : 'free');
 }
 
 interface StoredKey {
@@ -42,7 +57,8 @@ export class Callers {
    * @param core resolves model ids to their aliases for `allowed_models`.
    */
   constructor(auth: AuthConfig, core: RoutingCore) {
-    this.anonymous = auth.mode === 'none' ? { id: 'anonymous', admin: auth.anonymous_admin, allowed: null } : null;
+    const anonymousRole: CallerRole = auth.anonymous_role ?? (auth.anonymous_admin ? 'admin' : 'free');
+    this.anonymous = auth.mode === 'none' ? { id: 'anonymous', admin: anonymousRole === 'admin', allowed: null, role: anonymousRole, grantId: null } : null;
     this.keys = auth.keys.map((k) => {
       let allowed: Set<string> | null = null;
       if (k.allowed_models) {
@@ -54,7 +70,8 @@ export class Callers {
           if (m && m.id === name) for (const a of m.aliases) allowed.add(a);
         }
       }
-      return { digest: Buffer.from(k.sha256.toLowerCase(), 'hex'), caller: { id: k.id, admin: k.admin, allowed } };
+      const role = callerKeyRole(k);
+      return { digest: Buffer.from(k.sha256.toLowerCase(), 'hex'), caller: { id: k.id, admin: role === 'admin', allowed, role, grantId: k.grant_id ?? null } };
     });
   }
 

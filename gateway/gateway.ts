@@ -66,6 +66,9 @@ import { requestReports } from './admin/request-reports.ts';
 import { HealthHistory, liveViews, startHealthSampling } from './admin/live-views.ts';
 import type { OverlaySnapshot } from './store/overlay-repo.ts';
 import { buildGeneration, checkGeneration } from './generation.ts';
+import { KeySecrets } from './upstream/key-secrets.ts';
+import { ProviderKeysAdmin } from './admin/provider-keys-admin.ts';
+import { MemoryProviderKeyRepo, SqlProviderKeyRepo } from './store/provider-key-repo.ts';
 import { ConfigStatus, type GenerationCause } from './config-status.ts';
 import { RouteWiseProber, type ProbeCounters } from './routewise/prober.ts';
 import { HealthChecker, ProbeSlots } from './health-checks/health-checker.ts';
@@ -171,8 +174,16 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     const models = composeModels(c.models, o.routing, assess(c, o).refused).config;
     return models === c.models ? c : { ...c, models };
   };
+  // Secrets of pooled keys, shared by every generation and the provider-keys admin.
+  const keySecrets = new KeySecrets();
+  let keyRoutes: GatewayConfig['models']['models'][number]['route'] = [];
+  // Set once the admin API exists; re-applies run-time key declarations to each new generation.
+  let providerKeys: ProviderKeysAdmin | null = null;
   const build = (c: GatewayConfig, prev: Generation | null): Generation => {
-    const gen = buildGeneration(withOverlay(c, control.overlay), { seed, worker, pools, log, metrics, requestLog, logPrompts, overlay: control.routeOverlay(), carryFrom: prev?.core ?? null, tracing });
+    const composed = withOverlay(c, control.overlay);
+    const gen = buildGeneration(composed, { seed, worker, pools, log, metrics, requestLog, logPrompts, overlay: control.routeOverlay(), carryFrom: prev?.core ?? null, tracing, keySecrets });
+    keyRoutes = composed.models.models.flatMap((m) => m.route);
+    providerKeys?.apply();
     // At start the check waits for the warm start (below); later generations carry the envelopes.
     if (prev) assertEnvelopesCalibrated(gen.core, gen.now());
     return gen;
@@ -299,6 +310,17 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const liveDeps = { core: () => ctx.gen.core, nowMs: () => ctx.gen.now(), nowUnixMs: () => Date.now(), requestsByEndpoint: () => metrics.requestsByEndpoint(), probes: () => ({ active: prober?.active ?? false, ...probeCounters }), history: new HealthHistory() };
   const live = liveViews(liveDeps);
   const stopHealthSampling = startHealthSampling(liveDeps);
+  providerKeys = new ProviderKeysAdmin({
+    repo: control.store === null ? new MemoryProviderKeyRepo() : new SqlProviderKeyRepo(control.store),
+    core: () => ctx.gen.core,
+    routes: () => keyRoutes,
+    secrets: keySecrets,
+    writesRefused: control.store === null && s.server.workers > 1 ? `This gateway runs ${s.server.workers} workers and has no store, so a change would reach only the worker that took it; configure store: (kind: postgres) to change key reservations at run time.` : null,
+  });
+  await providerKeys.load().catch((e: unknown) => {
+    // The pools run on models.yaml alone until the next change reads the store again.
+    log.error({ reason: (e as Error).message }, 'provider keys and reservations could not be read from the store');
+  });
   (ctx as { admin: AdminApi | null }).admin = new AdminApi({
     repo: control.repo,
     core: () => ctx.gen.core,
@@ -308,12 +330,20 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     persistent: control.store !== null,
     writesRefused: control.store === null && s.server.workers > 1 ? `This gateway runs ${s.server.workers} workers and has no store, so a change would reach only the worker that took it; configure store: (kind: postgres) to change routing at run time.` : null,
     log,
-    modules: [new RouteAdmin(routingDeps), new OffloadAdmin(routingDeps)],
+    modules: [new RouteAdmin(routingDeps), new OffloadAdmin(routingDeps), providerKeys],
     extraRoutes: (call) => reports(call) ?? live(call),
     targets: () => ctx.gen.routes,
     yamlRouterParams: (id) => base.models.models.find((m) => m.id === id)?.router_params ?? null,
     ...(opts.refusedAudit && { refusedAudit: opts.refusedAudit }),
   });
+  // Provider keys and reservations other replicas wrote are read back at the store's poll interval.
+  const keyPoll =
+    control.store === null
+      ? null
+      : setInterval(() => {
+          providerKeys?.load().catch((e: unknown) => log.error({ reason: (e as Error).message }, 'provider keys and reservations could not be read from the store'));
+        }, s.store_poll_ms);
+  keyPoll?.unref();
   control.startPolling(s.store_poll_ms, (next) => {
     try {
       applyOverlay(next);
@@ -332,6 +362,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const close = (): Promise<void> => {
     closing ??= (async () => {
       ctx.draining = true;
+      if (keyPoll) clearInterval(keyPoll);
       prober?.stop(true);
       checker?.stop();
       poller.stop();

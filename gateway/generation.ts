@@ -4,6 +4,7 @@
  * routing streams, the caller keys and the request-log hook. Every start, SIGHUP reload and
  * admin change of the overlay builds one.
  */
+import { KeySecrets, unrestrictedKey } from './upstream/key-secrets.ts';
 import type { Logger } from 'pino';
 import { routeNotices } from '../core/config/route-notices.ts';
 import { deriveRng, endpointId, routeEndpointFamilies, RoutingCore, type RouteOverlay, type Rng } from '../core/index.ts';
@@ -78,6 +79,11 @@ export interface GenerationDeps {
   carryFrom: RoutingCore | null;
   /** The gateway's tracing, or null when it is off. */
   tracing: Tracing | null;
+  /**
+   * The process's pooled-key secrets (`upstream/key-secrets.ts`): the generation registers the
+   * keys of its models.yaml there. Absent ⇒ a private table (tests that build one generation).
+   */
+  keySecrets?: KeySecrets;
 }
 
 /**
@@ -121,11 +127,13 @@ export function buildGeneration(config: GatewayConfig, d: GenerationDeps): Gener
         pool: d.pools.forOrigin(url.origin),
         basePath: url.pathname.replace(/\/+$/, ''),
         origin: url.origin,
-        apiKey: r.api_key ?? null,
+        apiKey: unrestrictedKey(r),
         upstreamModel: r.provider_model_id ?? m.id,
       });
     }
   }
+  const keySecrets = d.keySecrets ?? new KeySecrets();
+  keySecrets.setConfigured(config.models.models.flatMap((m) => m.route));
   const streamOf = new Map<string, Rng>();
   const fallbackRng = deriveRng(d.seed, `gateway/worker-${d.worker}/unknown-model`);
   for (const m of core.allModels()) streamOf.set(m.id, deriveRng(d.seed, `gateway/worker-${d.worker}/model/${m.id}`));
@@ -230,6 +238,7 @@ export function buildGeneration(config: GatewayConfig, d: GenerationDeps): Gener
     maxErrorBodyBytes: s.upstream.max_error_body_kb * 1024,
     tracing: d.tracing,
     onFinished,
+    keySecret: (fingerprint) => keySecrets.get(fingerprint),
     callers: new Callers(s.auth, core),
     bodyLimitBytes: bodyLimitBytes(s),
     maxInFlight: s.server.max_in_flight,

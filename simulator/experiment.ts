@@ -4,6 +4,7 @@
  * sweep grid, and where the results go. Validated with zod; an error names the field and what
  * is allowed.
  */
+import { CALLER_ROLES, type CallerRole } from '../core/index.ts';
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { LineCounter, parseDocument } from 'yaml';
@@ -99,9 +100,22 @@ export const ExperimentSchema = z
       })
       .strict()
       .default({}),
-    /** Callers are assigned to sessions by a seeded Zipf draw (traces carry no caller ids). */
+    /**
+     * Callers are assigned to sessions by a seeded Zipf draw (traces carry no caller ids).
+     * `roles`: the share of callers in each tier (seed 000; e.g. `{free: 0.8, pro: 0.2}`, summing
+     * to 1), each caller's tier drawn from a hash of its id; absent ⇒ every request unrestricted.
+     * With roles, caller ids read `<role>:caller-<n>` so results group by tier.
+     */
     callers: z
-      .object({ count: z.number().int().positive().default(100), zipf_s: z.number().nonnegative().default(1.1) })
+      .object({
+        count: z.number().int().positive().default(100),
+        zipf_s: z.number().nonnegative().default(1.1),
+        roles: z
+          .object(Object.fromEntries(CALLER_ROLES.map((r) => [r, z.number().min(0).max(1).optional()])) as Record<CallerRole, z.ZodOptional<z.ZodNumber>>)
+          .strict()
+          .refine((r) => Math.abs(Object.values(r).reduce((a, b) => a + (b ?? 0), 0) - 1) < 1e-9, 'the shares must sum to 1')
+          .optional(),
+      })
       .strict()
       .default({ count: 100, zipf_s: 1.1 }),
     slo: z

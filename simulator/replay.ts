@@ -17,6 +17,8 @@
  * strategies replaying the same cell see the same arrivals, client behaviour, provider latencies
  * and fault draws for every request (common random numbers).
  */
+import { KeyLimits } from './providers/key-limits.ts';
+import type { CallerRole } from '../core/index.ts';
 import { deriveRng } from '../core/rng.ts';
 import { RoutingCore } from '../core/routing-core.ts';
 import { strategyRegistry } from './strategy-modules.ts';
@@ -30,7 +32,7 @@ import { FaultPlan } from './faults/fault-plan.ts';
 import { HostedProvider } from './providers/hosted-provider.ts';
 import { planClients } from './client-behaviour.ts';
 import { runCosts } from './costs.ts';
-import { assignCallers } from './workload.ts';
+import { assignCallerRoles, assignCallers } from './workload.ts';
 import { apply, drainEngineEvents, failAttempt, onFinished, onFirstToken } from './replay/actions.ts';
 import { onAbandon, onArrival, onClientTimeout, onRetry } from './replay/client.ts';
 import { onFaultEdge } from './replay/faults.ts';
@@ -92,6 +94,9 @@ function initialState(opts: ReplayOptions): ReplayState {
   q.setArrivals(arrivalsMs);
   if (rows.length > 0) q.push(arrivalsMs[0]!, { k: 'sample' });
   const emitted: EngineEvent[] = [];
+  const callers = assignCallers(rows.map((r) => r.sessionId), exp.callers.count, exp.callers.zipf_s, deriveRng(seed, 'workload/callers'));
+  // Tiers for key pools when the experiment declares them; else every request is unrestricted.
+  const tiers: { callers: readonly string[]; roles: readonly (CallerRole | null)[] } = exp.callers.roles ? assignCallerRoles(callers, exp.callers.roles) : { callers, roles: [] };
   return {
     exp,
     rows,
@@ -103,7 +108,9 @@ function initialState(opts: ReplayOptions): ReplayState {
     client: exp.client,
     plan: planClients(rows.map((r) => r.stream), exp.client, seed),
     strategyRng: deriveRng(seed, `strategy/${run.strategy}`),
-    callers: assignCallers(rows.map((r) => r.sessionId), exp.callers.count, exp.callers.zipf_s, deriveRng(seed, 'workload/callers')),
+    callers: tiers.callers,
+    callerRoles: tiers.roles,
+    keyLimits: new KeyLimits(exp.providers, (name) => endpoints.find((e) => e.name === name)?.endpointId),
     arrivalsMs,
     apiServer: replicaApiServer(exp.replicas),
     q,

@@ -4,6 +4,7 @@
  * a long tail — as API-key traffic usually looks). Never written back into the trace.
  */
 import type { Rng } from '../core/rng.ts';
+import { CALLER_ROLES, fnv1a64Hex, type CallerRole } from '../core/index.ts';
 
 /**
  * A sampler of Zipf(s) ranks 0..n-1: P(k) ∝ 1/(k+1)^s. Precomputes the CDF (O(n)); each draw is
@@ -47,4 +48,32 @@ export function assignCallers(sessionIds: readonly (string | null)[], n: number,
     }
     return c;
   });
+}
+
+/**
+ * The tier of each caller id (experiment `callers.roles`, seed 000): a hash of the id, uniform
+ * in [0, 1), against the cumulative shares in tier order, so a caller keeps its tier across runs
+ * and seeds and popularity (the Zipf rank) says nothing about it. Returns the role-prefixed ids
+ * (`<role>:<id>`) and the roles, request by request.
+ */
+export function assignCallerRoles(callers: readonly string[], shares: Partial<Record<CallerRole, number>>): { callers: string[]; roles: CallerRole[] } {
+  const byId = new Map<string, CallerRole>();
+  const roleOf = (id: string): CallerRole => {
+    let r = byId.get(id);
+    if (r !== undefined) return r;
+    const u = parseInt(fnv1a64Hex(id).slice(3), 16) / 2 ** 52; // the low 52 bits: FNV mixes a last character into them, not into the top ones
+    let acc = 0;
+    r = 'free';
+    for (const role of CALLER_ROLES) {
+      const share = shares[role] ?? 0;
+      if (share === 0) continue;
+      r = role;
+      acc += share;
+      if (u < acc) break;
+    }
+    byId.set(id, r);
+    return r;
+  };
+  const roles = callers.map(roleOf);
+  return { callers: callers.map((c, i) => `${roles[i]}:${c}`), roles };
 }

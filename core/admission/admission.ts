@@ -4,7 +4,8 @@
  * (asked in order, the first that applies issues the ticket). `RoutingCore` builds one per model
  * kind from the shared gates: per-model routers check Retry-After and claim the breaker;
  * multi-target aliases check Retry-After and cooldown, take rate-limit tokens and only record
- * into the breaker. Both queue on the same outbound slots, so an alias over a provider key
+ * into the breaker. Both give a pooled route's attempt its upstream key (`key-pool-gate.ts`)
+ * before it queues. Both queue on the same outbound slots, so an alias over a provider key
  * shares its limit with the routes on that key.
  */
 import type { AdmissionGate, AdmissionTarget, GateName } from './gate.ts';
@@ -17,6 +18,8 @@ import { HealthCheckGate } from './health-check-gate.ts';
 import { HealthCheckRegistry } from '../health/health-checks.ts';
 import { OutboundSlotGate } from './outbound-slot.ts';
 import { EngineHoldGate } from './engine-hold-gate.ts';
+import { KeyPoolGate } from './key-pool-gate.ts';
+import type { KeyPools } from '../keys/key-pools.ts';
 import type { HealthRegistry } from '../health/health-registry.ts';
 import type { RetryAfterTable } from '../health/retry-after.ts';
 import type { CooldownRegistry } from '../health/cooldown.ts';
@@ -41,6 +44,8 @@ export interface AdmissionGates {
   readonly rateLimit: TargetRateLimitGate;
   /** Ticketing gates, asked in order. */
   readonly queues: readonly QueueGate[];
+  /** The key-pool gate (asked when an attempt starts, before the queues); null: no pools. */
+  readonly keyPool: KeyPoolGate | null;
 }
 
 /** Where a life keeps an attempt's ticket and the gate that issued it (the attempt itself). */
@@ -123,12 +128,14 @@ export interface AdmissionState {
   readonly hold: EngineHold;
   /** Whether the outbound limiter is on (`upstreamConcurrencyEnabled`). */
   readonly outboundLimitEnabled: boolean;
+  /** Upstream key pools by endpoint; absent ⇒ no route takes the pool path. */
+  readonly keyPools?: KeyPools;
 }
 
 /**
  * The two admissions of the core over one set of shared gates: `router` for per-model routers
  * (checks: Retry-After, health check; queues: outbound slot, engine hold), `alias` for
- * multi-target models (checks: Retry-After, cooldown, health check; queues: outbound slot).
+ * multi-target models (checks: Retry-After, cooldown, health check; queues: outbound slot). Both share the key-pool gate.
  */
 export function buildAdmissions(s: AdmissionState): { router: Admission; alias: Admission } {
   const breaker = new BreakerGate(s.health);
@@ -138,8 +145,9 @@ export function buildAdmissions(s: AdmissionState): { router: Admission; alias: 
   const rateLimit = new TargetRateLimitGate();
   const slot = new OutboundSlotGate(s.limiter, s.outboundLimitEnabled);
   const hold = new EngineHoldGate(s.hold);
+  const keyPool = s.keyPools === undefined ? null : new KeyPoolGate(s.keyPools);
   return {
-    router: new Admission({ checks: [retryAfter, healthCheck], breaker, retryAfter, cooldown: null, healthCheck, rateLimit, queues: [slot, hold] }),
-    alias: new Admission({ checks: [retryAfter, cooldown, healthCheck], breaker, retryAfter, cooldown, healthCheck, rateLimit, queues: [slot] }),
+    router: new Admission({ checks: [retryAfter, healthCheck], breaker, retryAfter, cooldown: null, healthCheck, rateLimit, queues: [slot, hold], keyPool }),
+    alias: new Admission({ checks: [retryAfter, cooldown, healthCheck], breaker, retryAfter, cooldown, healthCheck, rateLimit, queues: [slot], keyPool }),
   };
 }

@@ -5,6 +5,7 @@
  * "adding a model".
  */
 import { z } from 'zod';
+import { CALLER_ROLES } from '../keys/caller-role.ts';
 import { HashSourceSchema } from '../hashing/hash-key.ts';
 import { parseCidr } from '../multi-target/cidr.ts';
 
@@ -57,6 +58,18 @@ export const HealthCheckSchema = z
   })
   .strict();
 
+/** One entry of a route's `api_keys:` pool. */
+export const ApiKeyEntrySchema = z
+  .object({
+    /** The secret (interpolated from the environment by the driver, e.g. `${OPENAI_KEY_PRO}`). */
+    key: z.string().min(1, 'must not be empty (is the environment variable set?)'),
+    /** Display id in logs and the admin API; absent ⇒ `key-` and a prefix of the key's hash. */
+    id: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'an id is 1-64 letters, digits, . _ -').optional(),
+    /** Lowest caller role that may use the key: free (default, not reserved), pro, internal or admin. */
+    min_role: z.enum(CALLER_ROLES).default('free'),
+  })
+  .strict();
+
 /** One `route:` entry of a model. */
 export const RouteSchema = z
   .object({
@@ -66,6 +79,12 @@ export const RouteSchema = z
     provider: z.string().min(1).optional(),
     provider_model_id: z.string().min(1).optional(),
     api_key: z.string().optional(),
+    /**
+     * A pool of upstream keys (seed 000 "为某个层级预留上游 key"), instead of `api_key`: each
+     * `key` (the secret, usually `${ENV_VAR}`), an optional display `id`, and `min_role`, the
+     * lowest caller tier that may use it (default `free`, not reserved).
+     */
+    api_keys: z.array(ApiKeyEntrySchema).min(1, 'list at least one key, or drop api_keys').optional(),
     input_modalities: z.array(z.enum(['text', 'image', 'audio'])).default(['text']),
     /**
      * Endpoint families the route serves, by the ids the driver registers (the gateway checks
@@ -108,6 +127,7 @@ export const RouteSchema = z
   .superRefine((r, ctx) => {
     const type = r.provider_type ?? 'on_demand';
     const issue = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message });
+    if (r.api_key !== undefined && r.api_keys !== undefined) issue('api_keys', 'a route has either api_key (one key) or api_keys (a pool), not both; move the api_key into api_keys');
     if (type === 'quota' && r.quota === undefined) issue('quota', 'a provider_type: quota route needs quota: {limit, window_sec}');
     if (type === 'concurrency' && r.concurrency === undefined) issue('concurrency', 'a provider_type: concurrency route needs concurrency: {limit}');
     if (type !== 'quota') {

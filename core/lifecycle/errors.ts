@@ -28,7 +28,8 @@ export type ErrorCode =
   | 'all_candidates_unavailable'
   | 'forbidden_by_cidr'
   | 'target_rate_limited'
-  | 'routing_tags_unmatched';
+  | 'routing_tags_unmatched'
+  | 'key_pool_exhausted';
 
 /** HTTP status for each code. `client_gone` is never sent (there is no client); 499 as nginx logs it. */
 export const ERROR_STATUS: Readonly<Record<ErrorCode, number>> = {
@@ -55,6 +56,9 @@ export const ERROR_STATUS: Readonly<Record<ErrorCode, number>> = {
   upstream_unavailable: 502,
   upstream_timeout: 504,
   queue_wait_timeout: 503,
+  // Every route's key pool had no key the caller may use in the rotation (all silenced, or all
+  // reserved for higher tiers): capacity, not the request, so retry later.
+  key_pool_exhausted: 503,
   cancelled: 499,
   client_gone: 499,
   // Multi-target models (seed 003): cooldown left no target; every target's allowed_cidrs
@@ -110,6 +114,8 @@ export function errorForOutcome(outcome: Outcome): { status: number; code: Error
       return { status: 499, code: 'cancelled', retryAfterSec: null };
     case 'client_gone':
       return { status: 499, code: 'client_gone', retryAfterSec: null };
+    case 'key_pool_exhausted':
+      return { status: 503, code: 'key_pool_exhausted', retryAfterSec: null };
   }
   throw new Error(`unhandled outcome ${JSON.stringify(outcome)}`);
 }

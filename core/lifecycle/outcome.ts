@@ -19,12 +19,20 @@ export type Outcome =
   | { kind: 'first_token_timeout' }
   | { kind: 'queue_wait_timeout' }
   | { kind: 'cancelled' }
-  | { kind: 'client_gone' };
+  | { kind: 'client_gone' }
+  /**
+   * No upstream call: every key of the route's pool the caller may use is silenced, or it may
+   * use none (seed 000 `KeyPoolExhausted`; a failed attempt that falls back). `roleRestricted`:
+   * an unrestricted request could still be served (`KeyPoolRoleRestricted`), so the refusal is
+   * about the caller's tier and never counts against the endpoint's health.
+   */
+  | { kind: 'key_pool_exhausted'; roleRestricted: boolean };
 
 /**
  * Whether an outcome counts against the endpoint's health (breaker and EWMA availability).
  * Counted: transport errors, first-token timeouts, and the HTTP classes whose row in
  * `OUTCOME_RULES` says so (bare 5xx, 429, 408, 404, 401/403 — see also `markDegraded`).
+ * Counted too: a key pool nobody could use (`key_pool_exhausted`, not role-restricted).
  * Not counted: busy answers (503 with Retry-After, 529, overload types: the engine is shedding
  * load, not broken), request-scoped 4xx (another request would succeed), queue-wait timeouts
  * (the wait was ours, not the endpoint's), cancellations and client disconnects. Source: seed
@@ -43,5 +51,7 @@ export function isHealthFailure(outcome: Outcome): boolean {
       return true;
     case 'http_status':
       return OUTCOME_RULES[outcome.errorClass].healthFailure;
+    case 'key_pool_exhausted':
+      return !outcome.roleRestricted;
   }
 }

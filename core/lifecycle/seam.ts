@@ -12,6 +12,7 @@
  * gateway). The core never reads a clock.
  */
 import type { Outcome } from './outcome.ts';
+import type { RequestRole } from '../keys/caller-role.ts';
 
 /** Input modality a request carries or a route accepts. */
 export type Modality = 'text' | 'image' | 'audio';
@@ -73,6 +74,18 @@ export interface RouteRequest {
    * fail over as chat completions do, seed 003). Absent/false = the usual fallback.
    */
   readonly singleRoute?: boolean;
+  /**
+   * The caller's tier for key pools (seed 000 "为某个层级预留上游 key"): a pooled key reserved
+   * above it is invisible to the request. Absent/null = unrestricted: the gateway's own traffic
+   * (health probes, warm-up, verifications) and drivers that model no callers see every key.
+   */
+  readonly callerRole?: RequestRole;
+}
+
+/** The pooled key of one attempt: its display id and its fingerprint (`keys/route-keys.ts`), never the secret. */
+export interface AttemptKey {
+  readonly keyId: string;
+  readonly fingerprint: string;
 }
 
 /** Token usage an upstream reported at the end of a response. */
@@ -117,9 +130,10 @@ export type LifecycleAction =
   /**
    * Send the request to `endpointId` as attempt `attemptId`. Every bound on the attempt (first
    * token, headers, total, stream idle, overall) is a `wait_until` of its own: a driver arms no
-   * timer besides those.
+   * timer besides those. `key`: on a route with a key pool, the key the attempt sends with
+   * (the driver looks the secret up by its fingerprint and never logs it); absent otherwise.
    */
-  | { kind: 'dispatch'; attemptId: number; endpointId: string }
+  | { kind: 'dispatch'; attemptId: number; endpointId: string; key?: AttemptKey }
   /** Report `{kind:'deadline', deadlineId}` at `atMs` unless the life is done first. */
   | { kind: 'wait_until'; deadlineId: number; atMs: number }
   /**
@@ -174,6 +188,8 @@ export interface AttemptRecord {
    * (recorded as a failed 429 attempt with `startMs === endMs`). The driver never saw its id.
    */
   skipped?: 'rate_limited';
+  /** The pooled key the attempt sent with (or was refused for: `key_pool_exhausted` has none), by id. */
+  keyId?: string;
 }
 
 /** Where a request went and how (the seed's `_routing`). Built by the lifecycle. */

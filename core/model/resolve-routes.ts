@@ -6,6 +6,7 @@
  */
 import type { RouteConfig } from '../config/models-config.ts';
 import { endpointId as makeEndpointId, endpointLocation } from '../config/endpoint-id.ts';
+import { routeKeyDeclarations } from '../keys/route-keys.ts';
 import { fnv1a64Hex } from '../affinity/affinity-key.ts';
 import type { ExclusionReason, ResolvedRoute } from './resolved-model.ts';
 import { routeEndpointFamilies, type DefaultEndpoints } from './route-endpoints.ts';
@@ -68,6 +69,7 @@ export function resolveRoutes(
     }
     effective = overlaidWeight(overlay, id, r.provider ?? endpointLocation(r.kind, r.base_url), effective, reasons);
     const price = r.pricing;
+    const declared = routeKeyDeclarations(r);
     return {
       endpointId: id,
       routeIndex: i,
@@ -87,6 +89,8 @@ export function resolveRoutes(
       costUsdPer1kTokens: price ? (price.input_usd_per_1m + price.output_usd_per_1m) / 1000 : null,
       local: locals[i]!,
       outboundKey: limiterExempt(r) ? null : `${r.provider ?? endpointLocation(r.kind, r.base_url)}|${r.api_key ? fnv1a64Hex(r.api_key) : '-'}`,
+      keys: declared.keys,
+      keysListed: declared.listed,
       configuredWeight: r.weight,
       effectiveWeight: effective,
       exclusionReasons: reasons,

@@ -5,6 +5,7 @@
  * the composition root (`routing-core.ts`), the lifecycles and the multi-target resolution all
  * depend on this file and not on each other.
  */
+import type { PoolKeyDeclaration } from '../keys/key-pool.ts';
 import type { EndpointFamilyName, Modality } from '../lifecycle/seam.ts';
 import type { Candidate, Planner, PlannerTraits } from '../strategies/planner.ts';
 import type { CidrBlock } from '../multi-target/cidr.ts';
@@ -49,6 +50,13 @@ export interface ResolvedRoute {
    * unless the route sets `local: false`.
    */
   readonly outboundKey: string | null;
+  /**
+   * The route's own upstream keys as its key pool declares them (`keys/route-keys.ts`): from
+   * `api_keys:` (`keysListed` true: always a pool) or the single `api_key` (a pool only while a
+   * reservation applies); empty without a key.
+   */
+  readonly keys: readonly PoolKeyDeclaration[];
+  readonly keysListed: boolean;
   readonly configuredWeight: number;
   readonly effectiveWeight: number;
   readonly exclusionReasons: readonly ExclusionReason[];

@@ -46,7 +46,7 @@ function onFailure(life: AliasLife, a: LiveAttempt, outcome: Outcome, nowMs: num
   life.endAttempt(a, outcome, nowMs);
   life.noteFailure(outcome, a.attemptId);
   const retryAfterMs = outcome.kind === 'http_status' ? outcome.retryAfterMs : null;
-  s.deps.admission.gates.retryAfter.note(a.route.endpointId, outcome, nowMs);
+  if (!life.keyBlamed(a, outcome)) s.deps.admission.gates.retryAfter.note(a.route.endpointId, outcome, nowMs);
   const k = life.kind!;
   const step = failureStep(k, failureClassOf(k, outcome));
   if (life.committed !== null || life.pinned || step === 'end') return life.failWithOutcome(outcome, nowMs, a.attemptId);

@@ -33,7 +33,9 @@ import { idleDeadlineFired, recordStreamChunk } from './policy/stream-idle.ts';
 import { attemptsSummary, respondError } from './ending.ts';
 import { reportAttemptOutcome } from './attempt-outcome.ts';
 import { DeadlineBook, deadlineAttempt, deadlineKind } from './deadline-book.ts';
-import { CANCELLED, FIRST_TOKEN_TIMEOUT, OK, endedRecord, newLiveAttempt, type AttemptRole, type LiveAttempt } from './live-attempt.ts';
+import { isKeyRelatedFailure } from '../keys/key-pools.ts';
+import type { QueueTarget } from '../admission/queue-gate.ts';
+import { CANCELLED, FIRST_TOKEN_TIMEOUT, KEY_SILENCED, OK, endedRecord, newLiveAttempt, type AttemptRole, type LiveAttempt } from './live-attempt.ts';
 import type { AttemptPolicy, CandidateSource } from './family.ts';
 import { checkLedger } from './life-checks.ts';
 
@@ -188,6 +190,10 @@ export class Life<S extends CandidateSource<Life<S>>> extends DeadlineBook imple
       case 'failed': {
         const a = this.liveAttempt(event.attemptId);
         if (!a || a.phase !== 'sent') return [];
+        if (a.key !== null) {
+          const again = this.retryOnAnotherKey(a, event.outcome, nowMs);
+          if (again !== null) return again;
+        }
         return this.policy.failed(this, a, event.outcome, nowMs);
       }
       case 'deadline':
@@ -214,7 +220,21 @@ export class Life<S extends CandidateSource<Life<S>>> extends DeadlineBook imple
     else this.live.push(a);
     const policy = this.policy;
     policy.attemptStarting(this, a);
-    if (this.parts.admission.queue(route, policy.holdLimit(this), this, attemptId, a)) {
+    let queueTarget: QueueTarget = route;
+    const keyGate = this.parts.admission.gates.keyPool;
+    if (keyGate !== null) {
+      const pick = keyGate.pick(route.endpointId, this.request.callerRole ?? null, this.request.callerId, nowMs);
+      if (pick !== null) {
+        if (pick.kind === 'exhausted') {
+          // No upstream call: a failed attempt that falls back (seed 000 KeyPoolExhausted).
+          out.push(...policy.failed(this, a, { kind: 'key_pool_exhausted', roleRestricted: pick.roleRestricted }, nowMs));
+          return out;
+        }
+        a.key = { keyId: pick.keyId, fingerprint: pick.fingerprint };
+        queueTarget = keyGate.queueTarget(route.endpointId, pick.fingerprint);
+      }
+    }
+    if (this.parts.admission.queue(queueTarget, policy.holdLimit(this), this, attemptId, a)) {
       this.ticketsTaken++;
       if (a.ticket!.state !== 'held') {
         const giveUpAtMs = Math.min(nowMs + policy.queueWaitMs(this, a), this.overallAtMs);
@@ -239,7 +259,7 @@ export class Life<S extends CandidateSource<Life<S>>> extends DeadlineBook imple
     const k = this.kind!;
     const stream = this.request.stream;
     this.policy.beforeDispatch(this, a, nowMs);
-    out.push({ kind: 'dispatch', attemptId: a.attemptId, endpointId: a.route.endpointId });
+    out.push(a.key === null ? { kind: 'dispatch', attemptId: a.attemptId, endpointId: a.route.endpointId } : { kind: 'dispatch', attemptId: a.attemptId, endpointId: a.route.endpointId, key: a.key });
     const firstAtMs = firstTokenAtMs(k.waits, stream, nowMs, this.overallAtMs);
     if (firstAtMs !== null) out.push(this.arm('first_token', a.attemptId, firstAtMs));
     const headersAtMs = nowMs + k.headersMs;
@@ -285,6 +305,9 @@ export class Life<S extends CandidateSource<Life<S>>> extends DeadlineBook imple
    * on router attempts when given, and on alias attempts always (zero when absent: not billed).
    */
   endAttempt(a: LiveAttempt, outcome: Outcome, nowMs: number, healthOutcome: Outcome = outcome, usage?: Usage): void {
+    // With a key pool only the key is blamed for a key-related failure; the endpoint hears of
+    // it only once every key is silenced (seed 000).
+    if (healthOutcome === outcome && this.keyBlamed(a, outcome) && !this.parts.admission.gates.keyPool!.allSilenced(a.route.endpointId, nowMs)) healthOutcome = KEY_SILENCED;
     const live = this.live;
     const i = live.indexOf(a);
     if (i >= 0) {
@@ -297,6 +320,35 @@ export class Life<S extends CandidateSource<Life<S>>> extends DeadlineBook imple
     const sent = a.phase === 'sent';
     if (sent || a.claim !== null) reportAttemptOutcome(this.parts.health, this.model, a.route.endpointId, a.claim, sent, healthOutcome, nowMs);
     this.recordAttempt(endedRecord(a, outcome, nowMs, usage));
+  }
+
+  /**
+   * Whether `outcome` of `a` blames its pooled key (401/402/403/429 on an attempt that sent with
+   * one): then the key is silenced, and the endpoint-wide tables (Retry-After, breaker) are left
+   * alone while another key remains.
+   */
+  keyBlamed(a: LiveAttempt, outcome: Outcome): boolean {
+    return a.key !== null && isKeyRelatedFailure(outcome);
+  }
+
+  /**
+   * A pooled attempt failed: silence its key when the failure is key-related and, while the
+   * caller still has a key of the pool in the rotation, send the request again on the same
+   * route with the next key (no breaker count; a breaker that gives no fresh claim, a commit,
+   * a pin or a hedge race leave it to the family's policy). Null when the policy decides.
+   */
+  private retryOnAnotherKey(a: LiveAttempt, outcome: Outcome, nowMs: number): LifecycleAction[] | null {
+    const gate = this.parts.admission.gates.keyPool;
+    if (gate === null || !gate.keyFailed(a.route.endpointId, a.key!.fingerprint, outcome, nowMs)) return null;
+    if (this.committed !== null || this.pinned || this.live.length > 1) return null;
+    if (!gate.usableBy(a.route.endpointId, this.request.callerRole ?? null, nowMs)) return null;
+    let claim: DispatchClaim | null = null;
+    if (a.claim !== null) {
+      claim = this.parts.admission.gates.breaker.claim(a.route.endpointId, nowMs);
+      if (claim === null) return null;
+    }
+    this.endAttempt(a, outcome, nowMs, KEY_SILENCED);
+    return this.startAttempt(a.route, a.target, claim, 'retry', nowMs);
   }
 
   /** Cancels every live attempt except `keep` (sent ones get a `cancel`; queued ones just leave), recorded as `outcome`. */

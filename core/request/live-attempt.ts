@@ -9,7 +9,7 @@
 import type { ResolvedRoute, ResolvedTarget } from '../model/resolved-model.ts';
 import type { DispatchClaim } from '../health/health-registry.ts';
 import type { Outcome } from '../lifecycle/outcome.ts';
-import type { AttemptRecord, Usage } from '../lifecycle/seam.ts';
+import type { AttemptKey, AttemptRecord, Usage } from '../lifecycle/seam.ts';
 import type { PrefillLease } from '../prefill/prefill-load.ts';
 import type { SlotTicket } from '../outbound/slot-pool.ts';
 import type { QueueGate } from '../admission/queue-gate.ts';
@@ -44,6 +44,8 @@ export interface LiveAttempt extends StreamIdleState {
   gotOutput: boolean;
   /** Whether this attempt's latency was sampled into the endpoint statistics (aliases). */
   sampled: boolean;
+  /** The pooled upstream key the attempt sends with; null when the route has no key pool. */
+  key: AttemptKey | null;
 }
 
 /** A new attempt at `nowMs`, queued until admission sends it (no ticket, lease or output yet). */
@@ -61,6 +63,7 @@ export function newLiveAttempt(attemptId: number, route: ResolvedRoute, target: 
     lease: null,
     gotOutput: false,
     sampled: false,
+    key: null,
     lastChunkAtMs: nowMs,
     idleArmed: false,
   };
@@ -74,8 +77,14 @@ export function newLiveAttempt(attemptId: number, route: ResolvedRoute, target: 
 export function endedRecord(a: LiveAttempt, outcome: Outcome, nowMs: number, usage: Usage | undefined): AttemptRecord {
   const endpointId = a.route.endpointId;
   const t = a.target;
-  if (t !== null) return { attemptId: a.attemptId, endpointId, startMs: a.startMs, endMs: nowMs, outcome, target: t.model, usage: usage ?? NO_USAGE };
-  return usage ? { attemptId: a.attemptId, endpointId, startMs: a.startMs, endMs: nowMs, outcome, usage } : { attemptId: a.attemptId, endpointId, startMs: a.startMs, endMs: nowMs, outcome };
+  const r: AttemptRecord =
+    t !== null
+      ? { attemptId: a.attemptId, endpointId, startMs: a.startMs, endMs: nowMs, outcome, target: t.model, usage: usage ?? NO_USAGE }
+      : usage
+        ? { attemptId: a.attemptId, endpointId, startMs: a.startMs, endMs: nowMs, outcome, usage }
+        : { attemptId: a.attemptId, endpointId, startMs: a.startMs, endMs: nowMs, outcome };
+  if (a.key !== null) r.keyId = a.key.keyId;
+  return r;
 }
 
 /**
@@ -83,6 +92,12 @@ export function endedRecord(a: LiveAttempt, outcome: Outcome, nowMs: number, usa
  * cancellation). A distinct object from `CANCELLED`: the life tells an offload cut by identity.
  */
 export const NEUTRAL: Outcome = { kind: 'cancelled' };
+/**
+ * What the breaker hears of a pooled attempt that failed for a key-related reason while the
+ * pool still has a key in the rotation: nothing (only the key is silenced; seed 000). A distinct
+ * object from `CANCELLED`, compared by identity.
+ */
+export const KEY_SILENCED: Outcome = { kind: 'cancelled' };
 /** An attempt cancelled by the life (hedge loser, client gone, overall deadline); compared by identity. */
 export const CANCELLED: Outcome = { kind: 'cancelled' };
 /** A served attempt. */

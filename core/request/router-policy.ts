@@ -37,6 +37,16 @@ function releaseLease(life: RouterLife, a: LiveAttempt): void {
   life.source.leasesReleased++;
 }
 
+/**
+ * Whether an attempt of `life` reached an upstream. A single-route request (`/v1/messages`)
+ * still picks another route while every refusal so far was a key pool's (seed 000: it takes the
+ * first adapter holding a key the caller may use), and stops at the first upstream answer.
+ */
+function reachedUpstream(life: RouterLife): boolean {
+  for (const a of life.attempts) if (a.outcome.kind !== 'key_pool_exhausted') return true;
+  return life.live.length > 0;
+}
+
 /** Whether a route not yet tried has a window above the context floor (or an unknown one). */
 function largerWindowLeft(life: RouterLife, nowMs: number): boolean {
   const s = life.source;
@@ -49,7 +59,7 @@ function largerWindowLeft(life: RouterLife, nowMs: number): boolean {
  * then the offload route as last resort, then the interrupted route once more; else the error.
  */
 function continueAfter(life: RouterLife, outcome: Outcome, nowMs: number): LifecycleAction[] {
-  if (life.pinned || life.request.singleRoute === true) return life.live.length > 0 ? [] : life.failWithOutcome(life.firstFailure ?? outcome, nowMs, life.firstFailureAttemptId);
+  if (life.pinned || (life.request.singleRoute === true && reachedUpstream(life))) return life.live.length > 0 ? [] : life.failWithOutcome(life.firstFailure ?? outcome, nowMs, life.firstFailureAttemptId);
   const s = life.source;
   const admission = s.deps.admission;
   for (const r of s.eligibleRoutes) {
@@ -129,7 +139,7 @@ export const ROUTER_POLICY: AttemptPolicy<Life<RouteSource>> = {
   failed(life, a, outcome, nowMs) {
     life.endAttempt(a, outcome, nowMs);
     const s = life.source;
-    if (outcome.kind === 'http_status') s.deps.admission.gates.retryAfter.note(a.route.endpointId, outcome, nowMs);
+    if (outcome.kind === 'http_status' && !life.keyBlamed(a, outcome)) s.deps.admission.gates.retryAfter.note(a.route.endpointId, outcome, nowMs);
     const k = life.kind!;
     const cls = failureClassOf(k, outcome);
     let requestScoped = cls === 'final';
@@ -138,7 +148,7 @@ export const ROUTER_POLICY: AttemptPolicy<Life<RouteSource>> = {
       requestScoped = !largerWindowLeft(life, nowMs);
     }
     const terminal = cls === 'terminal' || requestScoped;
-    if (life.pinned || life.request.singleRoute === true || life.committed !== null || terminal) {
+    if (life.pinned || (life.request.singleRoute === true && reachedUpstream(life)) || life.committed !== null || terminal) {
       if (life.live.length > 0) return [];
       if (requestScoped || life.committed !== null) return life.failWithOutcome(outcome, nowMs, a.attemptId);
       return life.failWithOutcome(life.firstFailure ?? outcome, nowMs, life.firstFailureAttemptId ?? a.attemptId);

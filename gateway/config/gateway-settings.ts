@@ -4,6 +4,7 @@
  * connection pools and timeouts, caller keys and endpoint-health tunables. Snake_case with units
  * in the names, like the core's files.
  */
+import { CALLER_ROLES, type CallerRole } from '../../core/index.ts';
 import { z } from 'zod';
 
 const MIB = 1024 * 1024;
@@ -112,20 +113,51 @@ export const CallerKeySchema = z
       .regex(/^[0-9a-fA-F]{64}$/, 'must be the 64-hex-digit SHA-256 of the key; compute it with: printf %s "$KEY" | sha256sum'),
     /** Model ids or aliases the key may use; absent ⇒ every model. An id admits its aliases. */
     allowed_models: z.array(z.string().min(1)).optional(),
-    /** The admin role: may pin a route with `X-Route-Pin` and call `/health/deep`, `/routing`, `/metrics` and `/admin/…` on every listener. */
-    admin: z.boolean().default(false),
+    /**
+     * The caller's tier (seed 000): `free` < `pro` < `internal` < `admin`. Upstream keys reserved
+     * above it (`api_keys[].min_role` in models.yaml) are invisible to its requests; `admin` is
+     * also the control-plane role (pin a route with `X-Route-Pin`, `/health/deep`, `/routing`,
+     * `/metrics`, `/admin/…`). Absent ⇒ `admin` when `admin: true`, else `free`.
+     */
+    role: z.enum(CALLER_ROLES).optional(),
+    /** The admin role, as `role: admin` (kept for existing configs); contradicting `role` is refused. */
+    admin: z.boolean().optional(),
+    /** The grant this key belongs to (logs and affinity group callers by it), when keys are issued per grant. */
+    grant_id: z.string().min(1).optional(),
   })
-  .strict();
+  .strict()
+  .superRefine((k, ctx) => {
+    if (k.admin === true && k.role !== undefined && k.role !== 'admin') {
+      ctx.addIssue({ code: 'custom', path: ['role'], message: `admin: true means role: admin, but role is ${k.role}; drop admin: true, or set role: admin` });
+    }
+    if (k.admin === false && k.role === 'admin') ctx.addIssue({ code: 'custom', path: ['admin'], message: 'role: admin makes the key an admin, but admin is false; drop admin: false' });
+  });
+
+/** The effective tier of a caller key: its `role`, else `admin` for `admin: true`, else `free`. */
+export function callerKeyRole(k: { readonly role?: CallerRole; readonly admin?: boolean }): CallerRole {
+  return k.role ?? (k.admin === true ? 'admin' : 'free');
+}
 
 /** Caller authentication: `keys` (default) or an explicit `none` for local use. */
 export const AuthSchema = z
   .object({
     mode: z.enum(['keys', 'none']).default('keys'),
     keys: z.array(CallerKeySchema).default([]),
-    /** In `none` mode: whether the anonymous caller is an admin (may pin). Default false. */
+    /** In `none` mode: whether the anonymous caller is an admin (may pin), as `anonymous_role: admin`. Default false. */
     anonymous_admin: z.boolean().default(false),
+    /**
+     * In `none` mode: the tier of every (keyless) caller for key pools. Absent ⇒ `admin` with
+     * `anonymous_admin: true`, else `free`.
+     */
+    anonymous_role: z.enum(CALLER_ROLES).optional(),
   })
-  .strict();
+  .strict()
+  .superRefine((a, ctx) => {
+    if (a.anonymous_role !== undefined && a.mode !== 'none') ctx.addIssue({ code: 'custom', path: ['anonymous_role'], message: 'anonymous_role applies to auth.mode: none only (with keys, each key has its role); remove it' });
+    if (a.anonymous_admin && a.anonymous_role !== undefined && a.anonymous_role !== 'admin') {
+      ctx.addIssue({ code: 'custom', path: ['anonymous_role'], message: `anonymous_admin: true means anonymous_role: admin, but anonymous_role is ${a.anonymous_role}; drop one of them` });
+    }
+  });
 
 /** Endpoint health (core `HealthOptions`), in the YAML's units. */
 export const HealthSchema = z

@@ -34,6 +34,8 @@ export interface ExchangeContext {
   readonly tracing: Tracing | null;
   /** Called once per exchange when it is over (request log and metrics); must not throw. */
   onFinished?(f: FinishedExchange): void;
+  /** The secret of a pooled key by fingerprint (`upstream/key-secrets.ts`); absent ⇒ no pools. */
+  keySecret?(fingerprint: string): string | undefined;
 }
 
 /** A finished exchange, as the request log and the metrics see it. */

@@ -17,8 +17,8 @@
  * abort) is stepped after the current batch of actions is done.
  */
 import { wakeupsFor } from './wakeups.ts';
-import type { LifecycleAction, LifecycleEvent, ListLinks, RequestLife, RoutingMetadata } from '../../core/index.ts';
-import type { Caller } from '../callers.ts';
+import type { AttemptKey, LifecycleAction, LifecycleEvent, ListLinks, RequestLife, RoutingMetadata } from '../../core/index.ts';
+import { roleOf, type Caller } from '../callers.ts';
 import { clientMessage, statusOf } from '../errors.ts';
 import type { ClientRequest } from '../request-body.ts';
 import type { RelayEvent } from '../sse-relay.ts';
@@ -91,7 +91,7 @@ export class Exchange implements ListLinks<Exchange> {
 
   /** Begins routing. */
   start(): void {
-    const request = routeRequestOf(this.req, this.meta, this.ctx.core.model(this.req.model)?.planner.readsPrefixHashes === true);
+    const request = routeRequestOf(this.req, this.meta, this.ctx.core.model(this.req.model)?.planner.readsPrefixHashes === true, roleOf(this.caller));
     const { life, actions } = this.ctx.core.start(request, this.ctx.now(), this.ctx.rngFor(this.req.model));
     this.life = life;
     this.busy = true;
@@ -222,7 +222,7 @@ export class Exchange implements ListLinks<Exchange> {
     for (const a of actions) {
       switch (a.kind) {
         case 'dispatch':
-          this.dispatch(a.attemptId, a.endpointId);
+          this.dispatch(a.attemptId, a.endpointId, a.key);
           break;
         case 'cancel':
           this.closeAttempt(a.attemptId, true);
@@ -252,8 +252,19 @@ export class Exchange implements ListLinks<Exchange> {
     }
   }
 
-  private dispatch(id: number, endpointId: string): void {
+  private dispatch(id: number, endpointId: string, key: AttemptKey | undefined): void {
     const target = this.ctx.routes.get(endpointId);
+    let apiKey: string | null = null;
+    if (key !== undefined) {
+      const secret = this.ctx.keySecret?.(key.fingerprint);
+      if (secret === undefined) {
+        // A key removed after the core chose it: fail the attempt (by key id, never the secret) so the core moves on.
+        this.ctx.log.error({ requestId: this.requestId, endpointId, keyId: key.keyId }, 'pooled key has no secret');
+        this.step({ kind: 'failed', attemptId: id, outcome: { kind: 'transport', cause: 'refused' } });
+        return;
+      }
+      apiKey = secret;
+    }
     if (!target || !target.endpoints.has(this.req.endpoint)) {
       // A config/core mismatch (or a route whose kind cannot serve this endpoint) is a bug of
       // the configuration check; fail the attempt so the core can fall back.
@@ -271,6 +282,7 @@ export class Exchange implements ListLinks<Exchange> {
         maxErrorBodyBytes: this.ctx.maxErrorBodyBytes,
         clientHeaders: this.meta.forwardedHeaders,
         traceHeaders: this.trace === null ? null : this.trace.attempt(id, target, this.ctx.now()),
+        apiKey,
       },
       {
         headers: () => this.run(() => !att.closed && this.step({ kind: 'first_output', attemptId: id })),

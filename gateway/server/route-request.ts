@@ -2,11 +2,12 @@
  * The routing core's `RouteRequest` for a checked client request: the body's model, stream flag,
  * prompt-size estimate, modalities and endpoint family, with what the HTTP layer read besides
  * (request id, session, admin pin, routing tags, client address, `hash_on` headers and cookies,
- * the affinity key as the caller id). Prefix block hashes are computed only for a model whose
+ * the affinity key as the caller id) and the caller's tier for key pools (null: the gateway's own
+ * traffic, unrestricted). Prefix block hashes are computed only for a model whose
  * planner reads them (the cache-aware strategies): the same chained 2,048-byte blocks as the
  * request log's `hash_ids`, so a replay of the log sees the hashes the gateway routed on.
  */
-import type { RouteRequest } from '../../core/index.ts';
+import type { RequestRole, RouteRequest } from '../../core/index.ts';
 import type { ClientRequest } from '../request-body.ts';
 import type { ExchangeMeta } from './exchange-context.ts';
 import { prefixBlockHashes, serializedPrompt } from '../request-log/prefix-hashes.ts';
@@ -15,7 +16,7 @@ import { prefixBlockHashes, serializedPrompt } from '../request-log/prefix-hashe
  * The core's request for `req` as the HTTP layer saw it (`meta`). `hashPrefix`: compute the
  * prompt's prefix block hashes (true when the model's planner `readsPrefixHashes`); else null.
  */
-export function routeRequestOf(req: ClientRequest, meta: ExchangeMeta, hashPrefix = false): RouteRequest {
+export function routeRequestOf(req: ClientRequest, meta: ExchangeMeta, hashPrefix = false, callerRole: RequestRole = null): RouteRequest {
   return {
     requestId: meta.requestId,
     model: req.model,
@@ -33,5 +34,6 @@ export function routeRequestOf(req: ClientRequest, meta: ExchangeMeta, hashPrefi
     headers: meta.headers,
     cookies: meta.cookies,
     singleRoute: req.family.singleRoute === true,
+    callerRole,
   };
 }

@@ -85,6 +85,29 @@ CREATE TABLE routewise_settings (
   PRIMARY KEY (model_id, key)
 )`,
   },
+  {
+    version: 5,
+    description: 'provider keys added at run time and min_role reservations of keys from the environment',
+    // Keys added through the admin API are sent upstream, so the secret is stored; it is never
+    // returned. Reservations of keys that come from the environment or models.yaml are keyed by
+    // the key's SHA-256 and kept when the key leaves the rotation (seed 000).
+    sql: `
+CREATE TABLE provider_api_keys (
+  key_id text PRIMARY KEY,
+  provider text NOT NULL,
+  api_key text NOT NULL,
+  key_sha256 text NOT NULL UNIQUE,
+  min_role text NOT NULL DEFAULT 'free' CHECK (min_role IN ('free', 'pro', 'internal', 'admin')),
+  updated_by text NOT NULL,
+  updated_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE provider_env_key_min_roles (
+  key_sha256 text PRIMARY KEY,
+  min_role text NOT NULL CHECK (min_role IN ('free', 'pro', 'internal', 'admin')),
+  updated_by text NOT NULL,
+  updated_at timestamptz NOT NULL DEFAULT now()
+)`,
+  },
 ];
 
 /** The newest schema version this code knows. */

@@ -107,6 +107,12 @@ export interface AttemptContext {
    * send them as they are.
    */
   readonly traceHeaders?: Readonly<Record<string, string>> | null;
+  /**
+   * The upstream key of this attempt when the route has a key pool (the core chose it for the
+   * caller's tier; seed 000): adapters send it instead of `UpstreamTarget.apiKey`. Absent or
+   * null ⇒ the target's own key. Never logged.
+   */
+  readonly apiKey?: string | null;
 }
 
 /** One upstream protocol (a route `kind`). */

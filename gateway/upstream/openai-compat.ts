@@ -121,7 +121,7 @@ export const openaiCompatAdapter: UpstreamAdapter = {
         path: endpoint === 'count_tokens' ? tokenizePath(target.basePath) : target.basePath + UPSTREAM_PATH[endpoint],
         body: up.body,
         commitHeaders: up.commitHeaders,
-        apiKey: target.apiKey,
+        apiKey: ctx.apiKey ?? target.apiKey,
         requestId: ctx.requestId,
         stream: req.stream,
         endpoint,

@@ -68,6 +68,13 @@ export interface EmulatorOptions {
    * Anthropic's routes also take `x-api-key: <apiKey>`. `/tokenize` needs no key.
    */
   apiKey?: string | null;
+  /**
+   * Keys this upstream rate-limits: a request sent with one of them (`Authorization: Bearer` or
+   * `x-api-key`) is answered 429 with `Retry-After: retry_after_sec` at once, like a hosted API
+   * whose quota for that key is spent (a 429 storm on one key of a pool). Changeable while it
+   * runs (`setRateLimitedKeys`).
+   */
+  rateLimitedKeys?: readonly string[];
   /** Output tokens when the request sets no max_tokens. Default 64. */
   defaultOutputTokens?: number;
   /** Upper bound on output tokens. Default 4096. */
@@ -106,6 +113,8 @@ export interface RunningEmulator {
   faults(): FaultKnobs;
   /** Merges `patch` over the current knobs. @throws Error naming a bad knob. */
   setFaults(patch: Partial<FaultKnobs>): FaultKnobs;
+  /** Replaces the keys answered with 429 (`EmulatorOptions.rateLimitedKeys`). */
+  setRateLimitedKeys(keys: readonly string[]): void;
   /** Requests inside the engine now (engine mode; 0 in echo mode). */
   inEngine(): number;
   /** The usage GET /v1/usage reports now, or null without `usage`. */
@@ -170,6 +179,7 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Running
   const host = opts.host ?? '127.0.0.1';
   const mode = opts.mode ?? 'engine';
   let knobs: FaultKnobs = parseKnobs({ ...NO_FAULTS, ...opts.faults });
+  let limitedKeys = new Set<string>(opts.rateLimitedKeys ?? []);
   const rng: Rng = deriveRng(opts.seed ?? 1, 'emulator/faults');
   const log = new RequestLog(opts.recordCapacity);
   const defaultOut = opts.defaultOutputTokens ?? 64;
@@ -255,6 +265,9 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Running
       if (!obj) return reply(x, 400, route.errors.badRequest('body is not a JSON object'), 'bad_request');
       if (!authorized(route.auth, authorization, xApiKey)) return reply(x, 401, route.errors.unauthorized(), 'unauthorized');
       if (!route.faults) return route.serve(x, obj, SPARED);
+      if (limitedKeys.size > 0 && (limitedKeys.has(authorization.replace(/^Bearer /, '')) || limitedKeys.has(xApiKey))) {
+        return reply(x, 429, route.errors.rateLimited(), 'rate_limited', [['retry-after', String(knobs.retry_after_sec)]]);
+      }
       const plan = planFaults(knobs, rng);
       if (plan.kind === 'reset') return drop(x, 'reset');
       if (plan.kind === 'error') return reply(x, plan.status, route.errors.fault(plan.status), 'error');
@@ -599,6 +612,9 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Running
     log,
     faults: () => knobs,
     setFaults,
+    setRateLimitedKeys: (keys) => {
+      limitedKeys = new Set(keys);
+    },
     inEngine: () => engine?.size ?? 0,
     usage: () => (opts.usage ? { used: usageUsed, limit: opts.usage.limit } : null),
     setUsageUsed,

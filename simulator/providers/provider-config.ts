@@ -4,6 +4,7 @@
  * override what the profile says or does not know (per-token time, rate limits, prices).
  * `resolveProvider` merges profile and entry into the `ResolvedProvider` the simulator runs.
  */
+import { CALLER_ROLES } from '../../core/index.ts';
 import { z } from 'zod';
 import { fitQuantileFunction, type QuantileFunction } from './quantile-function.ts';
 import { loadProviderProfile, ProviderTypeSchema, QuotaWindowSchema, TtftSummarySchema, type ProviderType } from './provider-profile.ts';
@@ -64,6 +65,24 @@ export const ProviderEntrySchema = z
     ttft_scale: z.number().positive().default(1),
     /** Added TTFT per 1,000 prompt tokens, ms. Default 0: the profiles do not say how TTFT grows with the prompt. */
     ttft_ms_per_1k_input: z.number().nonnegative().default(0),
+    /**
+     * A key pool on this provider's route (seed 000 "为某个层级预留上游 key"): each key's `id`,
+     * the lowest caller role that may use it (`min_role`, default free) and its own request
+     * limit (`rpm`; absent = only the provider's limits). The core picks the key per attempt
+     * exactly as in the gateway; a key over its `rpm` answers 429 with Retry-After.
+     */
+    api_keys: z
+      .array(
+        z
+          .object({
+            id: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'a key id is 1-64 letters, digits, . _ -'),
+            min_role: z.enum(CALLER_ROLES).default('free'),
+            rpm: z.number().int().positive().optional(),
+          })
+          .strict(),
+      )
+      .min(1)
+      .optional(),
     /** Virtual ms until a 429 (or other refusal) reaches the client. */
     reject_latency_ms: z.number().nonnegative().default(50),
     /**

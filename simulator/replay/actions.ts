@@ -25,7 +25,7 @@ export function apply(s: ReplayState, reqIdx: number, lr: ReqState, actions: rea
           lr.queueWaitMs = (lr.queueWaitMs ?? 0) + (s.now - queuedAt);
           lr.queuedAt.delete(a.attemptId);
         }
-        dispatch(s, reqIdx, lr, a.attemptId, a.endpointId);
+        dispatch(s, reqIdx, lr, a.attemptId, a.endpointId, a.key?.keyId ?? null);
         break;
       }
       case 'acquire_slot':

@@ -61,6 +61,7 @@ export function startTry(s: ReplayState, reqIdx: number, lr: ReqState): void {
       modalities: [],
       pin: null,
       prefixHashes: row.hashIds,
+      callerRole: s.callerRoles[reqIdx] ?? null,
     },
     s.now,
     s.strategyRng,

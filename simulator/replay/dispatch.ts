@@ -27,8 +27,12 @@ export function endAttempt(s: ReplayState, gid: number, completed: boolean, hedg
   billProviderAttempt(s, gid, completed, hedgeLost);
 }
 
-/** Sends attempt `attemptId` of request `reqIdx`'s current try to `endpointId`, as the core decided. */
-export function dispatch(s: ReplayState, reqIdx: number, lr: ReqState, attemptId: number, endpointId: string): void {
+/**
+ * Sends attempt `attemptId` of request `reqIdx`'s current try to `endpointId`, as the core
+ * decided; `keyId` is the pooled key the core chose (null: the route has no key pool), which
+ * answers 429 when over its own RPM.
+ */
+export function dispatch(s: ReplayState, reqIdx: number, lr: ReqState, attemptId: number, endpointId: string, keyId: string | null = null): void {
   const { q, now, faults } = s;
   const epIdx = s.epOf.get(endpointId)!;
   const gid = s.nextGid++;
@@ -52,6 +56,14 @@ export function dispatch(s: ReplayState, reqIdx: number, lr: ReqState, attemptId
     return;
   }
   const p = ep.provider!;
+  if (keyId !== null) {
+    const k = s.keyLimits.tryAcquire(endpointId, keyId, now, row.inputTokens + row.outputTokens);
+    if (!k.ok) {
+      a.limit = k.limit;
+      q.push(now + p.spec.rejectLatencyMs, { k: 'att_fail', gid, outcome: { kind: 'http_status', status: 429, errorClass: 'rate_limited', retryAfterMs: k.retryAfterMs } });
+      return;
+    }
+  }
   const adm = p.admit(
     { gid, reqIndex: reqIdx, tryNo: lr.tryNo, inputTokens: row.inputTokens, outputTokens: row.outputTokens, hashIds: row.hashIds },
     now,

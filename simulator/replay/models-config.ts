@@ -3,6 +3,9 @@
  * per replica and provider, as `sim://` URLs the gateway never sees) and the endpoint ids the
  * core gives those routes, in the loop's endpoint order.
  */
+import { simKeySecret } from '../providers/key-limits.ts';
+import type { ProviderEntry } from '../providers/provider-config.ts';
+import type { CallerRole } from '../../core/index.ts';
 import type { RoutingCore } from '../../core/routing-core.ts';
 import { parseModelsConfig } from '../../core/config/models-config.ts';
 import { resolveProviders, runLabel, type Experiment } from '../experiment.ts';
@@ -38,7 +41,8 @@ export function simulatedModelsConfig(exp: Experiment, run: RunSpec) {
     weight: exp.replicas.weights?.[i] ?? 1,
     local: true,
   }));
-  const providers = resolveProviders(exp).map((p) => ({
+  const providers = resolveProviders(exp).map((p, i) => ({
+    ...keyPoolOf(exp.providers[i]!),
     kind: 'openai_compat',
     base_url: `sim://${p.name}`,
     weight: p.weight,
@@ -114,4 +118,10 @@ export function endpointIdsOf(core: RoutingCore, exp: Experiment, run: RunSpec):
     if (id === undefined) throw new Error(`${exp.file} (runs: ${run.label}): no route for endpoint '${name}'`);
     return id;
   });
+}
+
+/** A provider entry's `api_keys:` as its route declares them (secrets are `simKeySecret` names); none ⇒ {}. */
+function keyPoolOf(p: ProviderEntry): { api_keys?: Array<{ key: string; id: string; min_role: CallerRole }> } {
+  if (!p.api_keys) return {};
+  return { api_keys: p.api_keys.map((k) => ({ key: simKeySecret(p.name, k.id), id: k.id, min_role: k.min_role })) };
 }

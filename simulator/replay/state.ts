@@ -4,6 +4,8 @@
  * queue, the requests and attempts in flight, the endpoints and the rows produced so far.
  * One `ReplayState` per run; nothing in it outlives the run.
  */
+import type { CallerRole } from '../../core/index.ts';
+import type { KeyLimits } from '../providers/key-limits.ts';
 import type { Rng } from '../../core/rng.ts';
 import type { RoutingCore } from '../../core/routing-core.ts';
 import type { RequestLife } from '../../core/lifecycle/seam.ts';
@@ -127,6 +129,10 @@ export interface ReplayState {
   readonly strategyRng: Rng;
   /** Caller id of each request. */
   readonly callers: readonly string[];
+  /** Tier of each request's caller for key pools; null entries (or an empty array) = unrestricted. */
+  readonly callerRoles: readonly (CallerRole | null)[];
+  /** Per-key limits of pooled provider keys. */
+  readonly keyLimits: KeyLimits;
   /** Arrival of each request (trace time / rate_scale), ms. */
   readonly arrivalsMs: Float64Array;
   /** The replicas' API server delays what their engines produce (all 0 unless configured). */

@@ -62,6 +62,7 @@ function causeOf(outcome: Outcome, rules: RetryRules): RetryCause | null {
 export function classifyFailure(outcome: Outcome, rules: RetryRules): FailureClass {
   if (outcome.kind === 'ok') throw new Error('classifyFailure called with an ok outcome');
   if (outcome.kind === 'cancelled' || outcome.kind === 'client_gone') return 'terminal';
+  if (outcome.kind === 'key_pool_exhausted') return 'fail_over'; // no key here for this caller: another target may have one
   const cause = causeOf(outcome, rules);
   if (cause !== null) return rules.retrySameOn == null || rules.retrySameOn.has(cause) ? 'retryable' : 'fail_over';
   if (outcome.kind !== 'http_status') return 'final';

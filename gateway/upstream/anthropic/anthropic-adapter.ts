@@ -94,7 +94,8 @@ class AnthropicAttempt implements AttemptHandle {
     };
     const beta = ctx.clientHeaders?.['anthropic-beta'];
     if (beta && req.endpoint !== 'chat') headers['anthropic-beta'] = beta;
-    if (target.apiKey) headers['x-api-key'] = target.apiKey;
+    const apiKey = ctx.apiKey ?? target.apiKey;
+    if (apiKey) headers['x-api-key'] = apiKey;
     if (ctx.traceHeaders) Object.assign(headers, ctx.traceHeaders);
     this.run(target, plan, headers, ctx.maxErrorBodyBytes).catch((e: unknown) => this.finish({ kind: 'failed', outcome: transportOutcome(e), errorBody: null }));
   }
