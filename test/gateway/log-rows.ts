@@ -28,6 +28,7 @@ export function logRow(i: number, baseUnixMs: number, over: Partial<RequestLogRo
     prompt: null,
     offloadReason: null,
     strategy: null,
+    metadata: null,
     attemptLog: [],
     ...over,
   };
