@@ -4,6 +4,7 @@
  * queue, the requests and attempts in flight, the endpoints and the rows produced so far.
  * One `ReplayState` per run; nothing in it outlives the run.
  */
+import type { SimAuto } from './auto-profiles.ts';
 import type { Rng } from '../../core/rng.ts';
 import type { RoutingCore } from '../../core/routing-core.ts';
 import type { RequestLife } from '../../core/lifecycle/seam.ts';
@@ -125,6 +126,8 @@ export interface ReplayState {
   /** Per-request client draws (stream, patience, retry jitter). */
   readonly plan: ClientPlan;
   readonly strategyRng: Rng;
+  /** The experiment's auto profiles (`auto-profiles.ts`); null when it declares none. */
+  readonly auto: SimAuto | null;
   /** Caller id of each request. */
   readonly callers: readonly string[];
   /** Arrival of each request (trace time / rate_scale), ms. */
