@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { maskServedNames, autoRequestOf, servedAs, stripThinkingBlocks, type AutoServing } from '../../gateway/auto/auto-request.ts';
 import { translationFor } from '../../gateway/upstream/anthropic/anthropic-translation.ts';
 import { isBodyProblem, readClientRequest, type ClientRequest } from '../../gateway/request-body.ts';
+import { RuntimeModelBodySchema } from '../../gateway/admin/route-bodies.ts';
 
 const serving = (over: Partial<AutoServing> = {}): AutoServing => ({
   publicModel: 'auto-balance',
@@ -95,5 +96,17 @@ describe('autoRequestOf and servedAs', () => {
     expect(out.body).toMatchObject({ model: 'frontier', reasoning_effort: 'low', max_tokens: 1000 });
     expect(out.outputTokensHint).toBe(1000);
     expect(base.body.model).toBe('auto-balance');
+  });
+});
+
+describe('the admin API keeps auto names for auto profiles', () => {
+  it('refuses a runtime model or alias named auto or auto-*', () => {
+    const route = { base_url: 'http://127.0.0.1:3/v1' };
+    for (const body of [{ model_id: 'auto', route }, { model_id: 'auto-balance', route }, { model_id: 'ok', aliases: ['auto-x'], route }]) {
+      const r = RuntimeModelBodySchema.safeParse(body);
+      expect(r.success).toBe(false);
+      expect(r.error!.issues[0]!.message).toMatch(/reserved for auto profiles/);
+    }
+    expect(RuntimeModelBodySchema.safeParse({ model_id: 'autopilot', route }).success).toBe(true);
   });
 });
