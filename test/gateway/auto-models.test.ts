@@ -267,3 +267,33 @@ describe('auto_mode_enabled off', () => {
     expect(r.model).toBe('small');
   });
 });
+
+describe('a bad auto: block', () => {
+  const base = (auto: unknown, extraModels: Array<Record<string, unknown>> = []) =>
+    buildGatewayConfig({
+      models: { models: [{ id: 'm', route: [{ base_url: 'http://127.0.0.1:9/v1' }] }, ...extraModels], auto },
+      gateway: { auto_mode_enabled: true, auth: { mode: 'none' } },
+    });
+
+  it('turns auto models off and lists every problem, but the gateway starts', async () => {
+    const config = base({ default_profile: 'nope', profiles: { p: { candidates: [] } } });
+    expect(config.warnings.join('\n')).toMatch(/auto models are off: .*profiles\.p\.candidates/);
+    const gw = await startGateway({ config, host: '127.0.0.1', port: 0, seed: 7, logger: pino({ level: 'silent' }) });
+    try {
+      const res = await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'auto-p', messages: [{ role: 'user', content: 'hi' }] }) });
+      expect(res.status).toBe(404);
+      const list = (await (await fetch(`${gw.url}/v1/models`)).json()) as { data: Array<{ id: string }> };
+      expect(list.data.map((m) => m.id)).toEqual(['m']);
+    } finally {
+      await gw.close();
+    }
+  });
+
+  it('a profile named like a registered model turns auto models off; an unregistered candidate is a warning', () => {
+    const clash = base({ profiles: { x: { candidates: [{ model: 'm' }] } } }, [{ id: 'auto-x', route: [{ base_url: 'http://127.0.0.1:9/v1' }] }]);
+    expect(clash.warnings.join('\n')).toMatch(/auto models are off: .*'auto-x' is a registered model/);
+    const ghost = base({ profiles: { x: { candidates: [{ model: 'ghost' }, { model: 'm' }] } } });
+    expect(ghost.warnings.join('\n')).toMatch(/'ghost' is not registered/);
+    expect(ghost.warnings.join('\n')).not.toMatch(/auto models are off/);
+  });
+});
