@@ -45,8 +45,9 @@ export interface RequestLogRow {
    * Decisions above the route, as JSON; null when there were none. `{"auto": …}` for a request
    * to an auto model: profile and version, candidates in order, the chosen one, each skip with
    * its reason, and the session action (`core` `AutoMetadata`); `model` is then the serving model.
+   * Absent is written as null.
    */
-  metadata: string | null;
+  metadata?: string | null;
   /** The upstream attempts in start order; each becomes one row of the `attempts` table. */
   attemptLog: AttemptLogRow[];
 }

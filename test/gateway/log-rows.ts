@@ -28,7 +28,6 @@ export function logRow(i: number, baseUnixMs: number, over: Partial<RequestLogRo
     prompt: null,
     offloadReason: null,
     strategy: null,
-    metadata: null,
     attemptLog: [],
     ...over,
   };
