@@ -28,6 +28,8 @@ interface AutoStack {
   big: RunningEmulator;
   raw: RawUpstream;
   dir: string;
+  /** The stack's configuration with `auto_mode_enabled` set as given (for reloads). */
+  configWith(autoEnabled: boolean): ReturnType<typeof buildGatewayConfig>;
   client(key?: string): OpenAI;
   post(body: unknown, key?: string): Promise<Response>;
   close(): Promise<void>;
@@ -39,7 +41,7 @@ async function startAutoStack(autoEnabled = true): Promise<AutoStack> {
   // An upstream that refuses everything, naming its own model in the message.
   const raw = await startRawUpstream((sock) => sock.end(rawJson(400, { error: { type: 'invalid_request_error', message: `model secret-picky-upstream (picky) cannot take this request`, param: null } })));
   const dir = mkdtempSync(join(tmpdir(), 'switchyard-auto-'));
-  const config = buildGatewayConfig({
+  const configWith = (enabled: boolean) => buildGatewayConfig({
     models: {
       models: [
         { id: 'small', route: [{ base_url: small.baseUrl, context_length: 1000, provider_model_id: SECRET_SMALL }], max_output_tokens: 200, reasoning_efforts: ['low'] },
@@ -59,7 +61,7 @@ async function startAutoStack(autoEnabled = true): Promise<AutoStack> {
     gateway: {
       routing_settings: { affinity_enabled: false, prefill_aware_enabled: false },
       health: { failure_threshold: 1000 },
-      auto_mode_enabled: autoEnabled,
+      auto_mode_enabled: enabled,
       request_log: { path: join(dir, 'log.duckdb') },
       auth: {
         mode: 'keys',
@@ -71,9 +73,10 @@ async function startAutoStack(autoEnabled = true): Promise<AutoStack> {
       },
     },
   });
-  const gw = await startGateway({ config, host: '127.0.0.1', port: 0, seed: 7, logger: pino({ level: 'silent' }) });
+  const gw = await startGateway({ config: configWith(autoEnabled), host: '127.0.0.1', port: 0, seed: 7, logger: pino({ level: 'silent' }) });
   return {
     gw,
+    configWith,
     small,
     big,
     raw,
@@ -265,6 +268,24 @@ describe('auto_mode_enabled off', () => {
     expect(ids).toEqual(['small', 'big', 'picky']);
     const r = await s.client().chat.completions.create({ model: 'small', messages: [{ role: 'user', content: 'hi' }] });
     expect(r.model).toBe('small');
+  });
+
+  it('a reload turns auto models on; a tool loop keeps its model across a later reload', async () => {
+    expect(s.gw.reload(s.configWith(true))).toEqual([]);
+    const tools = [{ type: 'function' as const, function: { name: 'read', parameters: { type: 'object', properties: {} } } }];
+    const opening = [{ role: 'user' as const, content: 'reload task' }];
+    const session = { headers: { 'x-session-id': 'reload-1' } };
+    s.big.log.clear();
+    s.small.log.clear();
+    await s.client().chat.completions.create({ model: 'auto-balance', tools, reasoning_effort: 'high', messages: opening }, session);
+    expect(s.big.log.all()).toHaveLength(1);
+    s.gw.reload(s.configWith(true));
+    const loop = [...opening, { role: 'assistant' as const, content: null, tool_calls: [{ id: 't1', type: 'function' as const, function: { name: 'read', arguments: '{}' } }] }, { role: 'tool' as const, tool_call_id: 't1', content: 'r' }];
+    await s.client().chat.completions.create({ model: 'auto-balance', tools, messages: loop }, session);
+    expect(s.big.log.all()).toHaveLength(2);
+    expect(s.small.log.all()).toHaveLength(0);
+    s.gw.reload(s.configWith(false));
+    expect((await s.post({ model: 'auto-balance', messages: [{ role: 'user', content: 'hi' }] })).status).toBe(404);
   });
 });
 
