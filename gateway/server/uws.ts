@@ -260,7 +260,7 @@ function handleInference(ctx: ServerContext, family: EndpointFamily, wire: Clien
       if (g.auto?.router.profile(parsed.model)) {
         // An auto model: its candidate checks decide (the caller's access to each model included).
         const a = decideAuto(g.auto, g.core, parsed, caller, sessionId, g.now());
-        if (a.kind === 'reject') return refuseParsed(a.status, a.code, a.message, a.status === 400 ? null : 'model', a.req);
+        if (a.kind === 'reject') return refuseParsed(a.status, a.code, a.message, a.status === 404 ? 'model' : null, a.req);
         parsed = a.req;
       } else {
         if (!Callers.mayUse(caller, parsed.model)) {

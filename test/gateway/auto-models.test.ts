@@ -318,3 +318,23 @@ describe('a bad auto: block', () => {
     expect(ghost.warnings.join('\n')).not.toMatch(/auto models are off/);
   });
 });
+
+describe('no admitting endpoint', () => {
+  it('503 when the candidates that could take the request have no endpoint to admit it', async () => {
+    const config = buildGatewayConfig({
+      models: { models: [{ id: 'idle', route: [{ base_url: 'http://127.0.0.1:9/v1', weight: 0 }] }], auto: { profiles: { p: { candidates: [{ model: 'idle' }] } } } },
+      gateway: { auto_mode_enabled: true, auth: { mode: 'none' } },
+    });
+    const gw = await startGateway({ config, host: '127.0.0.1', port: 0, seed: 7, logger: pino({ level: 'silent' }) });
+    try {
+      const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: 'none', maxRetries: 0, timeout: 10_000 });
+      const err = await client.chat.completions.create({ model: 'auto-p', messages: [{ role: 'user', content: 'hi' }] }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(OpenAI.APIError);
+      expect((err as InstanceType<typeof OpenAI.APIError>).status).toBe(503);
+      expectNoServedName((err as Error).message);
+      expect((err as Error).message).not.toMatch(/idle(?![\w-])/);
+    } finally {
+      await gw.close();
+    }
+  });
+});
