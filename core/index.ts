@@ -176,3 +176,10 @@ export { sglangCacheAwareStrategy, SglangCacheAwarePlanner, SglangCacheAwarePara
 export { ApproximateTree } from './strategies/sglang-cache-aware/approximate-tree.ts';
 export { dynamoKvStrategy, DynamoKvPlanner, DynamoKvParamsSchema, dynamoCost, type DynamoKvParams, type DynamoProjection } from './strategies/dynamo-kv/dynamo-kv.ts';
 export { IntrusiveList, type ListLinks } from './intrusive-list.ts';
+
+// Auto models (seed 000 "Auto 模型"): profiles, candidate selection, conversations.
+export { AutoBlockSchema, checkAutoBlock, isAutoModelName, AUTO_MODEL, AUTO_PREFIX, REASONING_EFFORTS, DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_TIMEOUT_SEC, type AutoBlockCheck, type AutoCandidate, type AutoConfig, type AutoProfile, type ReasoningEffort } from './auto/auto-config.ts';
+export { selectCandidate, skipReason, requestRejection, autoContextNeedTokens, smallestWindowTokens, PROMPT_ESTIMATE_MARGIN, type AutoCandidateWorld, type AutoModelFacts, type AutoRequestFacts, type AutoSelection, type AutoSkip, type AutoSkipReason } from './auto/select-candidate.ts';
+export { AutoSessions, autoSessionKey, openingMessagesHash, type AutoSessionEntry } from './auto/auto-sessions.ts';
+export { AutoRouter, type AutoDecision, type AutoMetadata, type AutoRequest, type AutoSessionAction, type ThinkingStrip } from './auto/auto-router.ts';
+export { autoModelFacts, autoWorld, modelAdmits } from './auto/auto-world.ts';

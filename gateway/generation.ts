@@ -8,6 +8,7 @@ import { KeySecrets, unrestrictedKey } from './upstream/key-secrets.ts';
 import type { Logger } from 'pino';
 import { routeNotices } from '../core/config/route-notices.ts';
 import { deriveRng, endpointId, routeEndpointFamilies, RoutingCore, type RouteOverlay, type Rng } from '../core/index.ts';
+import { buildGatewayAuto } from './auto/gateway-auto.ts';
 import { Callers } from './callers.ts';
 import { bodyLimitBytes } from './config/gateway-settings.ts';
 import { healthOptions, workerSafeModules, workerScopeError, type GatewayConfig } from './config/load.ts';
@@ -205,6 +206,7 @@ export function buildGeneration(config: GatewayConfig, d: GenerationDeps): Gener
       prompt: d.logPrompts ? prompt : null,
       offloadReason: md?.offloadReason ?? null,
       strategy: md?.strategy ?? null,
+      metadata: f.req.auto ? JSON.stringify({ auto: f.req.auto.metadata }) : null,
       attemptLog: [],
     };
     const atts = md?.attempts ?? [];
@@ -245,6 +247,7 @@ export function buildGeneration(config: GatewayConfig, d: GenerationDeps): Gener
     overloadRetryAfterSec: s.server.overload_retry_after_sec,
     routingHeaders: [...routingHeaders],
     routingCookies,
+    auto: buildGatewayAuto(config.models, core, s.auto_mode_enabled, d.carryFrom, d.log, d.worker === 0),
   };
 }
 

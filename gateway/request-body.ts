@@ -6,6 +6,7 @@
  * validation of the whole body; the upstream judges the rest and its 4xx passes through.
  */
 import type { EndpointFamilyName, Modality } from '../core/index.ts';
+import type { AutoServing } from './auto/auto-request.ts';
 import type { ClientWire } from './endpoints/client-wire.ts';
 import type { EndpointFamily } from './endpoints/endpoint-family.ts';
 import { endpointFamily, wireOf } from './endpoints/families.ts';
@@ -46,6 +47,11 @@ export interface ClientRequest {
   readonly wire: ClientWire;
   /** The request's endpoint family (`endpoints/families.ts`). */
   readonly family: EndpointFamily;
+  /**
+   * Set when an auto model chose `model` (`auto/auto-request.ts`): the public name the client
+   * sees instead, the serving model's names to mask, and the decision for the log.
+   */
+  readonly auto?: AutoServing;
 }
 
 /** A request the gateway refuses before routing. */

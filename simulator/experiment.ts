@@ -88,6 +88,13 @@ export const ExperimentSchema = z
     offload: OffloadBlockSchema.optional(),
     /** How `style: multi_target` runs build the multi-target alias. */
     multi_target: MultiTargetBlockSchema.optional(),
+    /**
+     * Auto profiles (seed 000 "Auto 模型"), in the registry's `auto:` shape; each endpoint is also
+     * a model of its own name, which candidates name. Trace rows whose `model` is an auto model
+     * (`auto-<profile>`, or `auto` with a `default_profile`) are routed as the candidate the
+     * core's `AutoRouter` picks; checked by the core when a run starts (a bad block is refused).
+     */
+    auto: z.unknown().optional(),
     /** Core routing settings (prefill-aware P2C, affinity, …), validated by the core. */
     routing: z.record(z.string(), z.unknown()).default({}),
     /** Circuit-breaker and availability tunables of the core (its defaults where absent). */

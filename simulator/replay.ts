@@ -36,7 +36,8 @@ import { assignCallerRoles, assignCallers } from './workload.ts';
 import { apply, drainEngineEvents, failAttempt, onFinished, onFirstToken } from './replay/actions.ts';
 import { onAbandon, onArrival, onClientTimeout, onRetry } from './replay/client.ts';
 import { onFaultEdge } from './replay/faults.ts';
-import { endpointIdsOf, endpointNames, simulatedModelsConfig, type RunSpec } from './replay/models-config.ts';
+import { directEndpointIdsOf, endpointIdsOf, endpointNames, simulatedModelsConfig, type RunSpec } from './replay/models-config.ts';
+import { simulatedAuto } from './replay/auto-profiles.ts';
 import { onSample } from './replay/sampling.ts';
 import { LANES, type Endpoint, type ReplayState, type RunResult, type SimEvent } from './replay/state.ts';
 
@@ -66,9 +67,14 @@ export interface ReplayOptions {
 /** The state of a run before its first event: endpoints built, draws made, arrivals and fault edges queued. */
 function initialState(opts: ReplayOptions): ReplayState {
   const { experiment: exp, rows, run, runId, seed } = opts;
-  const core = new RoutingCore(simulatedModelsConfig(exp, run), { settings: exp.routing, health: healthOptions(exp), registry: strategyRegistry(exp.strategyModules ?? []) });
+  const config = simulatedModelsConfig(exp, run);
+  const core = new RoutingCore(config, { settings: exp.routing, health: healthOptions(exp), registry: strategyRegistry(exp.strategyModules ?? []) });
   const names = endpointNames(exp);
   const endpointIds = endpointIdsOf(core, exp, run);
+  const auto = simulatedAuto(config, core, `${exp.file} (runs: ${run.label})`);
+  // Auto candidates are the endpoints' own direct models: their endpoint ids lead to the same endpoints.
+  const epOf = new Map(endpointIds.map((id, i) => [id, i]));
+  directEndpointIdsOf(core, exp, run).forEach((id, i) => id !== null && epOf.set(id, i));
   const providerSpecs = resolveProviders(exp);
   const replicaCount = exp.replicas.count;
   const hashBlockTokens = opts.hashBlockTokens ?? 512;
@@ -103,7 +109,8 @@ function initialState(opts: ReplayOptions): ReplayState {
     runId,
     core,
     endpoints,
-    epOf: new Map(endpoints.map((e, i) => [e.endpointId, i])),
+    epOf,
+    auto,
     faults,
     client: exp.client,
     plan: planClients(rows.map((r) => r.stream), exp.client, seed),

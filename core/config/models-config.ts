@@ -281,6 +281,15 @@ export const ModelSchema = z
     health_check: HealthCheckSchema.optional(),
     /** Queue-wait offload policy of a per-model router (seed 000 "排队等待卸载"). */
     offload: OffloadSchema.optional(),
+    /** Whether the model takes `tools` (auto profiles skip it for requests with tools when false); absent ⇒ true. */
+    supports_tools: z.boolean().optional(),
+    /**
+     * The `reasoning_effort` values the model accepts; absent ⇒ undeclared (auto profiles do not
+     * guess and let any effort through, as an undeclared context window fits any request).
+     */
+    reasoning_efforts: z.array(z.enum(['minimal', 'low', 'medium', 'high'])).optional(),
+    /** The model's output limit, tokens: auto profiles cap a request's `max_tokens` at it when sizing the prompt. */
+    max_output_tokens: z.number().int().positive().optional(),
   })
   .strict();
 
@@ -358,6 +367,11 @@ export const ModelsConfigSchema = z
   .object({
     models: z.array(ModelSchema).min(1),
     routing: RoutingFileSchema.default({ default_router: 'fixed' }),
+    /**
+     * The auto profiles (seed 000 "Auto 模型"), kept raw: `core/auto/auto-config.ts` checks them
+     * against the registry, and a bad block turns auto models off instead of refusing the file.
+     */
+    auto: z.unknown().optional(),
   })
   .strict()
   .superRefine(checkMultiTargets);

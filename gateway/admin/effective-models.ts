@@ -277,5 +277,5 @@ export function composeModels(yaml: ModelsConfig, records: readonly RoutingRecor
     o.model = out;
     return out;
   });
-  return { config: parseModelsConfig({ models, routing: yaml.routing }, 'models.yaml with the admin overlay'), models: origins, ignored, names };
+  return { config: parseModelsConfig({ models, routing: yaml.routing, ...(yaml.auto !== undefined && { auto: yaml.auto }) }, 'models.yaml with the admin overlay'), models: origins, ignored, names };
 }

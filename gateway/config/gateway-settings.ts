@@ -246,6 +246,12 @@ export const GatewaySettingsSchema = z
     store_poll_ms: StorePollSchema,
     tracing: TracingSchema.default(TracingSchema.parse({})),
     health_checks: HealthChecksSchema.default(HealthChecksSchema.parse({})),
+    /**
+     * The runtime setting that makes the registry's `auto:` profiles exist (seed 000 "Auto 模型"):
+     * off by default; while off, `auto` and `auto-<name>` get 404 and are absent from
+     * `/v1/models`. A reload applies a change.
+     */
+    auto_mode_enabled: z.boolean().default(false),
   })
   .strict();
 

@@ -18,7 +18,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { LineCounter, parseDocument, type Document } from 'yaml';
 import type { z } from 'zod';
-import { allowedKeys, closestName, endpointId, ModelsConfigSchema, RoutingCore, ROUTING_ENV_NAMES, routingSettingsFromEnv, withoutUnavailableModels, type HealthOptions, type ModelsConfig, type RoutingSettings, type StrategyModuleRecord, yamlSyntaxReport } from '../../core/index.ts';
+import { allowedKeys, checkAutoBlock, closestName, endpointId, ModelsConfigSchema, RoutingCore, ROUTING_ENV_NAMES, routingSettingsFromEnv, withoutUnavailableModels, type HealthOptions, type ModelsConfig, type RoutingSettings, type StrategyModuleRecord, yamlSyntaxReport } from '../../core/index.ts';
 import { GatewaySettingsSchema, type GatewaySettings } from './gateway-settings.ts';
 import { interpolateEnv } from './interpolate.ts';
 import { applySeedEnv, readSeedEnv, type SettingSource } from './seed-env.ts';
@@ -234,7 +234,7 @@ function checkConfig(
     throw new ConfigError(problems);
   }
   for (const key of Object.keys(modelsDoc)) {
-    if (key !== 'models' && key !== 'routing') at(src.models, [key], `unknown top-level key '${key}'`, 'models.yaml holds `models:` (and optionally `routing:`); gateway settings go in gateway.yaml');
+    if (key !== 'models' && key !== 'routing' && key !== 'auto') at(src.models, [key], `unknown top-level key '${key}'`, 'models.yaml holds `models:` (and optionally `routing:` and `auto:`); gateway settings go in gateway.yaml');
   }
   if (modelsDoc.routing !== undefined && src.routing) {
     at(src.models, ['routing'], 'routing is given both here and in routing.yaml', 'keep one of the two');
@@ -244,6 +244,7 @@ function checkConfig(
   const modelsParsed = ModelsConfigSchema.safeParse(
     {
       models: modelsDoc.models,
+      ...(modelsDoc.auto !== undefined ? { auto: modelsDoc.auto } : {}),
       ...(routingInModels ? { routing: modelsDoc.routing } : routingDoc !== undefined && routingDoc !== null ? { routing: routingDoc } : {}),
     },
     { reportInput: true },
@@ -403,6 +404,12 @@ function checkConfig(
   for (const m of models.models) {
     for (const r of m.route) if (r.local === false && !r.api_key) warnings.push(`model '${m.id}': remote route ${r.base_url} has no api_key`);
   }
+  // 7. Auto profiles: a bad block turns auto models off (listed here and logged at start), never refuses the file.
+  const auto = checkAutoBlock(models.auto, models.models);
+  for (const w of auto.warnings) warnings.push(w);
+  if (auto.problems.length > 0) warnings.push(`auto models are off: ${auto.problems.join('; ')}`);
+  else if (auto.config !== null && !settings.auto_mode_enabled) warnings.push('models.yaml has auto: profiles, but gateway.yaml auto_mode_enabled is false, so they are not served');
+  else if (auto.config !== null && settings.server.workers > 1) warnings.push(`server.workers is ${settings.server.workers}: auto-model conversations are kept per worker, so a tool loop may change model when its requests reach another worker`);
   return { files, models, settings, routingSettings, settingSources: seeded.sources, warnings, strategies, unavailableModels };
 }
 

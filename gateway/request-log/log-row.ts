@@ -18,7 +18,7 @@ export interface RequestLogRow {
   requestId: string;
   sessionId: string | null;
   callerId: string | null;
-  /** Model as the client named it. */
+  /** Model as the client named it; for an auto model, the candidate that served (or was to serve) it. */
   model: string | null;
   /** Prompt tokens: the upstream's usage when reported, else the gateway's estimate. */
   inputTokens: number;
@@ -48,6 +48,13 @@ export interface RequestLogRow {
   offloadReason: string | null;
   /** Strategy that planned the request (`fixed`, `least_latency`, …); null when none did. */
   strategy: string | null;
+  /**
+   * Decisions above the route, as JSON; null when there were none. `{"auto": …}` for a request
+   * to an auto model: profile and version, candidates in order, the chosen one, each skip with
+   * its reason, and the session action (`core` `AutoMetadata`); `model` is then the serving model.
+   * Absent is written as null.
+   */
+  metadata?: string | null;
   /** The upstream attempts in start order; each becomes one row of the `attempts` table. */
   attemptLog: AttemptLogRow[];
 }
@@ -112,6 +119,7 @@ export const REQUEST_LOG_COLUMNS: readonly LogColumn[] = [
   // them added (`REQUEST_LOG_MIGRATIONS`) for the appender's column order to match.
   col('offloadReason', 'offload_reason', 'VARCHAR', false),
   col('strategy', 'strategy', 'VARCHAR', false),
+  col('metadata', 'metadata', 'VARCHAR', false),
 ];
 
 /** DDL of the `requests` table, from `REQUEST_LOG_COLUMNS`. */

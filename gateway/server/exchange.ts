@@ -11,7 +11,8 @@
  * event and the end of the stream, never the stream's terminator. A non-stream response commits
  * when its whole body has arrived. Error bodies, in-band errors and the terminator are written
  * in the request's client wire (`ClientRequest.wire`, its endpoint family's). Routing metadata
- * goes to the log, never to the client; the served endpoint is named in `x-switchyard-served-by`.
+ * goes to the log, never to the client; the served endpoint is named in `x-switchyard-served-by`,
+ * except for an auto model, whose client sees only the auto model's name (`auto/auto-request.ts`).
  *
  * Events are queued, never applied re-entrantly: an action that causes an event (a deadline, an
  * abort) is stepped after the current batch of actions is done.
@@ -32,6 +33,7 @@ import { logRequestLine } from './request-line.ts';
 import { routeRequestOf } from './route-request.ts';
 import { PASS_THROUGH_CODES, upstreamMessage } from './upstream-error-body.ts';
 import { DROPPED_PARAMS_HEADER } from '../upstream/dropped-params.ts';
+import { maskServedNames, publicModelOf } from '../auto/auto-request.ts';
 
 const SSE_TYPE = ['content-type', 'text/event-stream'] as const;
 const NO_CACHE = ['cache-control', 'no-cache'] as const;
@@ -375,17 +377,18 @@ export class Exchange implements ListLinks<Exchange> {
     const att = this.attempts.get(id);
     if (!att) return;
     this.committed = att;
-    const servedBy = ['x-switchyard-served-by', att.target.endpointId] as const;
+    // An auto model's client never learns which model served it: no served-by header.
+    const servedBy: HeaderPairs = this.req.auto ? NO_HEADERS : [['x-switchyard-served-by', att.target.endpointId]];
     const fromAdapter = att.handle?.commitHeaders ?? NO_HEADERS; // e.g. the fields a translating adapter dropped
     if (fromAdapter !== NO_HEADERS && this.ctx.log.isLevelEnabled('info')) {
       const dropped = fromAdapter.find(([k]) => k === DROPPED_PARAMS_HEADER);
       if (dropped) this.ctx.log.info({ requestId: this.requestId, endpointId: att.target.endpointId, droppedParams: dropped[1] }, 'request fields dropped for this upstream');
     }
     if (this.req.stream) {
-      this.streamOk = this.client.startStream([...this.baseHeaders, servedBy, ...fromAdapter, SSE_TYPE, NO_CACHE, NO_BUFFERING], att.pending.join(''));
+      this.streamOk = this.client.startStream([...this.baseHeaders, ...servedBy, ...fromAdapter, SSE_TYPE, NO_CACHE, NO_BUFFERING], att.pending.join(''));
       att.pending = [];
     } else {
-      this.client.send(200, [...this.baseHeaders, servedBy, ...fromAdapter, JSON_TYPE], att.body ?? '');
+      this.client.send(200, [...this.baseHeaders, ...servedBy, ...fromAdapter, JSON_TYPE], att.body ?? '');
       att.body = null;
     }
   }
@@ -398,8 +401,9 @@ export class Exchange implements ListLinks<Exchange> {
   private respondError(status: number, code: string, coreMessage: string, retryAfterSec: number | null, attemptId: number | undefined): void {
     this.errorDetail = coreMessage;
     if (!this.client.open) return;
-    const upstreamBody = attemptId === undefined ? null : (this.attempts.get(attemptId)?.errorBody ?? null);
-    const message = clientMessage(code, this.req.model, coreMessage);
+    // For an auto model, the serving model's names in any text that reaches the client become the auto model's.
+    const upstreamBody = maskServedNames(this.req, attemptId === undefined ? null : (this.attempts.get(attemptId)?.errorBody ?? null));
+    const message = maskServedNames(this.req, clientMessage(code, publicModelOf(this.req), coreMessage));
     if (this.client.headersSent) {
       // Committed stream: an in-band error, then the end — never the terminator.
       this.client.end(this.takeOut() + this.req.wire.streamError(code, upstreamMessage(upstreamBody) ?? message, status, retryAfterSec));

@@ -27,6 +27,7 @@ import type { ClientWire } from '../endpoints/client-wire.ts';
 import type { EndpointFamily } from '../endpoints/endpoint-family.ts';
 import { endpointFamilies, wireOf } from '../endpoints/families.ts';
 import { listModels, retrieveModel } from '../endpoints/models.ts';
+import { decideAuto, type GatewayAuto } from '../auto/gateway-auto.ts';
 import { clientMessage, errorJson } from '../errors.ts';
 import { isBodyProblem, readClientRequest, type ClientRequest, type Endpoint } from '../request-body.ts';
 import { ClientResponse, statusLine, type HeaderPairs } from './client-response.ts';
@@ -55,6 +56,8 @@ export interface Generation extends ExchangeContext {
   readonly routingHeaders: readonly string[];
   /** Whether any strategy keys on cookies. */
   readonly routingCookies: boolean;
+  /** The auto models in force (`auto/gateway-auto.ts`); null while `auto_mode_enabled` is off or the `auto:` block is invalid. */
+  readonly auto: GatewayAuto | null;
 }
 
 /** What the HTTP layer needs from the gateway. */
@@ -106,13 +109,13 @@ export function createApp(ctx: ServerContext): TemplatedApp {
     const requestId = takeRequestId(req);
     const caller = ctx.gen.callers.authenticate(modelsAuthorization(req));
     if (!caller) return sendNow(res, 401, requestId, errorJson('invalid_api_key', 'Incorrect or missing API key.'));
-    sendNow(res, 200, requestId, listModels(ctx.gen.core, caller, ctx.startedAtSec));
+    sendNow(res, 200, requestId, listModels(ctx.gen.core, caller, ctx.startedAtSec, ctx.gen.auto));
   });
   app.get('/v1/models/*', (res, req) => {
     const requestId = takeRequestId(req);
     const caller = ctx.gen.callers.authenticate(modelsAuthorization(req));
     if (!caller) return sendNow(res, 401, requestId, errorJson('invalid_api_key', 'Incorrect or missing API key.'));
-    const r = retrieveModel(ctx.gen.core, caller, req.getUrl().slice('/v1/models/'.length), ctx.startedAtSec);
+    const r = retrieveModel(ctx.gen.core, caller, req.getUrl().slice('/v1/models/'.length), ctx.startedAtSec, ctx.gen.auto);
     sendNow(res, r.status, requestId, r.body);
   });
   app.get('/health', (res, req) => sendNow(res, 200, takeRequestId(req), JSON.stringify(liveness(ctx))));
@@ -241,24 +244,32 @@ function handleInference(ctx: ServerContext, family: EndpointFamily, wire: Clien
     },
     done: (text) => {
       if (!client.open) return release();
-      const parsed = readClientRequest(endpoint, text);
-      if (isBodyProblem(parsed)) return refuse(400, parsed.code, parsed.message, parsed.param, null, parsed.model ?? null);
+      const body = readClientRequest(endpoint, text);
+      if (isBodyProblem(body)) return refuse(400, body.code, body.message, body.param, null, body.model ?? null);
+      let parsed = body;
       // Refusals of a parsed request are logged as the core's own answers are (recent requests).
-      const refuseParsed = (status: number, code: string, message: string, param: string | null): void => {
+      const refuseParsed = (status: number, code: string, message: string, param: string | null, logged = parsed): void => {
         if (!g.onFinished) return refuse(status, code, message, param);
         const startedAtMs = g.now();
         client.send(status, [...base, JSON_TYPE], wire.errorBody(code, message, param, status, null));
         release();
         // Counted in the metrics by onFinished, as an answered request.
-        g.onFinished({ req: parsed, requestId, sessionId, callerId: caller.id, startedAtMs, endedAtMs: startedAtMs, metadata: null, httpStatus: status, cut: false, refusedCode: code });
+        g.onFinished({ req: logged, requestId, sessionId, callerId: caller.id, startedAtMs, endedAtMs: startedAtMs, metadata: null, httpStatus: status, cut: false, refusedCode: code });
       };
       if (budgetAlpha.kind === 'invalid') return refuseParsed(400, 'invalid_request', budgetAlpha.message, BUDGET_ALPHA_HEADER);
-      if (!Callers.mayUse(caller, parsed.model)) {
-        // Word for word what an unknown model gets from the core, so a key cannot probe.
-        return refuseParsed(404, 'model_not_found', clientMessage('model_not_found', parsed.model, ''), 'model');
+      if (g.auto?.router.profile(parsed.model)) {
+        // An auto model: its candidate checks decide (the caller's access to each model included).
+        const a = decideAuto(g.auto, g.core, parsed, caller, sessionId, g.now());
+        if (a.kind === 'reject') return refuseParsed(a.status, a.code, a.message, a.status === 404 ? 'model' : null, a.req);
+        parsed = a.req;
+      } else {
+        if (!Callers.mayUse(caller, parsed.model)) {
+          // Word for word what an unknown model gets from the core, so a key cannot probe.
+          return refuseParsed(404, 'model_not_found', clientMessage('model_not_found', parsed.model, ''), 'model');
+        }
+        const tooLong = outputBeyondContext(g, parsed);
+        if (tooLong) return refuseParsed(400, 'context_length_exceeded', tooLong.message, tooLong.param);
       }
-      const tooLong = outputBeyondContext(g, parsed);
-      if (tooLong) return refuseParsed(400, 'context_length_exceeded', tooLong.message, tooLong.param);
       const routingTags = tagsHeader
         ? tagsHeader
             .split(',')

@@ -13,6 +13,7 @@
  * The client's own headers are never forwarded: upstreams get the route's key, if any, the
  * request id and, when tracing is on, the trace-context headers of the attempt's span.
  */
+import { publicModelOf } from '../auto/auto-request.ts';
 import type { Dispatcher, Pool } from 'undici';
 import { classifyUpstreamError, parseRetryAfterMs, type Outcome, type Usage } from '../../core/index.ts';
 import type { ClientWire } from '../endpoints/client-wire.ts';
@@ -126,7 +127,7 @@ export const openaiCompatAdapter: UpstreamAdapter = {
         stream: req.stream,
         endpoint,
         includeUsage: req.includeUsage,
-        publicModel: req.model,
+        publicModel: publicModelOf(req),
         maxErrorBodyBytes: ctx.maxErrorBodyBytes,
         wire: req.wire,
         traceHeaders: ctx.traceHeaders ?? null,

@@ -6,6 +6,7 @@
  */
 import { apply } from './actions.ts';
 import { finishRequest } from './rows.ts';
+import { autoChoice } from './auto-profiles.ts';
 import { LANE_CLIENT_TIMEOUT, type ReplayState, type ReqState } from './state.ts';
 
 /** Request `req` arrives now: its state is created, its patience armed, its first try started. */
@@ -48,11 +49,18 @@ export function startTry(s: ReplayState, reqIdx: number, lr: ReqState): void {
   const row = s.rows[reqIdx]!;
   lr.endReason = null;
   lr.lastError = null;
-  if (s.core.model(s.exp.model)?.planner.readsEngineSignals) reportEngineLoads(s);
+  // A row naming an auto model is routed as the candidate its profile picks (auto-profiles.ts).
+  let model = s.exp.model;
+  if (s.auto !== null && row.model !== null) {
+    const choice = autoChoice(s.auto, s.core, row.model, s.callers[reqIdx]!, row.sessionId ?? row.requestId, row.inputTokens, row.outputTokens, s.now);
+    if (choice.kind === 'reject') return finishRequest(s, reqIdx, lr, choice.code, null);
+    model = choice.model;
+  }
+  if (s.core.model(model)?.planner.readsEngineSignals) reportEngineLoads(s);
   const { life, actions } = s.core.start(
     {
       requestId: row.requestId,
-      model: s.exp.model,
+      model,
       sessionId: row.sessionId,
       callerId: s.callers[reqIdx]!,
       inputTokens: row.inputTokens,

@@ -81,7 +81,7 @@ export function simulatedModelsConfig(exp: Experiment, run: RunSpec) {
         targets: mt.targets.map(({ endpoint, ...fields }) => ({ model: endpoint, ...fields })),
       },
     };
-    return parseModelsConfig({ models: [...direct, alias], ...routing }, where);
+    return parseModelsConfig({ models: [...direct, alias], ...routing, ...autoBlock(exp) }, where);
   }
   const off = exp.offload;
   const offload = off && {
@@ -90,13 +90,33 @@ export function simulatedModelsConfig(exp: Experiment, run: RunSpec) {
     ...(off.engine_queue_limit != null && off.engine_queue_limit > 0 && { engine_queue_limit: off.engine_queue_limit }),
     ...(off.max_input_tokens !== undefined && { max_input_tokens: off.max_input_tokens }),
   };
+  // With auto profiles, each endpoint is also a direct model of its own name (their candidates).
+  const names = endpointNames(exp);
+  const routes = [...replicas, ...providers];
+  const direct = exp.auto === undefined ? [] : names.map((name, i) => ({ id: name, route: [routes[i]!] }));
   return parseModelsConfig(
     {
-      models: [{ id: exp.model, router: run.strategy, router_params: run.params, route: [...replicas, ...providers], ...(offload && { offload }) }],
+      models: [{ id: exp.model, router: run.strategy, router_params: run.params, route: routes, ...(offload && { offload }) }, ...direct],
       ...routing,
+      ...autoBlock(exp),
     },
     where,
   );
+}
+
+/** The experiment's `auto:` block as the models config carries it (nothing when absent). */
+function autoBlock(exp: Experiment): { auto?: unknown } {
+  return exp.auto === undefined ? {} : { auto: exp.auto };
+}
+
+/**
+ * More endpoint ids of the endpoints, in `endpointNames` order: for per-model runs with auto
+ * profiles, the id of each endpoint's own direct model (`<name>:<name>`), which the loop sends to
+ * the same simulated endpoint; otherwise none.
+ */
+export function directEndpointIdsOf(core: RoutingCore, exp: Experiment, run: RunSpec): Array<string | null> {
+  if (exp.auto === undefined || runEntry(exp, run)?.style === 'multi_target') return endpointNames(exp).map(() => null);
+  return endpointNames(exp).map((name) => core.model(name)?.routes[0]?.endpointId ?? null);
 }
 
 /** The experiment's run entry a run spec came from (by label), if any. */

@@ -6,6 +6,7 @@
  */
 import type { CallerRole } from '../../core/index.ts';
 import type { KeyLimits } from '../providers/key-limits.ts';
+import type { SimAuto } from './auto-profiles.ts';
 import type { Rng } from '../../core/rng.ts';
 import type { RoutingCore } from '../../core/routing-core.ts';
 import type { RequestLife } from '../../core/lifecycle/seam.ts';
@@ -127,6 +128,8 @@ export interface ReplayState {
   /** Per-request client draws (stream, patience, retry jitter). */
   readonly plan: ClientPlan;
   readonly strategyRng: Rng;
+  /** The experiment's auto profiles (`auto-profiles.ts`); null when it declares none. */
+  readonly auto: SimAuto | null;
   /** Caller id of each request. */
   readonly callers: readonly string[];
   /** Tier of each request's caller for key pools; null entries (or an empty array) = unrestricted. */

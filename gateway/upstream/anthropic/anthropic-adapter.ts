@@ -14,6 +14,7 @@
  *   completion.
  * A streamed answer that ends without `message_stop` is a reset, as for OpenAI upstreams.
  */
+import { publicModelOf } from '../../auto/auto-request.ts';
 import { createParser } from 'eventsource-parser';
 import type { Dispatcher } from 'undici';
 import type { Usage } from '../../../core/index.ts';
@@ -136,7 +137,7 @@ class AnthropicAttempt implements AttemptHandle {
       }
       if (!isRecord(obj)) return this.finish(RESET);
       const usage: Usage = this.req.endpoint === 'count_tokens' ? { inputTokens: 0, outputTokens: 0, cachedTokens: 0 } : usageFromAnthropic(obj.usage);
-      return this.finish({ kind: 'body', text: plan.translation.body(obj, this.req.model), usage });
+      return this.finish({ kind: 'body', text: plan.translation.body(obj, publicModelOf(this.req)), usage });
     }
     if (!String(res.headers['content-type'] ?? '').includes('text/event-stream')) {
       res.body.resume();
@@ -174,7 +175,7 @@ class AnthropicAttempt implements AttemptHandle {
         }
         if (name === 'ping') return;
         usage.note(name, data);
-        for (const ev of translation.event(name, data, e.data, this.req.model)) out.push({ kind: 'frame', text: wire.streamEvent(ev.name, ev.data), token: ev.token });
+        for (const ev of translation.event(name, data, e.data, publicModelOf(this.req))) out.push({ kind: 'frame', text: wire.streamEvent(ev.name, ev.data), token: ev.token });
         if (name === 'message_stop') {
           done = true;
           out.push({ kind: 'done', usage: usage.usage });

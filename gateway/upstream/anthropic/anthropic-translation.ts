@@ -11,6 +11,7 @@ import { messageToChatCompletion } from '../../translate/message-bodies.ts';
 import { MessagesStreamToChat } from '../../translate/messages-stream-to-chat.ts';
 import type { TranslatedEvent } from '../../translate/translated.ts';
 import type { AttemptEnd } from '../adapter.ts';
+import { stripThinkingBlocks } from '../../auto/auto-request.ts';
 import { isAnthropicOutput } from './anthropic-events.ts';
 
 /** Output limit sent to Anthropic for a chat request that names none (Anthropic requires one). */
@@ -86,6 +87,8 @@ export function translationFor(req: ClientRequest, upstreamModel: string): Anthr
     for (const k of COUNT_FIELDS) if (req.body[k] !== undefined) body[k] = req.body[k];
     return { body, dropped: [], headers: [[TOKEN_COUNT_HEADER, 'upstream']], translation: COUNT };
   }
-  const body = { ...req.body, model: upstreamModel };
+  const body: Record<string, unknown> = { ...req.body, model: upstreamModel };
+  // An auto conversation that changed models: Anthropic rejects thinking another model wrote.
+  if (req.auto && req.auto.stripThinking !== 'none') body.messages = stripThinkingBlocks(body.messages, req.auto.stripThinking);
   return { body, dropped: [], headers: [], translation: NATIVE };
 }
