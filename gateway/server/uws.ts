@@ -28,7 +28,10 @@ import type { EndpointFamily } from '../endpoints/endpoint-family.ts';
 import { endpointFamilies, wireOf } from '../endpoints/families.ts';
 import { listModels, retrieveModel } from '../endpoints/models.ts';
 import { clientMessage, errorJson } from '../errors.ts';
-import { isBodyProblem, readClientRequest, type ClientRequest, type Endpoint } from '../request-body.ts';
+import { isBodyProblem, readClientRequest, readUploadRequest, videoFetchRequest, type BodyProblem, type ClientRequest, type Endpoint } from '../request-body.ts';
+import { MultipartSpool, multipartBoundary } from '../multipart-spool.ts';
+import { decodeVideoId } from '../endpoints/video-id.ts';
+import { mountUnsupported } from './unsupported-endpoints.ts';
 import { ClientResponse, statusLine, type HeaderPairs } from './client-response.ts';
 import type { ExchangeContext } from './exchange-context.ts';
 import { Exchange } from './exchange.ts';
@@ -115,6 +118,8 @@ export function createApp(ctx: ServerContext): TemplatedApp {
     const r = retrieveModel(ctx.gen.core, caller, req.getUrl().slice('/v1/models/'.length), ctx.startedAtSec);
     sendNow(res, r.status, requestId, r.body);
   });
+  app.get('/v1/videos/*', (res, req) => handleVideoFetch(ctx, res, req));
+  mountUnsupported(app, takeRequestId);
   app.get('/health', (res, req) => sendNow(res, 200, takeRequestId(req), JSON.stringify(liveness(ctx))));
   mountAdminRoutes(app, ctx, 'public');
   app.any('/*', (res, req) => {
@@ -179,6 +184,8 @@ function handleInference(ctx: ServerContext, family: EndpointFamily, wire: Clien
   const sessionId = req.getHeader('x-session-id') || null;
   const tagsHeader = req.getHeader('x-switchyard-routing-tags');
   const declaredLength = req.getHeader('content-length');
+  const boundary = family.multipart === true ? multipartBoundary(req.getHeader('content-type')) : null;
+  const contentType = boundary === null ? '' : req.getHeader('content-type');
   const budgetAlpha = parseBudgetAlphaHeader(req.getHeader(BUDGET_ALPHA_HEADER));
   let headers: Record<string, string> | null = null;
   for (const name of g.routingHeaders) {
@@ -194,7 +201,13 @@ function handleInference(ctx: ServerContext, family: EndpointFamily, wire: Clien
   const base: HeaderPairs = [['x-request-id', requestId]];
   let exchange: Exchange | null = null;
   let admitted = false;
+  // A spooled multipart body's file goes when the request is over, however it ends.
+  let removeUpload: (() => void) | null = null;
   const release = (): void => {
+    if (removeUpload !== null) {
+      removeUpload();
+      removeUpload = null;
+    }
     if (!admitted) return;
     admitted = false;
     ctx.inFlight--;
@@ -234,14 +247,7 @@ function handleInference(ctx: ServerContext, family: EndpointFamily, wire: Clien
     return tooLarge(client, wire, base, limit, release);
   }
 
-  readBody(res, limit, {
-    tooLarge: () => {
-      ctx.countRefused(413);
-      tooLarge(client, wire, base, limit, release);
-    },
-    done: (text) => {
-      if (!client.open) return release();
-      const parsed = readClientRequest(endpoint, text);
+  const admit = (parsed: ClientRequest | BodyProblem): void => {
       if (isBodyProblem(parsed)) return refuse(400, parsed.code, parsed.message, parsed.param, null, parsed.model ?? null);
       // Refusals of a parsed request are logged as the core's own answers are (recent requests).
       const refuseParsed = (status: number, code: string, message: string, param: string | null): void => {
@@ -285,8 +291,109 @@ function handleInference(ctx: ServerContext, family: EndpointFamily, wire: Clien
       exchange = ex;
       ctx.live.add(ex);
       ex.run(() => ex.start());
+  };
+  const onTooLarge = (): void => {
+    ctx.countRefused(413);
+    tooLarge(client, wire, base, limit, release);
+  };
+  if (boundary !== null) {
+    const spool = new MultipartSpool(contentType, boundary);
+    removeUpload = () => spool.abandon();
+    readChunks(res, limit, {
+      chunk: (buf) => spool.push(buf),
+      tooLarge: onTooLarge,
+      done: () => {
+        void spool.finish().then((r) => {
+          if ('problem' in r) return refuse(400, 'invalid_request', r.problem);
+          removeUpload = r.remove;
+          if (!client.open) return release();
+          admit(readUploadRequest(endpoint, r));
+        });
+      },
+    });
+    return;
+  }
+  readBody(res, limit, {
+    tooLarge: onTooLarge,
+    done: (text) => {
+      if (!client.open) return release();
+      admit(readClientRequest(endpoint, text));
     },
   });
+}
+
+/**
+ * `GET /v1/videos/{id}` and `GET /v1/videos/{id}/content`: the id is one the gateway handed out
+ * (`endpoints/video-id.ts`), so the request goes to the target that accepted the job — pinned,
+ * no fallback — through the one request life (breakers, the request log), as the model the job
+ * was submitted on. Refusals: draining 503, no key 401, in-flight bound 503, an id the gateway
+ * did not issue or a model the key may not use 404 `video_not_found`; a target no longer
+ * configured is the core's 400 `route_pin_not_found`.
+ */
+function handleVideoFetch(ctx: ServerContext, res: HttpResponse, req: HttpRequest): void {
+  const g = ctx.gen;
+  const requestId = takeRequestId(req);
+  const url = req.getUrl();
+  const authorization = req.getHeader('authorization');
+  const clientIp = Buffer.from(res.getRemoteAddressAsText()).toString('latin1');
+  const traceHeaders = g.tracing === null ? null : { traceparent: req.getHeader('traceparent'), tracestate: req.getHeader('tracestate') };
+  const base: HeaderPairs = [['x-request-id', requestId]];
+  const rest = url.slice('/v1/videos/'.length).split('/');
+  const op = rest.length === 1 ? 'status' : rest.length === 2 && rest[1] === 'content' ? 'content' : null;
+  if (op === null) return sendNow(res, 404, requestId, errorJson('not_found', `Unknown request URL: GET ${url}.`));
+  let admitted = false;
+  let exchange: Exchange | null = null;
+  const release = (): void => {
+    if (!admitted) return;
+    admitted = false;
+    ctx.inFlight--;
+  };
+  const client = new ClientResponse(res, () => {
+    if (exchange) exchange.clientGone();
+    else release();
+  });
+  if (ctx.draining) {
+    ctx.countRefused(503);
+    return client.sendAndClose(503, [...base, JSON_TYPE, ['retry-after', '1']], errorJson('draining', 'The gateway is shutting down; retry on another instance.'));
+  }
+  const caller = g.callers.authenticate(authorization);
+  if (!caller) {
+    ctx.countRefused(401);
+    return client.send(401, [...base, JSON_TYPE], errorJson('invalid_api_key', 'Incorrect or missing API key. Send it as "Authorization: Bearer <key>".'));
+  }
+  const publicId = decodeURIComponent(rest[0]!);
+  const ref = decodeVideoId(publicId);
+  if (!ref || !Callers.mayUse(caller, ref.model)) {
+    ctx.countRefused(404);
+    return client.send(404, [...base, JSON_TYPE], errorJson('video_not_found', `No video '${publicId}' was submitted through this gateway for a model your key may use.`, 'video_id'));
+  }
+  if (ctx.inFlight >= g.maxInFlight) {
+    ctx.countRefused(503);
+    return client.send(503, [...base, JSON_TYPE, ['retry-after', String(g.overloadRetryAfterSec)]], errorJson('overloaded', 'The gateway is at its in-flight request limit; retry shortly.'));
+  }
+  ctx.inFlight++;
+  admitted = true;
+  const parsed = videoFetchRequest(ref.model, { op, upstreamId: ref.upstreamId, publicId });
+  const ex = new Exchange(g, client, parsed, caller, {
+    requestId,
+    affinityKey: affinityKeyOf(authorization, clientIp),
+    baseHeaders: base,
+    pin: ref.endpointId,
+    sessionId: null,
+    routingTags: null,
+    clientIp,
+    headers: null,
+    cookies: null,
+    forwardedHeaders: null,
+    traceHeaders,
+    released: () => {
+      ctx.live.remove(ex);
+      release();
+    },
+  });
+  exchange = ex;
+  ctx.live.add(ex);
+  ex.run(() => ex.start());
 }
 
 /** The last `Authorization` header with a bearer key `affinityKeyOf` saw, and that key's affinity key. */
@@ -372,6 +479,28 @@ function readBody(res: HttpResponse, limit: number, on: { done(text: string): vo
     if (parts.length === 0) return on.done(Buffer.from(chunk).toString('utf8'));
     parts.push(Buffer.from(chunk));
     on.done(Buffer.concat(parts).toString('utf8'));
+  });
+}
+
+/**
+ * Reads a body up to `limit` bytes chunk by chunk, handing each (a copy: uWS neuters its own
+ * when the callback returns) to `chunk`; `done` once the last arrived.
+ */
+function readChunks(res: HttpResponse, limit: number, on: { chunk(buf: Buffer): void; done(): void; tooLarge(): void }): void {
+  let size = 0;
+  let dead = false;
+  res.onData((chunk, isLast) => {
+    if (dead) return;
+    size += chunk.byteLength;
+    if (size > limit) {
+      dead = true;
+      on.tooLarge();
+      return;
+    }
+    on.chunk(Buffer.from(chunk.slice(0)));
+    if (!isLast) return;
+    dead = true;
+    on.done();
   });
 }
 

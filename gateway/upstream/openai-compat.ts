@@ -23,6 +23,7 @@ import { ChatStreamToMessages } from '../translate/chat-stream-to-messages.ts';
 import { messagesRequestToChat } from '../translate/messages-to-chat.ts';
 import { chatCompletionToMessage } from '../translate/message-bodies.ts';
 import { droppedParamsHeader } from './dropped-params.ts';
+import { answersWithBytes, attemptUpload, familyBody, isJsonType, TranscriptPassthrough, videoFetchPath, type StreamedBody } from './openai-families.ts';
 import type { AttemptEnd, AttemptHandle, AttemptHooks, UpstreamAdapter } from './adapter.ts';
 
 export type { AttemptEnd, AttemptHandle, AttemptHooks } from './adapter.ts';
@@ -47,8 +48,17 @@ export interface AttemptSpec {
   /** Frames relayed stream events for the client (the request's family wire); default OpenAI's. */
   readonly wire?: ClientWire;
   /** `AttemptHandle.commitHeaders` of the attempt (e.g. the fields a translation dropped). */
-  readonly commitHeaders?: ReadonlyArray<readonly [string, string]>;  /** Trace-context headers sent as they are (`AttemptContext.traceHeaders`), or null / absent. */
+  readonly commitHeaders?: ReadonlyArray<readonly [string, string]>;
+  /** Trace-context headers sent as they are (`AttemptContext.traceHeaders`), or null / absent. */
   readonly traceHeaders?: Readonly<Record<string, string>> | null;
+  /** `GET` (a video job's status or content; no body), else `POST`. */
+  readonly method?: 'GET' | 'POST';
+  /** A multipart body sent instead of `body` (a spooled upload), or null / absent. */
+  readonly upload?: StreamedBody | null;
+  /** The client's request, when it is of a family `openai-families.ts` reads (rerank, images, audio, videos). */
+  readonly familyReq?: ClientRequest | null;
+  /** The route's endpoint id (what a video id names). */
+  readonly endpointId?: string;
 }
 
 /**
@@ -63,13 +73,28 @@ export const UPSTREAM_PATH = {
   embedding: '/embeddings',
   messages: '/chat/completions',
   count_tokens: '/tokenize',
+  rerank: '/rerank',
+  image_generation: '/images/generations',
+  image_edit: '/images/edits',
+  transcription: '/audio/transcriptions',
+  translation: '/audio/translations',
+  speech: '/audio/speech',
+  video: '/videos',
 } as const satisfies Readonly<Record<Endpoint, string>>;
 
 /** An endpoint family this adapter serves. */
 export type OpenAIEndpoint = keyof typeof UPSTREAM_PATH;
 
-/** What a route of this kind serves when it lists no `endpoints:` (not every OpenAI-style server has a tokenizer). */
-const DEFAULT_ENDPOINTS: readonly OpenAIEndpoint[] = ['chat', 'completion', 'embedding', 'messages'];
+/**
+ * What a route of this kind serves when it lists no `endpoints:`: all but the tokenizer (not
+ * every OpenAI-style server has one). A server without, say, images answers those with its own
+ * 404; a route that lists its `endpoints:` makes a multi-target alias answer such a request with
+ * the capability error instead (seed 003).
+ */
+const DEFAULT_ENDPOINTS: readonly OpenAIEndpoint[] = ['chat', 'completion', 'embedding', 'messages', 'rerank', 'image_generation', 'image_edit', 'transcription', 'translation', 'speech', 'video'];
+
+/** The families `openai-families.ts` reads the answers of. */
+const OTHER_FAMILIES: ReadonlySet<string> = new Set(['rerank', 'image_generation', 'image_edit', 'transcription', 'translation', 'speech', 'video']);
 
 /** The engine's tokenizer path for a route's base path: `/tokenize` at the server root (`/v1` dropped). */
 export function tokenizePath(basePath: string): string {
@@ -81,6 +106,7 @@ export function tokenizePath(basePath: string): string {
  * dropped, the source of a token count), or the refusal of a field that cannot be carried.
  */
 function upstreamRequest(req: ClientRequest, upstreamModel: string): { body: string; commitHeaders: ReadonlyArray<readonly [string, string]> | undefined } | AttemptEnd {
+  if (req.upload || req.videoFetch) return { body: '', commitHeaders: undefined };
   if (req.endpoint !== 'messages' && req.endpoint !== 'count_tokens') return { body: upstreamBody(req, upstreamModel), commitHeaders: undefined };
   const t = messagesRequestToChat(req.body, upstreamModel);
   if (!t.ok) {
@@ -118,7 +144,11 @@ export const openaiCompatAdapter: UpstreamAdapter = {
     return startAttempt(
       {
         pool: target.pool,
-        path: endpoint === 'count_tokens' ? tokenizePath(target.basePath) : target.basePath + UPSTREAM_PATH[endpoint],
+        path: endpoint === 'count_tokens' ? tokenizePath(target.basePath) : target.basePath + (req.videoFetch ? videoFetchPath(req.videoFetch) : UPSTREAM_PATH[endpoint]),
+        method: req.videoFetch ? 'GET' : 'POST',
+        upload: attemptUpload(req, target.upstreamModel),
+        familyReq: OTHER_FAMILIES.has(endpoint) ? req : null,
+        endpointId: target.endpointId,
         body: up.body,
         commitHeaders: up.commitHeaders,
         apiKey: target.apiKey,
@@ -150,16 +180,20 @@ class AttemptAborted extends Error {
  * throws out of undici's callbacks: every failure is an `AttemptEnd`.
  */
 export function startAttempt(spec: AttemptSpec, hooks: AttemptHooks, end: (e: AttemptEnd) => void): AttemptHandle {
+  const upload = spec.upload ?? null;
+  const get = spec.method === 'GET';
   const headers: Record<string, string> = {
-    'content-type': 'application/json',
-    accept: spec.stream ? 'text/event-stream' : 'application/json',
+    'content-type': upload ? upload.contentType : 'application/json',
+    accept: spec.stream ? 'text/event-stream' : spec.familyReq ? '*/*' : 'application/json',
     'x-request-id': spec.requestId,
   };
+  if (upload) headers['content-length'] = String(upload.lengthBytes);
+  if (get) delete headers['content-type'];
   if (spec.apiKey) headers.authorization = `Bearer ${spec.apiKey}`;
   if (spec.traceHeaders) Object.assign(headers, spec.traceHeaders);
   const handler = new AttemptHandler(spec, hooks, end);
   try {
-    spec.pool.dispatch({ method: 'POST', path: spec.path, headers, body: spec.body }, handler);
+    spec.pool.dispatch({ method: get ? 'GET' : 'POST', path: spec.path, headers, body: get ? null : (upload?.body ?? spec.body) }, handler);
   } catch (e) {
     handler.onResponseError(null, e as Error);
   }
@@ -277,7 +311,7 @@ class AttemptHandler implements Dispatcher.DispatchHandler, AttemptHandle {
       includeUsage: spec.includeUsage,
       model: spec.publicModel,
       wire: spec.wire,
-      translator: spec.endpoint === 'messages' ? new ChatStreamToMessages(spec.publicModel) : undefined,
+      translator: spec.endpoint === 'messages' ? new ChatStreamToMessages(spec.publicModel) : spec.endpoint === 'transcription' ? new TranscriptPassthrough() : undefined,
     });
   }
 
@@ -304,8 +338,16 @@ class AttemptHandler implements Dispatcher.DispatchHandler, AttemptHandle {
 
   onResponseEnd(controller: Dispatcher.DispatchController): void {
     switch (this.mode) {
-      case Mode.Body:
+      case Mode.Body: {
+        const req = this.spec.familyReq;
+        if (req) {
+          const contentType = String(this.responseHeaders?.['content-type'] ?? '');
+          const data = this.parts.length === 1 ? this.parts[0]! : Buffer.concat(this.parts);
+          if (answersWithBytes(req) || !isJsonType(contentType)) return this.finish({ kind: 'body', text: '', usage: null, bytes: { data, contentType: contentType || 'application/octet-stream' } });
+          return this.finish(familyBody(data.toString('utf8'), req, this.spec.publicModel, this.spec.endpointId ?? '') ?? RESET);
+        }
         return this.finish(wholeBody(this.parts.length === 1 ? this.parts[0]!.toString('utf8') : Buffer.concat(this.parts).toString('utf8'), this.spec.publicModel, this.spec.endpoint));
+      }
       case Mode.ErrorBody:
         return this.finish(this.httpFailure());
       case Mode.Stream:
