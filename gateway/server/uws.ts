@@ -1,6 +1,10 @@
 /**
  * The public HTTP surface on uWebSockets.js: every inference family of `endpoints/families.ts`
- * (`POST /v1/chat/completions`, `/v1/completions`, `/v1/embeddings`), `GET /v1/models` and
+ * (`POST /v1/chat/completions`, `/v1/completions`, `/v1/embeddings`, `/v1/rerank`, images,
+ * audio, `/v1/videos`, …; a family that takes `multipart/form-data` has it spooled to a
+ * temporary file, removed when the request ends), `GET /v1/videos/{id}` and its `/content`
+ * (to the target that accepted the job), 501 for the endpoints the gateway does not serve
+ * (`unsupported-endpoints.ts`), `GET /v1/models` and
  * `/v1/models/{id}` (`endpoints/models.ts`), plus `GET /health` (public liveness) and the
  * operational routes `/health/deep`, `/routing`, `/metrics` and `/admin/…` (admin keys only, on
  * this listener and on the admin listener, `createAdminApp`; see `admin-routes.ts`). What happens before routing
@@ -361,7 +365,12 @@ function handleVideoFetch(ctx: ServerContext, res: HttpResponse, req: HttpReques
     ctx.countRefused(401);
     return client.send(401, [...base, JSON_TYPE], errorJson('invalid_api_key', 'Incorrect or missing API key. Send it as "Authorization: Bearer <key>".'));
   }
-  const publicId = decodeURIComponent(rest[0]!);
+  let publicId = rest[0]!;
+  try {
+    publicId = decodeURIComponent(publicId);
+  } catch {
+    // Not percent-encoded text: taken as it is (and then matches no issued id).
+  }
   const ref = decodeVideoId(publicId);
   if (!ref || !Callers.mayUse(caller, ref.model)) {
     ctx.countRefused(404);

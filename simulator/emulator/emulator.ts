@@ -533,13 +533,19 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Running
       if (!x.gone) finish(x, 'client_gone');
     });
     if (!authorized('bearer', authorization, '')) return reply(x, 401, OPENAI_ERRORS.unauthorized(), 'unauthorized');
-    const [id, tail] = path.slice('/v1/videos/'.length).split('/');
+    const [raw, tail] = path.slice('/v1/videos/'.length).split('/');
+    let id = raw!;
+    try {
+      id = decodeURIComponent(id);
+    } catch {
+      // Taken as it is: matches no job.
+    }
     const missing = () => reply(x, 404, errorBody(`No video found with id '${id}'.`, 'invalid_request_error', 'video_not_found', null), 'bad_request');
     if (tail === 'content') {
-      if (!videos.complete(id!)) return missing();
+      if (!videos.complete(id)) return missing();
       return answer(x, VIDEO_BYTES, 'video/mp4');
     }
-    const status = videos.poll(decodeURIComponent(id!));
+    const status = videos.poll(id);
     if (status === null) return missing();
     answer(x, status);
   });

@@ -57,6 +57,8 @@ beforeAll(async () => {
         { id: 'direct-dead', route: [{ base_url: dead }] },
         { id: 'direct-500', route: [{ base_url: failing.baseUrl }] },
         { id: 'direct-reset', route: [{ base_url: resetting.baseUrl }] },
+        // A router model whose first route answers 500: chat fails over, a video submit does not.
+        { id: 'two-routes', route: [{ base_url: failing.baseUrl }, { base_url: second.baseUrl, weight: 0.000001 }] },
         { id: 'chat-only', route: [{ base_url: good.baseUrl, endpoints: ['chat'] }] },
         { id: 'claude-img', route: [{ kind: 'anthropic', base_url: good.baseUrl }] },
         // Fallback: the first target refuses connections, the second answers.
@@ -188,6 +190,14 @@ describe('videos stay on the target that accepted them', () => {
     expect(second.log.all().slice(from).map((r) => r.path)).toEqual(['/v1/videos', '/v1/videos/video_emu_1', '/v1/videos/video_emu_1/content']);
   });
 
+  it('on a model with routes, the id names the route that accepted the job', async () => {
+    const job = await client.videos.create({ model: 'direct-b', prompt: 'a sunset' });
+    expect(decodeVideoId(job.id)?.endpointId).toBe(endpointId('direct-b', 'openai_compat', second.baseUrl));
+    const { data, response } = await client.videos.retrieve(job.id).withResponse();
+    expect(data).toMatchObject({ id: job.id, model: 'direct-b', status: 'completed' });
+    expect(response.headers.get('x-switchyard-served-by')).toBe(endpointId('direct-b', 'openai_compat', second.baseUrl));
+  });
+
   it('an id the gateway did not issue, or of a model the key may not use, is a 404', async () => {
     const job = await client.videos.create({ model: 'video-group', prompt: 'x' });
     const other = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: LIMITED, maxRetries: 0 });
@@ -201,6 +211,16 @@ describe('videos stay on the target that accepted them', () => {
     await expect(client.videos.create({ model: 'video-500', prompt: 'x' })).rejects.toMatchObject({ status: 502 });
     expect(received(failing, '/v1/videos', fromFailing)).toHaveLength(1);
     expect(received(second, '/v1/videos', fromSecond)).toHaveLength(0);
+  });
+
+  it('nor on the next route of a model with routes, where chat fails over', async () => {
+    const fromFailing = failing.log.all().length;
+    const fromSecond = second.log.all().length;
+    await expect(client.videos.create({ model: 'two-routes', prompt: 'x' })).rejects.toMatchObject({ status: 502 });
+    expect(received(failing, '/v1/videos', fromFailing)).toHaveLength(1);
+    expect(received(second, '/v1/videos', fromSecond)).toHaveLength(0);
+    const chat = await client.chat.completions.create({ model: 'two-routes', messages: [{ role: 'user', content: 'hi' }] });
+    expect(chat.choices[0]!.message.content).toBeTruthy();
   });
 });
 
