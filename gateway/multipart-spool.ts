@@ -114,17 +114,18 @@ export class MultipartSpool {
 
   /**
    * The body is whole: waits for the file to be written.
-   * @returns the upload, or `{ problem }` naming what is wrong with the body (the file is then removed).
+   * @returns the upload, or `{ problem, status }`: what is wrong with the body (400), or that the
+   *   file could not be written (503); the file is then removed.
    */
-  finish(): Promise<SpooledUpload | { problem: string }> {
+  finish(): Promise<SpooledUpload | { problem: string; status: 400 | 503 }> {
     return new Promise((resolve) => {
       this.file.end(() => {
         const path = this.path;
-        const fail = (problem: string) => {
+        const fail = (problem: string, status: 400 | 503 = 400) => {
           removeQuietly(path);
-          resolve({ problem });
+          resolve({ problem, status });
         };
-        if (this.fileError) return fail(`The gateway could not spool the upload: ${this.fileError.message}`);
+        if (this.fileError) return fail(`The gateway could not spool the upload to its temporary directory; retry later.`, 503);
         if (this.problem !== null) return fail(this.problem);
         if (this.state !== State.End) return fail('The multipart body ended before its closing boundary; send a complete multipart/form-data body.');
         resolve({ path, contentType: this.contentType, sizeBytes: this.size, parts: this.parts, remove: () => removeQuietly(path) });

@@ -308,7 +308,7 @@ function handleInference(ctx: ServerContext, family: EndpointFamily, wire: Clien
       tooLarge: onTooLarge,
       done: () => {
         void spool.finish().then((r) => {
-          if ('problem' in r) return refuse(400, 'invalid_request', r.problem);
+          if ('problem' in r) return r.status === 400 ? refuse(400, 'invalid_request', r.problem) : refuse(503, 'overloaded', r.problem, null, g.overloadRetryAfterSec);
           removeUpload = r.remove;
           if (!client.open) return release();
           admit(readUploadRequest(endpoint, r));

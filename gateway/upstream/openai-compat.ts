@@ -450,7 +450,13 @@ class AttemptHandler implements Dispatcher.DispatchHandler, AttemptHandle {
   /** The error status as an outcome: the (size-bounded) body, its error code, Retry-After. */
   private httpFailure(): AttemptEnd {
     const errorBody = Buffer.concat(this.parts).subarray(0, this.spec.maxErrorBodyBytes).toString('utf8');
-    return errorBodyFailure(this.status, errorBody, retryAfterFromHeaders(this.responseHeaders ?? {}));
+    const failure = errorBodyFailure(this.status, errorBody, retryAfterFromHeaders(this.responseHeaders ?? {}));
+    // A 404 on a video job's status or content means the job is unknown there (expired,
+    // deleted): the caller's answer, not a route configuration error.
+    if (this.status === 404 && this.spec.familyReq?.videoFetch && failure.kind === 'failed' && failure.outcome.kind === 'http_status') {
+      return { ...failure, outcome: { ...failure.outcome, errorClass: 'client_error' } };
+    }
+    return failure;
   }
 }
 

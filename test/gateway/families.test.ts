@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { endpointId } from '../../core/index.ts';
 import { hashKey } from '../../gateway/callers.ts';
 import { buildGatewayConfig } from '../../gateway/config/load.ts';
-import { decodeVideoId } from '../../gateway/endpoints/video-id.ts';
+import { decodeVideoId, encodeVideoId } from '../../gateway/endpoints/video-id.ts';
 import { startGateway, type RunningGateway } from '../../gateway/gateway.ts';
 import { startEmulator, type RunningEmulator } from '../../simulator/emulator/emulator.ts';
 import { SPEECH_BYTES, TINY_PNG_B64, TRANSCRIPT_TEXT, VIDEO_BYTES } from '../../simulator/emulator/family-shapes.ts';
@@ -203,6 +203,9 @@ describe('videos stay on the target that accepted them', () => {
     const other = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: LIMITED, maxRetries: 0 });
     await expect(other.videos.retrieve(job.id)).rejects.toMatchObject({ status: 404, code: 'video_not_found' });
     await expect(client.videos.retrieve('video_123')).rejects.toMatchObject({ status: 404, code: 'video_not_found' });
+    // A job its target no longer knows: the target's own 404, passed on.
+    const gone = encodeVideoId({ endpointId: endpointId('direct-b', 'openai_compat', second.baseUrl), model: 'video-group', upstreamId: 'video_gone' });
+    await expect(client.videos.retrieve(gone)).rejects.toMatchObject({ status: 404, code: 'video_not_found', message: expect.stringContaining('video_gone') });
   });
 
   it('a submit that failed after the upstream answered is never replayed', async () => {
