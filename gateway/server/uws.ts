@@ -252,49 +252,49 @@ function handleInference(ctx: ServerContext, family: EndpointFamily, wire: Clien
   }
 
   const admit = (parsed: ClientRequest | BodyProblem): void => {
-      if (isBodyProblem(parsed)) return refuse(400, parsed.code, parsed.message, parsed.param, null, parsed.model ?? null);
-      // Refusals of a parsed request are logged as the core's own answers are (recent requests).
-      const refuseParsed = (status: number, code: string, message: string, param: string | null): void => {
-        if (!g.onFinished) return refuse(status, code, message, param);
-        const startedAtMs = g.now();
-        client.send(status, [...base, JSON_TYPE], wire.errorBody(code, message, param, status, null));
+    if (isBodyProblem(parsed)) return refuse(400, parsed.code, parsed.message, parsed.param, null, parsed.model ?? null);
+    // Refusals of a parsed request are logged as the core's own answers are (recent requests).
+    const refuseParsed = (status: number, code: string, message: string, param: string | null): void => {
+      if (!g.onFinished) return refuse(status, code, message, param);
+      const startedAtMs = g.now();
+      client.send(status, [...base, JSON_TYPE], wire.errorBody(code, message, param, status, null));
+      release();
+      // Counted in the metrics by onFinished, as an answered request.
+      g.onFinished({ req: parsed, requestId, sessionId, callerId: caller.id, startedAtMs, endedAtMs: startedAtMs, metadata: null, httpStatus: status, cut: false, refusedCode: code });
+    };
+    if (budgetAlpha.kind === 'invalid') return refuseParsed(400, 'invalid_request', budgetAlpha.message, BUDGET_ALPHA_HEADER);
+    if (!Callers.mayUse(caller, parsed.model)) {
+      // Word for word what an unknown model gets from the core, so a key cannot probe.
+      return refuseParsed(404, 'model_not_found', clientMessage('model_not_found', parsed.model, ''), 'model');
+    }
+    const tooLong = outputBeyondContext(g, parsed);
+    if (tooLong) return refuseParsed(400, 'context_length_exceeded', tooLong.message, tooLong.param);
+    const routingTags = tagsHeader
+      ? tagsHeader
+          .split(',')
+          .map((t) => t.trim().toLowerCase())
+          .filter((t) => t.length > 0)
+      : null;
+    const ex = new Exchange(g, client, parsed, caller, {
+      requestId,
+      affinityKey: affinityKeyOf(authorization, clientIp),
+      baseHeaders: base,
+      pin: pinFor(caller, pinHeader),
+      sessionId,
+      routingTags,
+      clientIp,
+      headers,
+      cookies,
+      forwardedHeaders,
+      traceHeaders,
+      released: () => {
+        ctx.live.remove(ex);
         release();
-        // Counted in the metrics by onFinished, as an answered request.
-        g.onFinished({ req: parsed, requestId, sessionId, callerId: caller.id, startedAtMs, endedAtMs: startedAtMs, metadata: null, httpStatus: status, cut: false, refusedCode: code });
-      };
-      if (budgetAlpha.kind === 'invalid') return refuseParsed(400, 'invalid_request', budgetAlpha.message, BUDGET_ALPHA_HEADER);
-      if (!Callers.mayUse(caller, parsed.model)) {
-        // Word for word what an unknown model gets from the core, so a key cannot probe.
-        return refuseParsed(404, 'model_not_found', clientMessage('model_not_found', parsed.model, ''), 'model');
-      }
-      const tooLong = outputBeyondContext(g, parsed);
-      if (tooLong) return refuseParsed(400, 'context_length_exceeded', tooLong.message, tooLong.param);
-      const routingTags = tagsHeader
-        ? tagsHeader
-            .split(',')
-            .map((t) => t.trim().toLowerCase())
-            .filter((t) => t.length > 0)
-        : null;
-      const ex = new Exchange(g, client, parsed, caller, {
-        requestId,
-        affinityKey: affinityKeyOf(authorization, clientIp),
-        baseHeaders: base,
-        pin: pinFor(caller, pinHeader),
-        sessionId,
-        routingTags,
-        clientIp,
-        headers,
-        cookies,
-        forwardedHeaders,
-        traceHeaders,
-        released: () => {
-          ctx.live.remove(ex);
-          release();
-        },
-      });
-      exchange = ex;
-      ctx.live.add(ex);
-      ex.run(() => ex.start());
+      },
+    });
+    exchange = ex;
+    ctx.live.add(ex);
+    ex.run(() => ex.start());
   };
   const onTooLarge = (): void => {
     ctx.countRefused(413);

@@ -12,6 +12,11 @@
  *
  * The client's own headers are never forwarded: upstreams get the route's key, if any, the
  * request id and, when tracing is on, the trace-context headers of the attempt's span.
+ *
+ * Rerank, images, audio and videos (`openai-families.ts`) go through the same handler: a
+ * spooled multipart body is streamed from its file for each attempt, a video job's status or
+ * content is a GET, and a whole answer that is not JSON (audio, video, a plain-text transcript)
+ * is relayed as bytes with its content type.
  */
 import type { Dispatcher, Pool } from 'undici';
 import { classifyUpstreamError, parseRetryAfterMs, type Outcome, type Usage } from '../../core/index.ts';
@@ -65,7 +70,8 @@ export interface AttemptSpec {
  * Upstream path (after the route's base_url, which ends in `/v1`) of each endpoint family served:
  * Anthropic's `messages` is translated into a chat completion (`../translate/`), and
  * `count_tokens` asks the engine's tokenizer at the server root (`POST /tokenize`, vLLM and
- * SGLang), which only a route that lists `count_tokens` in its `endpoints:` is asked for.
+ * SGLang), which only a route that lists `count_tokens` in its `endpoints:` is asked for; the
+ * other families go to OpenAI's own paths (`video` also serves `GET /videos/{id}[/content]`).
  */
 export const UPSTREAM_PATH = {
   chat: '/chat/completions',
