@@ -28,7 +28,7 @@ import { ChatStreamToMessages } from '../translate/chat-stream-to-messages.ts';
 import { messagesRequestToChat } from '../translate/messages-to-chat.ts';
 import { chatCompletionToMessage } from '../translate/message-bodies.ts';
 import { droppedParamsHeader } from './dropped-params.ts';
-import { answersWithBytes, attemptUpload, familyBody, isJsonType, TranscriptPassthrough, videoFetchPath, type StreamedBody } from './openai-families.ts';
+import { answersWithBytes, attemptUpload, familyBody, isJsonType, TranscriptPassthrough, transcriptEvents, videoFetchPath, type StreamedBody } from './openai-families.ts';
 import type { AttemptEnd, AttemptHandle, AttemptHooks, UpstreamAdapter } from './adapter.ts';
 
 export type { AttemptEnd, AttemptHandle, AttemptHooks } from './adapter.ts';
@@ -309,7 +309,14 @@ class AttemptHandler implements Dispatcher.DispatchHandler, AttemptHandle {
       this.mode = Mode.Body;
       return;
     }
-    if (!String(headers['content-type'] ?? '').includes('text/event-stream')) return this.fail(controller, RESET);
+    if (!String(headers['content-type'] ?? '').includes('text/event-stream')) {
+      // A transcription upstream that does not stream: its whole answer becomes the events.
+      if (this.spec.endpoint === 'transcription' && isJsonType(String(headers['content-type'] ?? ''))) {
+        this.mode = Mode.Body;
+        return;
+      }
+      return this.fail(controller, RESET);
+    }
     this.mode = Mode.Stream;
     const spec = this.spec;
     this.relay = new SseRelay({
@@ -346,6 +353,13 @@ class AttemptHandler implements Dispatcher.DispatchHandler, AttemptHandle {
     switch (this.mode) {
       case Mode.Body: {
         const req = this.spec.familyReq;
+        if (req && this.spec.stream) {
+          const events = transcriptEvents(Buffer.concat(this.parts).toString('utf8'), this.spec.wire);
+          if (events === null) return this.finish(RESET);
+          this.streamed = true;
+          void this.hooks.events(events);
+          return this.finish({ kind: 'streamed' });
+        }
         if (req) {
           const contentType = String(this.responseHeaders?.['content-type'] ?? '');
           const data = this.parts.length === 1 ? this.parts[0]! : Buffer.concat(this.parts);

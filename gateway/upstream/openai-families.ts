@@ -13,7 +13,9 @@ import type { Usage } from '../../core/index.ts';
 import { encodeVideoId } from '../endpoints/video-id.ts';
 import { uploadBody } from '../multipart-spool.ts';
 import type { ClientRequest } from '../request-body.ts';
-import type { ChunkTranslator } from '../sse-relay.ts';
+import type { ChunkTranslator, RelayEvent } from '../sse-relay.ts';
+import type { ClientWire } from '../endpoints/client-wire.ts';
+import { openAiWire } from '../endpoints/openai-wire.ts';
 import type { TranslatedEvent } from '../translate/translated.ts';
 import type { AttemptEnd } from './adapter.ts';
 
@@ -99,4 +101,28 @@ export class TranscriptPassthrough implements ChunkTranslator {
   finishes(chunk: Record<string, unknown>): boolean {
     return chunk.type === 'transcript.text.done';
   }
+}
+
+/**
+ * The events of a streamed transcription whose upstream answered whole (JSON `{text, usage?}`):
+ * one `transcript.text.delta` with all the text, `transcript.text.done`, then `done` — what
+ * the client asked for, from an upstream that does not stream. Null when the body is not such
+ * an answer.
+ */
+export function transcriptEvents(text: string, wire: ClientWire = openAiWire): RelayEvent[] | null {
+  let o: unknown;
+  try {
+    o = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  if (o === null || typeof o !== 'object' || typeof (o as { text?: unknown }).text !== 'string') return null;
+  const answer = o as { text: string; usage?: unknown };
+  const done: Record<string, unknown> = { type: 'transcript.text.done', text: answer.text };
+  if (answer.usage !== undefined) done.usage = answer.usage;
+  return [
+    { kind: 'frame', text: wire.streamEvent(null, JSON.stringify({ type: 'transcript.text.delta', delta: answer.text })), token: true },
+    { kind: 'frame', text: wire.streamEvent(null, JSON.stringify(done)), token: false },
+    { kind: 'done', usage: anyUsage(answer.usage) },
+  ];
 }

@@ -16,6 +16,7 @@ import { buildGatewayConfig } from '../../gateway/config/load.ts';
 import { decodeVideoId, encodeVideoId } from '../../gateway/endpoints/video-id.ts';
 import { startGateway, type RunningGateway } from '../../gateway/gateway.ts';
 import { startEmulator, type RunningEmulator } from '../../simulator/emulator/emulator.ts';
+import { rawJson, startRawUpstream } from './harness.ts';
 import { SPEECH_BYTES, TINY_PNG_B64, TRANSCRIPT_TEXT, VIDEO_BYTES } from '../../simulator/emulator/family-shapes.ts';
 
 const KEY = 'sk-families';
@@ -162,6 +163,25 @@ describe('the openai client on every family, over a multi-target alias with a de
     expect(deltas).toBe(TRANSCRIPT_TEXT);
     expect(done).toBe(TRANSCRIPT_TEXT);
     expect(spoolFiles().filter((f) => f.length > 0).length).toBe(spoolFiles().length);
+  });
+
+  it('a streamed transcription from an upstream that answers whole comes as the stream asked for', async () => {
+    const whole = await startRawUpstream((sock) => sock.end(rawJson(200, { text: 'whole answer', usage: { type: 'tokens', input_tokens: 3, output_tokens: 2 } })));
+    const raw = buildGatewayConfig({
+      models: { models: [{ id: 'w', route: [{ base_url: whole.baseUrl }] }] },
+      gateway: { auth: { mode: 'keys', keys: [{ id: 'user', sha256: hashKey(KEY) }] } },
+    });
+    const g = await startGateway({ config: raw, host: '127.0.0.1', port: 0, seed: 1, logger: pino({ level: 'silent' }) });
+    try {
+      const c = new OpenAI({ baseURL: `${g.url}/v1`, apiKey: KEY, maxRetries: 0 });
+      const stream = await c.audio.transcriptions.create({ model: 'w', file: await toFile(Buffer.from('RIFF'), 'a.wav'), stream: true });
+      const events: string[] = [];
+      for await (const ev of stream) events.push(ev.type === 'transcript.text.delta' ? `delta:${ev.delta}` : ev.type === 'transcript.text.done' ? `done:${ev.text}` : ev.type);
+      expect(events).toEqual(['delta:whole answer', 'done:whole answer']);
+    } finally {
+      await g.close();
+      await whole.close();
+    }
   });
 
   it('audio.translations.create answers the transcript', async () => {
