@@ -128,7 +128,8 @@ export function clientMessage(code: string, alias: string, coreMessage: string):
     case 'endpoint_not_served':
     case 'modality_not_supported':
     case 'target_cannot_serve':
-      // Names the model and the endpoint family only: nothing of the topology.
+      // Names the model and the endpoint family (and, for a target that cannot serve it, the
+      // alias and the target's model id, as seed 003 asks): no endpoint ids, hosts or keys.
       return coreMessage;
     case 'upstream_server_error':
     case 'upstream_unavailable':

@@ -2,12 +2,13 @@
  * The audio families: `POST /v1/audio/transcriptions` and `/v1/audio/translations`
  * (multipart: a `file` part is required; the body is spooled so that a fallback can send it
  * again, `multipart-spool.ts`; a transcription with `stream=true` is relayed as the upstream's
- * event stream, or, from an upstream that answers whole, as one delta and the done event) and `POST /v1/audio/speech` (JSON: `input` and `voice` required; the answer is
- * the upstream's audio bytes with its content type, relayed whole — never SSE).
+ * event stream, or, from an upstream that answers whole, as one delta and the done event) and
+ * `POST /v1/audio/speech` (JSON: `input` and `voice` required; the answer is the upstream's
+ * audio bytes with its content type, relayed whole — never SSE).
  * Prompt size: 200 tokens per audio file (seed 000's per-audio estimate), `input` by bytes for
  * speech; no input modality is named (a route's `input_modalities` are its chat model's, and
- * the audio file is these families' own input). On a multi-target alias a target that cannot serve the family ends the request with a
- * 501 (a missing capability, seed 003).
+ * the audio file is these families' own input). On a multi-target alias a target that cannot
+ * serve the family ends the request with a 501 (a missing capability, seed 003).
  */
 import type { EndpointFamily } from './endpoint-family.ts';
 import { checkNumber, invalid, jsonTypeOf, promptTokens } from './openai-fields.ts';

@@ -4,7 +4,8 @@
  * `image` required). The edits body is spooled to a file so that a fallback can send it again
  * (`multipart-spool.ts`). Prompt size: 4 UTF-8 bytes per token over `prompt`. No input
  * modality is named: a route's `input_modalities` say what its chat model reads, and an edit's
- * image is this family's own input. Streaming image events are not relayed (`stream` is ignored).
+ * image is this family's own input. Streamed image events are not relayed as a stream: an
+ * upstream that streams anyway is answered whole, as its bytes.
  *
  * On a multi-target alias (seed 003): a target that is not an OpenAI-style provider ends the
  * request with a 400 naming the alias and the target; one whose route lacks image generation
