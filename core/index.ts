@@ -45,6 +45,7 @@ export type { ResolvedModel, ResolvedRoute, RoutePricing, RouteExclusion, Exclus
 // attempt policy each model family follows (commit rule, waits, offload, backoff, retries).
 export type {
   RouteRequest,
+  TargetMustServe,
   RequestLife,
   LifecycleEvent,
   LifecycleAction,

@@ -23,6 +23,8 @@ export type GatewayOwnCode =
   | 'overloaded'
   | 'draining'
   | 'not_found'
+  | 'endpoint_not_supported'
+  | 'video_not_found'
   | 'internal_error';
 
 /** Every code a client may see. */
@@ -41,6 +43,10 @@ const OWN_STATUS: Readonly<Record<GatewayOwnCode, number>> = {
   overloaded: 503,
   draining: 503,
   not_found: 404,
+  // An endpoint outside what the gateway serves (`server/unsupported-endpoints.ts`).
+  endpoint_not_supported: 501,
+  // A video id the gateway did not hand out, or of a model the key may not use.
+  video_not_found: 404,
   internal_error: 500,
 };
 
@@ -121,7 +127,9 @@ export function clientMessage(code: string, alias: string, coreMessage: string):
     case 'context_length_exceeded':
     case 'endpoint_not_served':
     case 'modality_not_supported':
-      // Names the model and the endpoint family only: nothing of the topology.
+    case 'target_cannot_serve':
+      // Names the model and the endpoint family (and, for a target that cannot serve it, the
+      // alias and the target's model id, as seed 003 asks): no endpoint ids, hosts or keys.
       return coreMessage;
     case 'upstream_server_error':
     case 'upstream_unavailable':

@@ -10,6 +10,7 @@ import type { AutoServing } from './auto/auto-request.ts';
 import type { ClientWire } from './endpoints/client-wire.ts';
 import type { EndpointFamily } from './endpoints/endpoint-family.ts';
 import { endpointFamily, wireOf } from './endpoints/families.ts';
+import type { SpooledUpload } from './multipart-spool.ts';
 
 /**
  * The id of an endpoint family the gateway serves (`endpoints/families.ts`: `chat`,
@@ -52,6 +53,18 @@ export interface ClientRequest {
    * sees instead, the serving model's names to mask, and the decision for the log.
    */
   readonly auto?: AutoServing;
+  /**
+   * A `multipart/form-data` body, spooled to a file (`multipart-spool.ts`): `body` then holds
+   * its text fields (and, for each file part, `{ filename, content_type, size_bytes }`), and each
+   * attempt sends the file again. Absent: a JSON body.
+   */
+  readonly upload?: SpooledUpload;
+  /**
+   * A `GET /v1/videos/{id}` (`status`) or `/content` (`content`) of a job submitted through the
+   * gateway (`endpoints/video-id.ts`): the upstream's own id, and the id the client knows.
+   * Absent: a POST of the family.
+   */
+  readonly videoFetch?: { readonly op: 'status' | 'content'; readonly upstreamId: string; readonly publicId: string };
 }
 
 /** A request the gateway refuses before routing. */
@@ -81,7 +94,30 @@ export function readClientRequest(endpoint: Endpoint, text: string): ClientReque
     return { code: 'invalid_json', message: `We could not parse the JSON body of your request: ${(e as Error).message}`, param: null };
   }
   if (!isRecord(parsed)) return { code: 'invalid_json', message: 'The request body must be a JSON object.', param: null };
-  const body = parsed;
+  return checkedRequest(endpoint, parsed, {});
+}
+
+/**
+ * `readClientRequest` for a spooled `multipart/form-data` body: its text fields as the body
+ * (`stream` as a boolean when it reads `true` or `false`; a name repeated, or ending in `[]`,
+ * collects an array), each file part as `{ filename, content_type, size_bytes }`, then the same
+ * checks.
+ * @returns the request (holding `upload`), or the problem (400).
+ */
+export function readUploadRequest(endpoint: Endpoint, upload: SpooledUpload): ClientRequest | BodyProblem {
+  const body: Record<string, unknown> = {};
+  for (const p of upload.parts) {
+    const name = p.name.endsWith('[]') ? p.name.slice(0, -2) : p.name;
+    const v: unknown = p.filename !== null ? { filename: p.filename, content_type: p.contentType, size_bytes: p.end - p.start } : name === 'stream' && (p.value === 'true' || p.value === 'false') ? p.value === 'true' : p.value;
+    const had = body[name];
+    if (had === undefined) body[name] = p.name.endsWith('[]') ? [v] : v;
+    else body[name] = Array.isArray(had) ? [...(had as unknown[]), v] : [had, v];
+  }
+  return checkedRequest(endpoint, body, { upload });
+}
+
+/** The shared and the family's checks of a parsed body, then the request. */
+function checkedRequest(endpoint: Endpoint, body: Record<string, unknown>, extra: Pick<ClientRequest, 'upload' | 'videoFetch'>): ClientRequest | BodyProblem {
   if (typeof body.model !== 'string' || body.model.length === 0) {
     const m = body.model;
     if (m === undefined || m === null || m === '') return { code: 'invalid_request', message: 'You must provide a model parameter.', param: 'model' };
@@ -106,7 +142,18 @@ export function readClientRequest(endpoint: Endpoint, text: string): ClientReque
     modalities,
     wire: wireOf(family),
     family,
+    ...extra,
   };
+}
+
+/**
+ * The request of a `GET /v1/videos/{id}` or `/content`: the model the job was submitted on
+ * (`model`, what the status body echoes) and the upstream's id, on the `video` family.
+ */
+export function videoFetchRequest(model: string, fetch: NonNullable<ClientRequest['videoFetch']>): ClientRequest {
+  const family = endpointFamily('video');
+  if (!family) throw new Error(`endpoint family 'video' is not registered (endpoints/families.ts)`);
+  return { endpoint: 'video', body: { model }, model, stream: false, includeUsage: false, inputTokens: 0, outputTokensHint: null, modalities: [], wire: wireOf(family), family, videoFetch: fetch };
 }
 
 /** The checks after `model`: `stream`, `stream_options`, the output limits, then the family's own. */

@@ -62,6 +62,8 @@ export interface ChunkTranslator {
   chunk(chunk: Record<string, unknown>): readonly TranslatedEvent[];
   /** The closing events, once, before `done`. */
   end(): readonly TranslatedEvent[];
+  /** Whether `chunk` ends the answer (as a finish reason does); absent: only `finish_reason` does. */
+  finishes?(chunk: Record<string, unknown>): boolean;
 }
 
 /** One upstream stream's relay. Feed bytes with `push`, then call `end`. */
@@ -143,6 +145,7 @@ export class SseRelay {
     if (t) {
       if (isRecord(obj.usage)) this.usage = toUsage(obj.usage);
       for (const c of choices) if (isRecord(c) && c.finish_reason !== null && c.finish_reason !== undefined) this.finishSeen = true;
+      if (t.finishes?.(obj) === true) this.finishSeen = true;
       for (const ev of t.chunk(obj)) this.out.push({ kind: 'frame', text: this.wire.streamEvent(ev.name, ev.data), token: ev.token });
       return;
     }

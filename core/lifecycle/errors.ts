@@ -19,6 +19,7 @@ export type ErrorCode =
   | 'upstream_route_not_found'
   | 'context_length_exceeded'
   | 'endpoint_not_served'
+  | 'target_cannot_serve'
   | 'modality_not_supported'
   | 'upstream_unavailable'
   | 'upstream_timeout'
@@ -50,6 +51,10 @@ export const ERROR_STATUS: Readonly<Record<ErrorCode, number>> = {
   context_length_exceeded: 400,
   // No route (or target) of the model serves the endpoint family the request was made on.
   endpoint_not_served: 400,
+  // A multi-target alias reached a target that cannot serve the endpoint family (seed 003): a
+  // configuration error of the group, never retried; 400 here, 501 for a missing capability
+  // (the life passes the status, `RouteRequest.targetMustServe`).
+  target_cannot_serve: 400,
   // No route (or target) of the model accepts the request's input modalities (images, audio):
   // a property of the request and the model, not a transient state, so not a 503.
   modality_not_supported: 400,

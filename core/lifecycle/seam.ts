@@ -80,6 +80,31 @@ export interface RouteRequest {
    * (health probes, warm-up, verifications) and drivers that model no callers see every key.
    */
   readonly callerRole?: RequestRole;
+  /**
+   * Multi-target aliases only (seed 003, "支持的端点"): every target must serve `endpoint`. A
+   * target the walk reaches whose route does not serve it ends the request as a non-retryable
+   * failure (`target_cannot_serve`) instead of being skipped: `status` (400 or 501) when the
+   * target's route kind is among `providerKinds` (the kind can serve the family, the route lacks
+   * the capability), `notProviderStatus` otherwise (its provider is not one for this family).
+   * Absent/null: such targets are filtered out before the walk.
+   */
+  readonly targetMustServe?: TargetMustServe | null;
+  /**
+   * False: an attempt that failed after its upstream answered (an HTTP error status) is never
+   * retried nor failed over (seed 003: a paid job may have been created, e.g. a video submit).
+   * Absent/true: the model's usual retry and fallback rules.
+   */
+  readonly replayAnswered?: boolean;
+}
+
+/** What a target that cannot serve the request's family is answered with (`RouteRequest.targetMustServe`). */
+export interface TargetMustServe {
+  /** HTTP status when the target's kind serves the family but its route does not (400 or 501). */
+  readonly status: number;
+  /** HTTP status when the target's kind cannot serve the family at all (400 or 501). */
+  readonly notProviderStatus: number;
+  /** Route kinds that can serve the family (the gateway's adapters that list it). */
+  readonly providerKinds: readonly string[];
 }
 
 /** The pooled key of one attempt: its display id and its fingerprint (`keys/route-keys.ts`), never the secret. */

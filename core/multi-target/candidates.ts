@@ -10,7 +10,9 @@
  *    request without a client IP is outside). When every target left by the tags excludes the
  *    caller: 403. Filtered targets are never attempted and cost no fallback budget.
  * 3. Endpoint family, then modalities. A target whose route does not serve the request's
- *    endpoint family is not a candidate; none left ⇒ 400 naming the endpoint. Likewise a target
+ *    endpoint family is not a candidate; none left ⇒ 400 naming the endpoint — unless the
+ *    request says every target must serve it (`RouteRequest.targetMustServe`), when such a
+ *    target stays and the walk ends the request on reaching it (`targetCannotServe`). Likewise a target
  *    whose route does not accept the request's input modalities; none left ⇒ 503 naming them.
  * 4. Tiers: the rest, grouped by `priority`, highest first, each in declaration order. Because
  *    the filters run first, a lower tier can serve a request that a filter kept from a healthy
@@ -81,7 +83,8 @@ export function selectCandidates(modelId: string, mt: ResolvedMultiTarget, reque
   }
 
   const family = request.endpoint;
-  if (family != null && !pool.every((t) => servesFamily(t.route, family))) {
+  // A family every target must serve keeps the others: the walk ends the request on reaching one.
+  if (family != null && !request.targetMustServe && !pool.every((t) => servesFamily(t.route, family))) {
     pool = pool.filter((t) => servesFamily(t.route, family));
     if (pool.length === 0) return { kind: 'reject', code: 'endpoint_not_served', message: noRouteServesMessage(modelId, family, 'target') };
   }
@@ -93,4 +96,21 @@ export function selectCandidates(modelId: string, mt: ResolvedMultiTarget, reque
 
   const priorities = [...new Set(capable.map((t) => t.priority))].sort((a, b) => b - a);
   return { kind: 'tiers', tiers: priorities.map((p) => capable.filter((t) => t.priority === p)) };
+}
+
+/**
+ * Why target `t` cannot serve the request's endpoint family, when the request says every target
+ * must serve it (`RouteRequest.targetMustServe`, seed 003 "支持的端点": a non-retryable failure
+ * naming the alias and the target; 400 when its provider is not one for the family, the family's
+ * own status — 501 for a missing capability — when its kind could serve the family but its
+ * route does not); null when it can, or when the request sets no such rule.
+ */
+export function targetCannotServe(modelId: string, t: ResolvedTarget, request: RouteRequest): { code: ErrorCode; status: number; message: string } | null {
+  const rule = request.targetMustServe;
+  const family = request.endpoint;
+  if (!rule || family == null || servesFamily(t.route, family)) return null;
+  if (!rule.providerKinds.includes(t.route.kind)) {
+    return { code: 'target_cannot_serve', status: rule.notProviderStatus, message: `model \`${modelId}\` (target \`${t.model}\`) is not a provider of the '${family}' endpoint: routes of kind '${t.route.kind}' cannot serve it; use only targets whose routes serve '${family}'` };
+  }
+  return { code: 'target_cannot_serve', status: rule.status, message: `model \`${modelId}\` (target \`${t.model}\`) does not support the '${family}' endpoint: its route does not list '${family}' in endpoints:; add it there or remove the target from the group` };
 }

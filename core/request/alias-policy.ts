@@ -12,7 +12,10 @@
  *   extra targets across all tiers. Other failures go straight back to the caller. A
  *   same-target retry waits at least the upstream's Retry-After; when that would outlast the
  *   overall deadline the request fails over, or returns the error with the hint;
- * - a committed attempt, or a pinned one, never retries or fails over.
+ * - a committed attempt, or a pinned one, never retries or fails over; nor does an answered one
+ *   (an HTTP error status) of a request that must not be replayed (`RouteRequest.replayAnswered`);
+ * - a target the walk reaches that cannot serve a family every target must serve ends the
+ *   request (`RouteRequest.targetMustServe`, `multi-target/candidates.ts`).
  */
 import type { Outcome } from '../lifecycle/outcome.ts';
 import type { AttemptRecord, LifecycleAction, RoutingMetadata } from '../lifecycle/seam.ts';
@@ -20,6 +23,7 @@ import type { Life } from './life.ts';
 import type { AttemptPolicy } from './family.ts';
 import type { TierSource } from './candidates/tier-source.ts';
 import { failureClassOf, failureStep } from './policy/failure-rule.ts';
+import { targetCannotServe } from '../multi-target/candidates.ts';
 import { sameTargetDelayMs, sameTargetRetries } from './policy/same-target-retry.ts';
 import { contextNeedTokens, refusalFloorTokens } from './candidates/context-floor.ts';
 import { aliasMetadata } from './metadata.ts';
@@ -33,7 +37,11 @@ type AliasLife = Life<TierSource>;
  */
 function moveOn(life: AliasLife, nowMs: number, outcome?: Outcome, attemptId?: number): LifecycleAction[] {
   const next = life.source.walk(life, nowMs);
-  if (next) return life.startAttempt(next.route, next, null, 'normal', nowMs);
+  if (next) {
+    const cannot = targetCannotServe(life.model!.id, next, life.request);
+    if (cannot) return life.fail(cannot.code, cannot.message, nowMs, cannot.status);
+    return life.startAttempt(next.route, next, null, 'normal', nowMs);
+  }
   if (outcome !== undefined) return life.failWithOutcome(outcome, nowMs, attemptId ?? null);
   if (life.firstFailure !== null) return life.failWithOutcome(life.firstFailure, nowMs, life.firstFailureAttemptId);
   return life.fail('target_rate_limited', `every remaining target of model '${life.model!.id}' is over its rate limit`, nowMs);
@@ -49,7 +57,8 @@ function onFailure(life: AliasLife, a: LiveAttempt, outcome: Outcome, nowMs: num
   if (!life.keyBlamed(a, outcome)) s.deps.admission.gates.retryAfter.note(a.route.endpointId, outcome, nowMs);
   const k = life.kind!;
   const step = failureStep(k, failureClassOf(k, outcome));
-  if (life.committed !== null || life.pinned || step === 'end') return life.failWithOutcome(outcome, nowMs, a.attemptId);
+  const answered = outcome.kind === 'http_status' && life.request.replayAnswered === false;
+  if (life.committed !== null || life.pinned || step === 'end' || answered) return life.failWithOutcome(outcome, nowMs, a.attemptId);
   if (step === 'larger_window') {
     s.tiers.contextFloor = Math.max(s.tiers.contextFloor ?? 0, refusalFloorTokens(a.route.contextLength, contextNeedTokens(life.request)));
     return moveOn(life, nowMs, outcome, a.attemptId);

@@ -147,6 +147,8 @@ export const ROUTER_POLICY: AttemptPolicy<Life<RouteSource>> = {
       s.contextFloor = Math.max(s.contextFloor ?? 0, refusalFloorTokens(a.route.contextLength, contextNeedTokens(life.request)));
       requestScoped = !largerWindowLeft(life, nowMs);
     }
+    // An answered attempt of a request that must not be replayed (a paid job may exist) ends it.
+    if (outcome.kind === 'http_status' && life.request.replayAnswered === false) requestScoped = true;
     const terminal = cls === 'terminal' || requestScoped;
     if (life.pinned || (life.request.singleRoute === true && reachedUpstream(life)) || life.committed !== null || terminal) {
       if (life.live.length > 0) return [];

@@ -65,4 +65,21 @@ export interface EndpointFamily {
    * `endpoint_not_served`), e.g. count_tokens' estimate; absent: that 400 goes to the client.
    */
   answerWhenUnserved?(req: ClientRequest): { body: string; headers: ReadonlyArray<readonly [string, string]> };
+  /**
+   * Whether a `multipart/form-data` body is accepted (spooled to a temporary file,
+   * `multipart-spool.ts`; its text fields are what `check` and `prompt` see). Absent: JSON only.
+   */
+  readonly multipart?: boolean;
+  /**
+   * On a multi-target alias every target must serve this family (seed 003, "支持的端点"): a
+   * target whose route does not ends the request, non-retryable, with `status` when its kind
+   * could serve the family (a missing capability) and `notProviderStatus` when it cannot (its
+   * provider is not one for the family). Absent: such targets are skipped.
+   */
+  readonly targetMustServe?: { readonly status: 400 | 501; readonly notProviderStatus: 400 | 501 };
+  /**
+   * An attempt whose upstream answered with an error is never retried nor failed over (a paid
+   * job may exist: video submits). Absent: the model's retry rules.
+   */
+  readonly noReplayAfterAnswer?: boolean;
 }

@@ -22,6 +22,10 @@ import { embeddings } from './embeddings.ts';
 import { countTokens } from './messages/count-tokens.ts';
 import { messages } from './messages/messages.ts';
 import { openAiWire } from './openai-wire.ts';
+import { rerank } from './rerank.ts';
+import { imageEdits, imageGenerations } from './images.ts';
+import { audioSpeech, audioTranscriptions, audioTranslations } from './audio.ts';
+import { videos } from './videos.ts';
 
 const FAMILIES = new Map<string, EndpointFamily>();
 
@@ -63,3 +67,10 @@ registerEndpointFamily(completions);
 registerEndpointFamily(embeddings);
 registerEndpointFamily(messages);
 registerEndpointFamily(countTokens);
+registerEndpointFamily(rerank);
+registerEndpointFamily(imageGenerations);
+registerEndpointFamily(imageEdits);
+registerEndpointFamily(audioTranscriptions);
+registerEndpointFamily(audioTranslations);
+registerEndpointFamily(audioSpeech);
+registerEndpointFamily(videos);

@@ -19,13 +19,15 @@ export interface Attempt {
   closed: boolean;
   /** Non-stream body waiting for commit. */
   body: string | null;
+  /** A non-JSON body waiting for commit (`AttemptEnd` `bytes`), or null. */
+  bytes: { readonly data: Buffer; readonly contentType: string } | null;
   /** The upstream's error body when the attempt failed with one (status or in-band), else null. */
   errorBody: string | null;
 }
 
 /** A fresh attempt `id` on `target`, not yet started. */
 export function newAttempt(id: number, target: RouteTarget): Attempt {
-  return { id, target, handle: null, pending: [], closed: false, body: null, errorBody: null };
+  return { id, target, handle: null, pending: [], closed: false, body: null, bytes: null, errorBody: null };
 }
 
 /**

@@ -61,10 +61,10 @@ export class ClientResponse {
     return !this.aborted && !this.ended;
   }
 
-  /** Sends a whole response. Large bodies continue from `onWritable`. */
-  send(status: number, headers: HeaderPairs, body: string): void {
+  /** Sends a whole response (text as UTF-8, or bytes as they are). Large bodies continue from `onWritable`. */
+  send(status: number, headers: HeaderPairs, body: string | Buffer): void {
     if (!this.open) return;
-    const buf = Buffer.from(body, 'utf8');
+    const buf = typeof body === 'string' ? Buffer.from(body, 'utf8') : body;
     this.res.cork(() => {
       this.res.writeStatus(statusLine(status));
       for (const [k, v] of headers) this.res.writeHeader(k, v);

@@ -355,6 +355,7 @@ export class Exchange implements ListLinks<Exchange> {
         return;
       case 'body':
         att.body = end.text;
+        att.bytes = end.bytes ?? null;
         this.step({ kind: 'finished', attemptId: att.id, usage: end.usage ?? ZERO_USAGE });
         return;
       case 'failed':
@@ -388,8 +389,11 @@ export class Exchange implements ListLinks<Exchange> {
       this.streamOk = this.client.startStream([...this.baseHeaders, ...servedBy, ...fromAdapter, SSE_TYPE, NO_CACHE, NO_BUFFERING], att.pending.join(''));
       att.pending = [];
     } else {
-      this.client.send(200, [...this.baseHeaders, ...servedBy, ...fromAdapter, JSON_TYPE], att.body ?? '');
+      const bytes = att.bytes;
+      if (bytes !== null) this.client.send(200, [...this.baseHeaders, ...servedBy, ...fromAdapter, ['content-type', bytes.contentType]], bytes.data);
+      else this.client.send(200, [...this.baseHeaders, ...servedBy, ...fromAdapter, JSON_TYPE], att.body ?? '');
       att.body = null;
+      att.bytes = null;
     }
   }
 
@@ -419,7 +423,8 @@ export class Exchange implements ListLinks<Exchange> {
     if (retryAfterSec !== null) headers.push(['retry-after', String(retryAfterSec)]);
     const passed = status >= 400 && status < 500 && PASS_THROUGH_CODES.has(code) ? this.req.wire.passThroughBody(upstreamBody) : null;
     // Typed by the code's catalogue status; the status line carries `status`.
-    this.client.send(status, headers, passed ?? this.req.wire.errorBody(code, message, null, statusOf(code), retryAfterSec));
+    // A capability error carries its own status (400 or 501), which types it.
+    this.client.send(status, headers, passed ?? this.req.wire.errorBody(code, message, null, code === 'target_cannot_serve' ? status : statusOf(code), retryAfterSec));
   }
 
   private finish(md: RoutingMetadata): void {

@@ -7,7 +7,9 @@
  * planner reads them (the cache-aware strategies): the same chained 2,048-byte blocks as the
  * request log's `hash_ids`, so a replay of the log sees the hashes the gateway routed on.
  */
-import type { RequestRole, RouteRequest } from '../../core/index.ts';
+import type { RequestRole, RouteRequest, TargetMustServe } from '../../core/index.ts';
+import type { EndpointFamily } from '../endpoints/endpoint-family.ts';
+import { ADAPTERS } from '../upstream/adapters.ts';
 import type { ClientRequest } from '../request-body.ts';
 import type { ExchangeMeta } from './exchange-context.ts';
 import { prefixBlockHashes, serializedPrompt } from '../request-log/prefix-hashes.ts';
@@ -35,5 +37,16 @@ export function routeRequestOf(req: ClientRequest, meta: ExchangeMeta, hashPrefi
     cookies: meta.cookies,
     singleRoute: req.family.singleRoute === true,
     callerRole,
+    targetMustServe: targetRule(req.family),
+    replayAnswered: req.family.noReplayAfterAnswer !== true && req.videoFetch === undefined,
   };
+}
+
+/** The core's rule for a family every target must serve, with the route kinds whose adapters serve it; null when none. */
+function targetRule(family: EndpointFamily): TargetMustServe | null {
+  const r = family.targetMustServe;
+  if (!r) return null;
+  const providerKinds: string[] = [];
+  for (const a of ADAPTERS.values()) if (a.endpoints.includes(family.endpoint)) providerKinds.push(a.kind);
+  return { status: r.status, notProviderStatus: r.notProviderStatus, providerKinds };
 }

@@ -1,6 +1,10 @@
 /**
  * The public HTTP surface on uWebSockets.js: every inference family of `endpoints/families.ts`
- * (`POST /v1/chat/completions`, `/v1/completions`, `/v1/embeddings`), `GET /v1/models` and
+ * (`POST /v1/chat/completions`, `/v1/completions`, `/v1/embeddings`, `/v1/rerank`, images,
+ * audio, `/v1/videos`, …; a family that takes `multipart/form-data` has it spooled to a
+ * temporary file, removed when the request ends), `GET /v1/videos/{id}` and its `/content`
+ * (to the target that accepted the job), 501 for the endpoints the gateway does not serve
+ * (`unsupported-endpoints.ts`), `GET /v1/models` and
  * `/v1/models/{id}` (`endpoints/models.ts`), plus `GET /health` (public liveness) and the
  * operational routes `/health/deep`, `/routing`, `/metrics` and `/admin/…` (admin keys only, on
  * this listener and on the admin listener, `createAdminApp`; see `admin-routes.ts`). What happens before routing
@@ -29,7 +33,10 @@ import { endpointFamilies, wireOf } from '../endpoints/families.ts';
 import { listModels, retrieveModel } from '../endpoints/models.ts';
 import { decideAuto, type GatewayAuto } from '../auto/gateway-auto.ts';
 import { clientMessage, errorJson } from '../errors.ts';
-import { isBodyProblem, readClientRequest, type ClientRequest, type Endpoint } from '../request-body.ts';
+import { isBodyProblem, readClientRequest, readUploadRequest, videoFetchRequest, type BodyProblem, type ClientRequest, type Endpoint } from '../request-body.ts';
+import { MultipartSpool, multipartBoundary } from '../multipart-spool.ts';
+import { decodeVideoId } from '../endpoints/video-id.ts';
+import { mountUnsupported } from './unsupported-endpoints.ts';
 import { ClientResponse, statusLine, type HeaderPairs } from './client-response.ts';
 import type { ExchangeContext } from './exchange-context.ts';
 import { Exchange } from './exchange.ts';
@@ -118,6 +125,8 @@ export function createApp(ctx: ServerContext): TemplatedApp {
     const r = retrieveModel(ctx.gen.core, caller, req.getUrl().slice('/v1/models/'.length), ctx.startedAtSec, ctx.gen.auto);
     sendNow(res, r.status, requestId, r.body);
   });
+  app.get('/v1/videos/*', (res, req) => handleVideoFetch(ctx, res, req));
+  mountUnsupported(app, takeRequestId);
   app.get('/health', (res, req) => sendNow(res, 200, takeRequestId(req), JSON.stringify(liveness(ctx))));
   mountAdminRoutes(app, ctx, 'public');
   app.any('/*', (res, req) => {
@@ -182,6 +191,8 @@ function handleInference(ctx: ServerContext, family: EndpointFamily, wire: Clien
   const sessionId = req.getHeader('x-session-id') || null;
   const tagsHeader = req.getHeader('x-switchyard-routing-tags');
   const declaredLength = req.getHeader('content-length');
+  const boundary = family.multipart === true ? multipartBoundary(req.getHeader('content-type')) : null;
+  const contentType = boundary === null ? '' : req.getHeader('content-type');
   const budgetAlpha = parseBudgetAlphaHeader(req.getHeader(BUDGET_ALPHA_HEADER));
   let headers: Record<string, string> | null = null;
   for (const name of g.routingHeaders) {
@@ -197,7 +208,13 @@ function handleInference(ctx: ServerContext, family: EndpointFamily, wire: Clien
   const base: HeaderPairs = [['x-request-id', requestId]];
   let exchange: Exchange | null = null;
   let admitted = false;
+  // A spooled multipart body's file goes when the request is over, however it ends.
+  let removeUpload: (() => void) | null = null;
   const release = (): void => {
+    if (removeUpload !== null) {
+      removeUpload();
+      removeUpload = null;
+    }
     if (!admitted) return;
     admitted = false;
     ctx.inFlight--;
@@ -237,67 +254,166 @@ function handleInference(ctx: ServerContext, family: EndpointFamily, wire: Clien
     return tooLarge(client, wire, base, limit, release);
   }
 
+  const admit = (body: ClientRequest | BodyProblem): void => {
+    if (isBodyProblem(body)) return refuse(400, body.code, body.message, body.param, null, body.model ?? null);
+    let parsed = body;
+    // Refusals of a parsed request are logged as the core's own answers are (recent requests).
+    const refuseParsed = (status: number, code: string, message: string, param: string | null, logged = parsed): void => {
+      if (!g.onFinished) return refuse(status, code, message, param);
+      const startedAtMs = g.now();
+      client.send(status, [...base, JSON_TYPE], wire.errorBody(code, message, param, status, null));
+      release();
+      // Counted in the metrics by onFinished, as an answered request.
+      g.onFinished({ req: logged, requestId, sessionId, callerId: caller.id, startedAtMs, endedAtMs: startedAtMs, metadata: null, httpStatus: status, cut: false, refusedCode: code });
+    };
+    if (budgetAlpha.kind === 'invalid') return refuseParsed(400, 'invalid_request', budgetAlpha.message, BUDGET_ALPHA_HEADER);
+    if (g.auto?.router.profile(parsed.model)) {
+      // An auto model: its candidate checks decide (the caller's access to each model included).
+      const a = decideAuto(g.auto, g.core, parsed, caller, sessionId, g.now());
+      if (a.kind === 'reject') return refuseParsed(a.status, a.code, a.message, a.status === 404 ? 'model' : null, a.req);
+      parsed = a.req;
+    } else {
+      if (!Callers.mayUse(caller, parsed.model)) {
+        // Word for word what an unknown model gets from the core, so a key cannot probe.
+        return refuseParsed(404, 'model_not_found', clientMessage('model_not_found', parsed.model, ''), 'model');
+      }
+      const tooLong = outputBeyondContext(g, parsed);
+      if (tooLong) return refuseParsed(400, 'context_length_exceeded', tooLong.message, tooLong.param);
+    }
+    const routingTags = tagsHeader
+      ? tagsHeader
+          .split(',')
+          .map((t) => t.trim().toLowerCase())
+          .filter((t) => t.length > 0)
+      : null;
+    const ex = new Exchange(g, client, parsed, caller, {
+      requestId,
+      affinityKey: affinityKeyOf(authorization, clientIp),
+      baseHeaders: base,
+      pin: pinFor(caller, pinHeader),
+      sessionId,
+      routingTags,
+      clientIp,
+      headers,
+      cookies,
+      forwardedHeaders,
+      traceHeaders,
+      released: () => {
+        ctx.live.remove(ex);
+        release();
+      },
+    });
+    exchange = ex;
+    ctx.live.add(ex);
+    ex.run(() => ex.start());
+  };
+  const onTooLarge = (): void => {
+    ctx.countRefused(413);
+    tooLarge(client, wire, base, limit, release);
+  };
+  if (boundary !== null) {
+    const spool = new MultipartSpool(contentType, boundary);
+    removeUpload = () => spool.abandon();
+    readChunks(res, limit, {
+      chunk: (buf) => spool.push(buf),
+      tooLarge: onTooLarge,
+      done: () => {
+        void spool.finish().then((r) => {
+          if ('problem' in r) return r.status === 400 ? refuse(400, 'invalid_request', r.problem) : refuse(503, 'overloaded', r.problem, null, g.overloadRetryAfterSec);
+          removeUpload = r.remove;
+          if (!client.open) return release();
+          admit(readUploadRequest(endpoint, r));
+        });
+      },
+    });
+    return;
+  }
   readBody(res, limit, {
-    tooLarge: () => {
-      ctx.countRefused(413);
-      tooLarge(client, wire, base, limit, release);
-    },
+    tooLarge: onTooLarge,
     done: (text) => {
       if (!client.open) return release();
-      const body = readClientRequest(endpoint, text);
-      if (isBodyProblem(body)) return refuse(400, body.code, body.message, body.param, null, body.model ?? null);
-      let parsed = body;
-      // Refusals of a parsed request are logged as the core's own answers are (recent requests).
-      const refuseParsed = (status: number, code: string, message: string, param: string | null, logged = parsed): void => {
-        if (!g.onFinished) return refuse(status, code, message, param);
-        const startedAtMs = g.now();
-        client.send(status, [...base, JSON_TYPE], wire.errorBody(code, message, param, status, null));
-        release();
-        // Counted in the metrics by onFinished, as an answered request.
-        g.onFinished({ req: logged, requestId, sessionId, callerId: caller.id, startedAtMs, endedAtMs: startedAtMs, metadata: null, httpStatus: status, cut: false, refusedCode: code });
-      };
-      if (budgetAlpha.kind === 'invalid') return refuseParsed(400, 'invalid_request', budgetAlpha.message, BUDGET_ALPHA_HEADER);
-      if (g.auto?.router.profile(parsed.model)) {
-        // An auto model: its candidate checks decide (the caller's access to each model included).
-        const a = decideAuto(g.auto, g.core, parsed, caller, sessionId, g.now());
-        if (a.kind === 'reject') return refuseParsed(a.status, a.code, a.message, a.status === 404 ? 'model' : null, a.req);
-        parsed = a.req;
-      } else {
-        if (!Callers.mayUse(caller, parsed.model)) {
-          // Word for word what an unknown model gets from the core, so a key cannot probe.
-          return refuseParsed(404, 'model_not_found', clientMessage('model_not_found', parsed.model, ''), 'model');
-        }
-        const tooLong = outputBeyondContext(g, parsed);
-        if (tooLong) return refuseParsed(400, 'context_length_exceeded', tooLong.message, tooLong.param);
-      }
-      const routingTags = tagsHeader
-        ? tagsHeader
-            .split(',')
-            .map((t) => t.trim().toLowerCase())
-            .filter((t) => t.length > 0)
-        : null;
-      const ex = new Exchange(g, client, parsed, caller, {
-        requestId,
-        affinityKey: affinityKeyOf(authorization, clientIp),
-        baseHeaders: base,
-        pin: pinFor(caller, pinHeader),
-        sessionId,
-        routingTags,
-        clientIp,
-        headers,
-        cookies,
-        forwardedHeaders,
-        traceHeaders,
-        released: () => {
-          ctx.live.remove(ex);
-          release();
-        },
-      });
-      exchange = ex;
-      ctx.live.add(ex);
-      ex.run(() => ex.start());
+      admit(readClientRequest(endpoint, text));
     },
   });
+}
+
+/**
+ * `GET /v1/videos/{id}` and `GET /v1/videos/{id}/content`: the id is one the gateway handed out
+ * (`endpoints/video-id.ts`), so the request goes to the target that accepted the job — pinned,
+ * no fallback — through the one request life (breakers, the request log), as the model the job
+ * was submitted on. Refusals: draining 503, no key 401, in-flight bound 503, an id the gateway
+ * did not issue or a model the key may not use 404 `video_not_found`; a target no longer
+ * configured is the core's 400 `route_pin_not_found`.
+ */
+function handleVideoFetch(ctx: ServerContext, res: HttpResponse, req: HttpRequest): void {
+  const g = ctx.gen;
+  const requestId = takeRequestId(req);
+  const url = req.getUrl();
+  const authorization = req.getHeader('authorization');
+  const clientIp = Buffer.from(res.getRemoteAddressAsText()).toString('latin1');
+  const traceHeaders = g.tracing === null ? null : { traceparent: req.getHeader('traceparent'), tracestate: req.getHeader('tracestate') };
+  const base: HeaderPairs = [['x-request-id', requestId]];
+  const rest = url.slice('/v1/videos/'.length).split('/');
+  const op = rest.length === 1 ? 'status' : rest.length === 2 && rest[1] === 'content' ? 'content' : null;
+  if (op === null) return sendNow(res, 404, requestId, errorJson('not_found', `Unknown request URL: GET ${url}.`));
+  let admitted = false;
+  let exchange: Exchange | null = null;
+  const release = (): void => {
+    if (!admitted) return;
+    admitted = false;
+    ctx.inFlight--;
+  };
+  const client = new ClientResponse(res, () => {
+    if (exchange) exchange.clientGone();
+    else release();
+  });
+  if (ctx.draining) {
+    ctx.countRefused(503);
+    return client.sendAndClose(503, [...base, JSON_TYPE, ['retry-after', '1']], errorJson('draining', 'The gateway is shutting down; retry on another instance.'));
+  }
+  const caller = g.callers.authenticate(authorization);
+  if (!caller) {
+    ctx.countRefused(401);
+    return client.send(401, [...base, JSON_TYPE], errorJson('invalid_api_key', 'Incorrect or missing API key. Send it as "Authorization: Bearer <key>".'));
+  }
+  let publicId = rest[0]!;
+  try {
+    publicId = decodeURIComponent(publicId);
+  } catch {
+    // Not percent-encoded text: taken as it is (and then matches no issued id).
+  }
+  const ref = decodeVideoId(publicId);
+  if (!ref || !Callers.mayUse(caller, ref.model)) {
+    ctx.countRefused(404);
+    return client.send(404, [...base, JSON_TYPE], errorJson('video_not_found', `No video '${publicId}' was submitted through this gateway for a model your key may use.`, 'video_id'));
+  }
+  if (ctx.inFlight >= g.maxInFlight) {
+    ctx.countRefused(503);
+    return client.send(503, [...base, JSON_TYPE, ['retry-after', String(g.overloadRetryAfterSec)]], errorJson('overloaded', 'The gateway is at its in-flight request limit; retry shortly.'));
+  }
+  ctx.inFlight++;
+  admitted = true;
+  const parsed = videoFetchRequest(ref.model, { op, upstreamId: ref.upstreamId, publicId });
+  const ex = new Exchange(g, client, parsed, caller, {
+    requestId,
+    affinityKey: affinityKeyOf(authorization, clientIp),
+    baseHeaders: base,
+    pin: ref.endpointId,
+    sessionId: null,
+    routingTags: null,
+    clientIp,
+    headers: null,
+    cookies: null,
+    forwardedHeaders: null,
+    traceHeaders,
+    released: () => {
+      ctx.live.remove(ex);
+      release();
+    },
+  });
+  exchange = ex;
+  ctx.live.add(ex);
+  ex.run(() => ex.start());
 }
 
 /** The last `Authorization` header with a bearer key `affinityKeyOf` saw, and that key's affinity key. */
@@ -383,6 +499,28 @@ function readBody(res: HttpResponse, limit: number, on: { done(text: string): vo
     if (parts.length === 0) return on.done(Buffer.from(chunk).toString('utf8'));
     parts.push(Buffer.from(chunk));
     on.done(Buffer.concat(parts).toString('utf8'));
+  });
+}
+
+/**
+ * Reads a body up to `limit` bytes chunk by chunk, handing each (a copy: uWS neuters its own
+ * when the callback returns) to `chunk`; `done` once the last arrived.
+ */
+function readChunks(res: HttpResponse, limit: number, on: { chunk(buf: Buffer): void; done(): void; tooLarge(): void }): void {
+  let size = 0;
+  let dead = false;
+  res.onData((chunk, isLast) => {
+    if (dead) return;
+    size += chunk.byteLength;
+    if (size > limit) {
+      dead = true;
+      on.tooLarge();
+      return;
+    }
+    on.chunk(Buffer.from(chunk.slice(0)));
+    if (!isLast) return;
+    dead = true;
+    on.done();
   });
 }
 

@@ -52,7 +52,16 @@ export type AttemptEnd =
   /** A stream delivered its `done` through `hooks.events`. */
   | { kind: 'streamed' }
   /** A whole 2xx body (non-stream) in the family's format (translated if need be), model name rewritten, with its usage. */
-  | { kind: 'body'; text: string; usage: Usage | null }
+  | {
+      kind: 'body';
+      text: string;
+      usage: Usage | null;
+      /**
+       * A body that is not JSON text (speech audio, a video's content, a transcript as plain
+       * text or subtitles): its bytes, sent as they are with `contentType`; `text` is then ''.
+       */
+      bytes?: { readonly data: Buffer; readonly contentType: string };
+    }
   /**
    * The attempt failed. `errorBody` is the upstream's raw error body (an HTTP error status, or
    * the adapter's rendering of an in-band stream error; null for transport failures): its

@@ -12,6 +12,11 @@
  *
  * The client's own headers are never forwarded: upstreams get the route's key, if any, the
  * request id and, when tracing is on, the trace-context headers of the attempt's span.
+ *
+ * Rerank, images, audio and videos (`openai-families.ts`) go through the same handler: a
+ * spooled multipart body is streamed from its file for each attempt, a video job's status or
+ * content is a GET, and a whole answer that is not JSON (audio, video, a plain-text transcript)
+ * is relayed as bytes with its content type.
  */
 import { publicModelOf } from '../auto/auto-request.ts';
 import type { Dispatcher, Pool } from 'undici';
@@ -24,6 +29,7 @@ import { ChatStreamToMessages } from '../translate/chat-stream-to-messages.ts';
 import { messagesRequestToChat } from '../translate/messages-to-chat.ts';
 import { chatCompletionToMessage } from '../translate/message-bodies.ts';
 import { droppedParamsHeader } from './dropped-params.ts';
+import { answersWithBytes, attemptUpload, familyBody, isJsonType, TranscriptPassthrough, transcriptEvents, videoFetchPath, type StreamedBody } from './openai-families.ts';
 import type { AttemptEnd, AttemptHandle, AttemptHooks, UpstreamAdapter } from './adapter.ts';
 
 export type { AttemptEnd, AttemptHandle, AttemptHooks } from './adapter.ts';
@@ -48,15 +54,25 @@ export interface AttemptSpec {
   /** Frames relayed stream events for the client (the request's family wire); default OpenAI's. */
   readonly wire?: ClientWire;
   /** `AttemptHandle.commitHeaders` of the attempt (e.g. the fields a translation dropped). */
-  readonly commitHeaders?: ReadonlyArray<readonly [string, string]>;  /** Trace-context headers sent as they are (`AttemptContext.traceHeaders`), or null / absent. */
+  readonly commitHeaders?: ReadonlyArray<readonly [string, string]>;
+  /** Trace-context headers sent as they are (`AttemptContext.traceHeaders`), or null / absent. */
   readonly traceHeaders?: Readonly<Record<string, string>> | null;
+  /** `GET` (a video job's status or content; no body), else `POST`. */
+  readonly method?: 'GET' | 'POST';
+  /** A multipart body sent instead of `body` (a spooled upload), or null / absent. */
+  readonly upload?: StreamedBody | null;
+  /** The client's request, when it is of a family `openai-families.ts` reads (rerank, images, audio, videos). */
+  readonly familyReq?: ClientRequest | null;
+  /** The route's endpoint id (what a video id names). */
+  readonly endpointId?: string;
 }
 
 /**
  * Upstream path (after the route's base_url, which ends in `/v1`) of each endpoint family served:
  * Anthropic's `messages` is translated into a chat completion (`../translate/`), and
  * `count_tokens` asks the engine's tokenizer at the server root (`POST /tokenize`, vLLM and
- * SGLang), which only a route that lists `count_tokens` in its `endpoints:` is asked for.
+ * SGLang), which only a route that lists `count_tokens` in its `endpoints:` is asked for; the
+ * other families go to OpenAI's own paths (`video` also serves `GET /videos/{id}[/content]`).
  */
 export const UPSTREAM_PATH = {
   chat: '/chat/completions',
@@ -64,13 +80,28 @@ export const UPSTREAM_PATH = {
   embedding: '/embeddings',
   messages: '/chat/completions',
   count_tokens: '/tokenize',
+  rerank: '/rerank',
+  image_generation: '/images/generations',
+  image_edit: '/images/edits',
+  transcription: '/audio/transcriptions',
+  translation: '/audio/translations',
+  speech: '/audio/speech',
+  video: '/videos',
 } as const satisfies Readonly<Record<Endpoint, string>>;
 
 /** An endpoint family this adapter serves. */
 export type OpenAIEndpoint = keyof typeof UPSTREAM_PATH;
 
-/** What a route of this kind serves when it lists no `endpoints:` (not every OpenAI-style server has a tokenizer). */
-const DEFAULT_ENDPOINTS: readonly OpenAIEndpoint[] = ['chat', 'completion', 'embedding', 'messages'];
+/**
+ * What a route of this kind serves when it lists no `endpoints:`: all but the tokenizer (not
+ * every OpenAI-style server has one). A server without, say, images answers those with its own
+ * 404; a route that lists its `endpoints:` makes a multi-target alias answer such a request with
+ * the capability error instead (seed 003).
+ */
+const DEFAULT_ENDPOINTS: readonly OpenAIEndpoint[] = ['chat', 'completion', 'embedding', 'messages', 'rerank', 'image_generation', 'image_edit', 'transcription', 'translation', 'speech', 'video'];
+
+/** The families `openai-families.ts` reads the answers of. */
+const OTHER_FAMILIES: ReadonlySet<string> = new Set(['rerank', 'image_generation', 'image_edit', 'transcription', 'translation', 'speech', 'video']);
 
 /** The engine's tokenizer path for a route's base path: `/tokenize` at the server root (`/v1` dropped). */
 export function tokenizePath(basePath: string): string {
@@ -82,6 +113,7 @@ export function tokenizePath(basePath: string): string {
  * dropped, the source of a token count), or the refusal of a field that cannot be carried.
  */
 function upstreamRequest(req: ClientRequest, upstreamModel: string): { body: string; commitHeaders: ReadonlyArray<readonly [string, string]> | undefined } | AttemptEnd {
+  if (req.upload || req.videoFetch) return { body: '', commitHeaders: undefined };
   if (req.endpoint !== 'messages' && req.endpoint !== 'count_tokens') return { body: upstreamBody(req, upstreamModel), commitHeaders: undefined };
   const t = messagesRequestToChat(req.body, upstreamModel);
   if (!t.ok) {
@@ -119,7 +151,11 @@ export const openaiCompatAdapter: UpstreamAdapter = {
     return startAttempt(
       {
         pool: target.pool,
-        path: endpoint === 'count_tokens' ? tokenizePath(target.basePath) : target.basePath + UPSTREAM_PATH[endpoint],
+        path: endpoint === 'count_tokens' ? tokenizePath(target.basePath) : target.basePath + (req.videoFetch ? videoFetchPath(req.videoFetch) : UPSTREAM_PATH[endpoint]),
+        method: req.videoFetch ? 'GET' : 'POST',
+        upload: attemptUpload(req, target.upstreamModel),
+        familyReq: OTHER_FAMILIES.has(endpoint) ? req : null,
+        endpointId: target.endpointId,
         body: up.body,
         commitHeaders: up.commitHeaders,
         apiKey: ctx.apiKey ?? target.apiKey,
@@ -151,16 +187,20 @@ class AttemptAborted extends Error {
  * throws out of undici's callbacks: every failure is an `AttemptEnd`.
  */
 export function startAttempt(spec: AttemptSpec, hooks: AttemptHooks, end: (e: AttemptEnd) => void): AttemptHandle {
+  const upload = spec.upload ?? null;
+  const get = spec.method === 'GET';
   const headers: Record<string, string> = {
-    'content-type': 'application/json',
-    accept: spec.stream ? 'text/event-stream' : 'application/json',
+    'content-type': upload ? upload.contentType : 'application/json',
+    accept: spec.stream ? 'text/event-stream' : spec.familyReq ? '*/*' : 'application/json',
     'x-request-id': spec.requestId,
   };
+  if (upload) headers['content-length'] = String(upload.lengthBytes);
+  if (get) delete headers['content-type'];
   if (spec.apiKey) headers.authorization = `Bearer ${spec.apiKey}`;
   if (spec.traceHeaders) Object.assign(headers, spec.traceHeaders);
   const handler = new AttemptHandler(spec, hooks, end);
   try {
-    spec.pool.dispatch({ method: 'POST', path: spec.path, headers, body: spec.body }, handler);
+    spec.pool.dispatch({ method: get ? 'GET' : 'POST', path: spec.path, headers, body: get ? null : (upload?.body ?? spec.body) }, handler);
   } catch (e) {
     handler.onResponseError(null, e as Error);
   }
@@ -270,7 +310,14 @@ class AttemptHandler implements Dispatcher.DispatchHandler, AttemptHandle {
       this.mode = Mode.Body;
       return;
     }
-    if (!String(headers['content-type'] ?? '').includes('text/event-stream')) return this.fail(controller, RESET);
+    if (!String(headers['content-type'] ?? '').includes('text/event-stream')) {
+      // A transcription upstream that does not stream: its whole answer becomes the events.
+      if (this.spec.endpoint === 'transcription' && isJsonType(String(headers['content-type'] ?? ''))) {
+        this.mode = Mode.Body;
+        return;
+      }
+      return this.fail(controller, RESET);
+    }
     this.mode = Mode.Stream;
     const spec = this.spec;
     this.relay = new SseRelay({
@@ -278,7 +325,7 @@ class AttemptHandler implements Dispatcher.DispatchHandler, AttemptHandle {
       includeUsage: spec.includeUsage,
       model: spec.publicModel,
       wire: spec.wire,
-      translator: spec.endpoint === 'messages' ? new ChatStreamToMessages(spec.publicModel) : undefined,
+      translator: spec.endpoint === 'messages' ? new ChatStreamToMessages(spec.publicModel) : spec.endpoint === 'transcription' ? new TranscriptPassthrough() : undefined,
     });
   }
 
@@ -305,8 +352,23 @@ class AttemptHandler implements Dispatcher.DispatchHandler, AttemptHandle {
 
   onResponseEnd(controller: Dispatcher.DispatchController): void {
     switch (this.mode) {
-      case Mode.Body:
+      case Mode.Body: {
+        const req = this.spec.familyReq;
+        if (req && this.spec.stream) {
+          const events = transcriptEvents(Buffer.concat(this.parts).toString('utf8'), this.spec.wire);
+          if (events === null) return this.finish(RESET);
+          this.streamed = true;
+          void this.hooks.events(events);
+          return this.finish({ kind: 'streamed' });
+        }
+        if (req) {
+          const contentType = String(this.responseHeaders?.['content-type'] ?? '');
+          const data = this.parts.length === 1 ? this.parts[0]! : Buffer.concat(this.parts);
+          if (answersWithBytes(req) || !isJsonType(contentType)) return this.finish({ kind: 'body', text: '', usage: null, bytes: { data, contentType: contentType || 'application/octet-stream' } });
+          return this.finish(familyBody(data.toString('utf8'), req, this.spec.publicModel, this.spec.endpointId ?? '') ?? RESET);
+        }
         return this.finish(wholeBody(this.parts.length === 1 ? this.parts[0]!.toString('utf8') : Buffer.concat(this.parts).toString('utf8'), this.spec.publicModel, this.spec.endpoint));
+      }
       case Mode.ErrorBody:
         return this.finish(this.httpFailure());
       case Mode.Stream:
@@ -409,7 +471,13 @@ class AttemptHandler implements Dispatcher.DispatchHandler, AttemptHandle {
   /** The error status as an outcome: the (size-bounded) body, its error code, Retry-After. */
   private httpFailure(): AttemptEnd {
     const errorBody = Buffer.concat(this.parts).subarray(0, this.spec.maxErrorBodyBytes).toString('utf8');
-    return errorBodyFailure(this.status, errorBody, retryAfterFromHeaders(this.responseHeaders ?? {}));
+    const failure = errorBodyFailure(this.status, errorBody, retryAfterFromHeaders(this.responseHeaders ?? {}));
+    // A 404 on a video job's status or content means the job is unknown there (expired,
+    // deleted): the caller's answer, not a route configuration error.
+    if (this.status === 404 && this.spec.familyReq?.videoFetch && failure.kind === 'failed' && failure.outcome.kind === 'http_status') {
+      return { ...failure, outcome: { ...failure.outcome, errorClass: 'client_error' } };
+    }
+    return failure;
   }
 }
 

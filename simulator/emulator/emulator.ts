@@ -8,6 +8,9 @@
  * away (`request-log.ts`), so tests can assert what the gateway did upstream.
  *
  * Endpoints: POST /v1/chat/completions, /v1/completions, /v1/embeddings (OpenAI's API);
+ * POST /v1/rerank, /v1/images/generations, /v1/images/edits, /v1/audio/transcriptions,
+ * /v1/audio/translations, /v1/audio/speech, /v1/videos and GET /v1/videos/{id}[/content]
+ * (small deterministic answers, `family-shapes.ts`; multipart bodies are read into fields);
  * POST /v1/messages, /v1/messages/count_tokens (Anthropic's Messages API, its auth, errors and
  * event stream); POST /tokenize (vLLM's and SGLang's tokenizer, no key, no faults); GET /v1/models;
  * GET /emulator/records; GET and PUT /emulator/faults (JSON, merged over the current knobs);
@@ -38,6 +41,7 @@ import { embedding, errorBody, OPENAI_ERRORS, openAiWriter, tokenText, type Chun
 import type { ErrorShapes, Failure, OutputWriter, StopKind, TokenCounts } from './output-writer.ts';
 import { RequestLog, type RecordOutcome, type RequestRecord } from './request-log.ts';
 import { WallClockEngine, type EngineListener } from './wall-clock-engine.ts';
+import { imagesBody, multipartFields, rerankBody, SPEECH_BYTES, transcriptAnswer, transcriptStream, VIDEO_BYTES, VideoJobs } from './family-shapes.ts';
 
 /** Tokens per prefix-cache hash block of the emulator (a multiple of vLLM's 16-token KV block). */
 export const HASH_BLOCK_TOKENS = 16;
@@ -87,6 +91,8 @@ export interface EmulatorOptions {
   modelName?: string | null;
   /** Records kept. Default 10,000. */
   recordCapacity?: number;
+  /** Status polls after which an emulated video job reads `completed` (0: completed at submit). Default 1. */
+  videoPolls?: number;
   /** The quota report of GET /v1/usage (see the module comment); absent ⇒ that path is 404. */
   usage?: EmulatorUsageOptions;
 }
@@ -208,11 +214,11 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Running
     open.delete(x);
   };
 
-  const respond = (x: Exchange, status: number, body: string, headers: Array<[string, string]> = []): void => {
+  const respond = (x: Exchange, status: number, body: string | Buffer, headers: Array<[string, string]> = [], contentType = 'application/json'): void => {
     if (x.gone) return;
     if (x.record) x.record.status = status;
     x.res.cork(() => {
-      x.res.writeStatus(statusLine(status)).writeHeader('content-type', 'application/json');
+      x.res.writeStatus(statusLine(status)).writeHeader('content-type', contentType);
       for (const [k, v] of headers) x.res.writeHeader(k, v);
       x.res.end(body);
     });
@@ -248,16 +254,20 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Running
     }
     const requestId = req.getHeader('x-request-id') || null;
     const path = req.getUrl();
+    const contentType = req.getHeader('content-type');
     res.onAborted(() => {
       if (x.gone) return;
       finish(x, 'client_gone');
     });
-    readBody(res, (text) => {
+    readBody(res, (raw) => {
       let body: unknown = null;
-      try {
-        body = JSON.parse(text);
-      } catch {
-        body = null;
+      if (/^multipart\/form-data/i.test(contentType)) body = multipartFields(raw, contentType);
+      else {
+        try {
+          body = JSON.parse(raw.toString('utf8'));
+        } catch {
+          body = null;
+        }
       }
       const obj = isObject(body) ? body : null;
       const fields = { requestId, path, receivedAtMs: performance.now(), body, authorization, stream: obj?.stream === true };
@@ -523,7 +533,70 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Running
     } else start();
   };
 
+  const modelOf = (body: Record<string, unknown>): string => opts.modelName ?? String(body.model ?? 'emulated');
+  const videos = new VideoJobs(opts.videoPolls ?? 1);
+  const answer = (x: Exchange, body: string | Buffer, contentType = 'application/json'): void => {
+    respond(x, 200, body, [], contentType);
+    finish(x, 'ok');
+  };
+  const needs = (x: Exchange, body: Record<string, unknown>, field: string): boolean => {
+    if (body[field] !== undefined && body[field] !== null) return true;
+    reply(x, 400, OPENAI_ERRORS.badRequest(`'${field}' is required`), 'bad_request');
+    return false;
+  };
+  const serveRerank = (x: Exchange, body: Record<string, unknown>): void => {
+    if (needs(x, body, 'query') && needs(x, body, 'documents')) answer(x, rerankBody(body, modelOf(body)));
+  };
+  const serveImages = (x: Exchange, body: Record<string, unknown>): void => {
+    if (needs(x, body, 'prompt')) answer(x, imagesBody(body));
+  };
+  const serveTranscript = (x: Exchange, body: Record<string, unknown>): void => {
+    if (!needs(x, body, 'file')) return;
+    if (body.stream === true) return answer(x, transcriptStream(), 'text/event-stream');
+    const a = transcriptAnswer(body);
+    answer(x, a.body, a.contentType);
+  };
+  const serveSpeech = (x: Exchange, body: Record<string, unknown>): void => {
+    if (needs(x, body, 'input')) answer(x, SPEECH_BYTES, body.response_format === 'wav' ? 'audio/wav' : 'audio/mpeg');
+  };
+  const serveVideo = (x: Exchange, body: Record<string, unknown>): void => {
+    if (needs(x, body, 'prompt')) answer(x, videos.submit(body, modelOf(body)));
+  };
+  /** GET /v1/videos/{id} and /content: the key check, then the job's status or bytes (no faults). */
+  app.get('/v1/videos/*', (res, req) => {
+    const x: Exchange = { res, record: null, gone: false, cleanup: null };
+    open.add(x);
+    const authorization = req.getHeader('authorization');
+    const path = req.getUrl();
+    x.record = log.open({ requestId: req.getHeader('x-request-id') || null, path, receivedAtMs: performance.now(), body: null, authorization, stream: false });
+    res.onAborted(() => {
+      if (!x.gone) finish(x, 'client_gone');
+    });
+    if (!authorized('bearer', authorization, '')) return reply(x, 401, OPENAI_ERRORS.unauthorized(), 'unauthorized');
+    const [raw, tail] = path.slice('/v1/videos/'.length).split('/');
+    let id = raw!;
+    try {
+      id = decodeURIComponent(id);
+    } catch {
+      // Taken as it is: matches no job.
+    }
+    const missing = () => reply(x, 404, errorBody(`No video found with id '${id}'.`, 'invalid_request_error', 'video_not_found', null), 'bad_request');
+    if (tail === 'content') {
+      if (!videos.complete(id)) return missing();
+      return answer(x, VIDEO_BYTES, 'video/mp4');
+    }
+    const status = videos.poll(id);
+    if (status === null) return missing();
+    answer(x, status);
+  });
   const openAi = (serve: Route['serve']): Route => ({ errors: OPENAI_ERRORS, auth: 'bearer', faults: true, serve });
+  app.post('/v1/rerank', handle(openAi(serveRerank)));
+  app.post('/v1/images/generations', handle(openAi(serveImages)));
+  app.post('/v1/images/edits', handle(openAi(serveImages)));
+  app.post('/v1/audio/transcriptions', handle(openAi(serveTranscript)));
+  app.post('/v1/audio/translations', handle(openAi(serveTranscript)));
+  app.post('/v1/audio/speech', handle(openAi(serveSpeech)));
+  app.post('/v1/videos', handle(openAi(serveVideo)));
   const anthropic = (serve: Route['serve']): Route => ({ errors: ANTHROPIC_ERRORS, auth: 'anthropic', faults: true, serve });
   app.post('/v1/chat/completions', handle(openAi(serveOpenAi('chat'))));
   app.post('/v1/completions', handle(openAi(serveOpenAi('completion'))));
@@ -552,7 +625,7 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Running
       let status = 200;
       let out: string;
       try {
-        const body = JSON.parse(text) as { used?: unknown };
+        const body = JSON.parse(text.toString('utf8')) as { used?: unknown };
         setUsageUsed(body.used as number);
         out = JSON.stringify({ used: usageUsed });
       } catch (e) {
@@ -573,7 +646,7 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Running
       let status = 200;
       let out: string;
       try {
-        out = JSON.stringify(setFaults(JSON.parse(text) as Partial<FaultKnobs>));
+        out = JSON.stringify(setFaults(JSON.parse(text.toString('utf8')) as Partial<FaultKnobs>));
       } catch (e) {
         status = 400;
         out = errorBody((e as Error).message, 'invalid_request_error', 400);
@@ -635,12 +708,11 @@ function parseKnobs(raw: unknown): FaultKnobs {
 }
 
 /** Reads a request body (copying uWS's transient chunks) and hands it over as UTF-8 text. */
-function readBody(res: HttpResponse, done: (text: string) => void): void {
+function readBody(res: HttpResponse, done: (body: Buffer) => void): void {
   const parts: Buffer[] = [];
   res.onData((chunk, isLast) => {
-    if (isLast && parts.length === 0) return done(Buffer.from(chunk).toString('utf8'));
     parts.push(Buffer.from(chunk.slice(0)));
-    if (isLast) done(Buffer.concat(parts).toString('utf8'));
+    if (isLast) done(parts.length === 1 ? parts[0]! : Buffer.concat(parts));
   });
 }
 

@@ -19,7 +19,7 @@ import type { LifecycleAction } from '../../lifecycle/seam.ts';
 import type { MultiTargetDeps } from '../alias-deps.ts';
 import type { Life } from '../life.ts';
 import type { CandidateSource } from '../family.ts';
-import { selectCandidates } from '../../multi-target/candidates.ts';
+import { selectCandidates, targetCannotServe } from '../../multi-target/candidates.ts';
 import { NO_USAGE } from '../live-attempt.ts';
 import { contextNeedTokens, fitsWindow, noWindowFitsMessage } from './context-floor.ts';
 import { noTargetAdmitted } from './no-target-admitted.ts';
@@ -95,6 +95,8 @@ export class TierSource implements CandidateSource<Life<TierSource>> {
    * (as every later attempt's are); the overall `wait_until` goes last, after the attempt's actions.
    */
   private first(life: Life<TierSource>, t: ResolvedTarget, nowMs: number): LifecycleAction[] {
+    const cannot = targetCannotServe(life.model!.id, t, life.request);
+    if (cannot) return life.fail(cannot.code, cannot.message, nowMs, cannot.status);
     life.setOverall(nowMs);
     return life.withOverall(life.startAttempt(t.route, t, null, life.pinned ? 'pinned' : 'normal', nowMs));
   }
