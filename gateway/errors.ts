@@ -23,6 +23,7 @@ export type GatewayOwnCode =
   | 'overloaded'
   | 'draining'
   | 'not_found'
+  | 'store_unavailable'
   | 'internal_error';
 
 /** Every code a client may see. */
@@ -41,6 +42,7 @@ const OWN_STATUS: Readonly<Record<GatewayOwnCode, number>> = {
   overloaded: 503,
   draining: 503,
   not_found: 404,
+  store_unavailable: 503,
   internal_error: 500,
 };
 

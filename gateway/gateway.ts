@@ -41,6 +41,7 @@ import type { GatewayOptions, RunningGateway } from './gateway-options.ts';
 import { GatewayMetrics } from './metrics.ts';
 import { RequestLog } from './request-log/request-log.ts';
 import { loadTracing } from './tracing/tracing.ts';
+import { MemoryResponseStore } from './endpoints/responses/response-store.ts';
 import { createAdminApp, createApp, deepHealthView, type Generation, type ServerContext } from './server/uws.ts';
 import { bracket, listen } from './server/listen.ts';
 import { aggregateMetricsText, mergeDeepHealth, type WorkerSnapshot } from './server/worker-aggregate.ts';
@@ -120,6 +121,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     storeHealth: () => control.health(),
     live: new IntrusiveList(),
     configStatus: new ConfigStatus(Date.now()),
+    responses: new MemoryResponseStore(),
   };
   const snapshot = async (): Promise<WorkerSnapshot> => ({ worker, metrics: await metrics.registry.getMetricsAsJSON(), deep: deepHealthView(ctx) });
   metrics = new GatewayMetrics({ core: () => ctx.gen.core, inFlight: () => ctx.inFlight, nowMs: () => performance.now(), requestLog: () => requestLog, upstreams: () => pools.stats() });

@@ -120,6 +120,7 @@ export function buildGeneration(config: GatewayConfig, d: GenerationDeps): Gener
         origin: url.origin,
         apiKey: r.api_key ?? null,
         upstreamModel: r.provider_model_id ?? m.id,
+        declaredEndpoints: r.endpoints ?? null,
       });
     }
   }

@@ -21,6 +21,7 @@ import type { EndpointFamily } from './endpoint-family.ts';
 import { embeddings } from './embeddings.ts';
 import { countTokens } from './messages/count-tokens.ts';
 import { messages } from './messages/messages.ts';
+import { responses } from './responses/responses.ts';
 import { openAiWire } from './openai-wire.ts';
 
 const FAMILIES = new Map<string, EndpointFamily>();
@@ -63,3 +64,4 @@ registerEndpointFamily(completions);
 registerEndpointFamily(embeddings);
 registerEndpointFamily(messages);
 registerEndpointFamily(countTokens);
+registerEndpointFamily(responses);

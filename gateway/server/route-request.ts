@@ -33,5 +33,6 @@ export function routeRequestOf(req: ClientRequest, meta: ExchangeMeta, hashPrefi
     headers: meta.headers,
     cookies: meta.cookies,
     singleRoute: req.family.singleRoute === true,
+    preferEndpointId: meta.preferEndpointId ?? null,
   };
 }

@@ -22,8 +22,13 @@ import { SseRelay, toUsage, type RelayEvent } from '../sse-relay.ts';
 import { ChatStreamToMessages } from '../translate/chat-stream-to-messages.ts';
 import { messagesRequestToChat } from '../translate/messages-to-chat.ts';
 import { chatCompletionToMessage } from '../translate/message-bodies.ts';
+import { ChatStreamToResponses } from '../translate/chat-stream-to-responses.ts';
+import { chatCompletionToResponse, type ResponseFrame } from '../translate/chat-to-responses.ts';
+import { NativeResponsesStream, rewriteResponse, usageFromResponses } from '../translate/native-responses.ts';
+import { responsesRequestToChat } from '../translate/responses-to-chat.ts';
+import { newResponseId } from '../endpoints/responses/response-ids.ts';
 import { droppedParamsHeader } from './dropped-params.ts';
-import type { AttemptEnd, AttemptHandle, AttemptHooks, UpstreamAdapter } from './adapter.ts';
+import type { AttemptEnd, AttemptHandle, AttemptHooks, UpstreamAdapter, UpstreamTarget } from './adapter.ts';
 
 export type { AttemptEnd, AttemptHandle, AttemptHooks } from './adapter.ts';
 
@@ -47,8 +52,21 @@ export interface AttemptSpec {
   /** Frames relayed stream events for the client (the request's family wire); default OpenAI's. */
   readonly wire?: ClientWire;
   /** `AttemptHandle.commitHeaders` of the attempt (e.g. the fields a translation dropped). */
-  readonly commitHeaders?: ReadonlyArray<readonly [string, string]>;  /** Trace-context headers sent as they are (`AttemptContext.traceHeaders`), or null / absent. */
+  readonly commitHeaders?: ReadonlyArray<readonly [string, string]>;
+  /** Trace-context headers sent as they are (`AttemptContext.traceHeaders`), or null / absent. */
   readonly traceHeaders?: Readonly<Record<string, string>> | null;
+  /** A `/v1/responses` attempt: how its answer is read (absent for every other family). */
+  readonly responses?: ResponsesAttempt;
+}
+
+/** How a `/v1/responses` attempt reads its answer. */
+export interface ResponsesAttempt {
+  /** The upstream has the Responses API (else it was sent a chat completion request). */
+  readonly native: boolean;
+  /** The response's id, time, client-facing model and the client's request (echoed fields). */
+  readonly frame: ResponseFrame;
+  /** Told the final response object (`AttemptContext.onResponse`), or absent. */
+  readonly onResponse?: (response: Record<string, unknown>) => void;
 }
 
 /**
@@ -56,6 +74,9 @@ export interface AttemptSpec {
  * Anthropic's `messages` is translated into a chat completion (`../translate/`), and
  * `count_tokens` asks the engine's tokenizer at the server root (`POST /tokenize`, vLLM and
  * SGLang), which only a route that lists `count_tokens` in its `endpoints:` is asked for.
+ * `responses` goes to the upstream's own `/responses` when the route lists it in its
+ * `endpoints:` (the upstream has the Responses API), else it is translated into a chat
+ * completion (`../translate/responses-to-chat.ts`).
  */
 export const UPSTREAM_PATH = {
   chat: '/chat/completions',
@@ -63,13 +84,14 @@ export const UPSTREAM_PATH = {
   embedding: '/embeddings',
   messages: '/chat/completions',
   count_tokens: '/tokenize',
+  responses: '/responses',
 } as const satisfies Readonly<Record<Endpoint, string>>;
 
 /** An endpoint family this adapter serves. */
 export type OpenAIEndpoint = keyof typeof UPSTREAM_PATH;
 
 /** What a route of this kind serves when it lists no `endpoints:` (not every OpenAI-style server has a tokenizer). */
-const DEFAULT_ENDPOINTS: readonly OpenAIEndpoint[] = ['chat', 'completion', 'embedding', 'messages'];
+const DEFAULT_ENDPOINTS: readonly OpenAIEndpoint[] = ['chat', 'completion', 'embedding', 'messages', 'responses'];
 
 /** The engine's tokenizer path for a route's base path: `/tokenize` at the server root (`/v1` dropped). */
 export function tokenizePath(basePath: string): string {
@@ -80,7 +102,8 @@ export function tokenizePath(basePath: string): string {
  * The upstream body of one attempt, the commit headers it brings (the fields a translation
  * dropped, the source of a token count), or the refusal of a field that cannot be carried.
  */
-function upstreamRequest(req: ClientRequest, upstreamModel: string): { body: string; commitHeaders: ReadonlyArray<readonly [string, string]> | undefined } | AttemptEnd {
+function upstreamRequest(req: ClientRequest, upstreamModel: string, nativeResponses: boolean): { body: string; commitHeaders: ReadonlyArray<readonly [string, string]> | undefined } | AttemptEnd {
+  if (req.endpoint === 'responses') return responsesRequest(req, upstreamModel, nativeResponses);
   if (req.endpoint !== 'messages' && req.endpoint !== 'count_tokens') return { body: upstreamBody(req, upstreamModel), commitHeaders: undefined };
   const t = messagesRequestToChat(req.body, upstreamModel);
   if (!t.ok) {
@@ -99,6 +122,32 @@ function upstreamRequest(req: ClientRequest, upstreamModel: string): { body: str
 }
 
 /**
+ * The upstream body of a `/v1/responses` attempt. Its `input` is the whole conversation already
+ * (`endpoints/responses/conversation.ts`), so a native upstream is sent it without
+ * `previous_response_id` and with `store: false` (the gateway keeps the state); any other is
+ * sent the chat translation, or the attempt fails with a 400 naming the field it cannot carry.
+ */
+function responsesRequest(req: ClientRequest, upstreamModel: string, native: boolean): { body: string; commitHeaders: ReadonlyArray<readonly [string, string]> | undefined } | AttemptEnd {
+  if (native) {
+    const body: Record<string, unknown> = { ...req.body, model: upstreamModel, store: false };
+    delete body.previous_response_id;
+    return { body: JSON.stringify(body), commitHeaders: undefined };
+  }
+  const t = responsesRequestToChat(req.body, upstreamModel);
+  if (!t.ok) {
+    const errorBody = JSON.stringify({ error: { message: t.message, type: 'invalid_request_error', param: t.param, code: 'unsupported_on_route' } });
+    return { kind: 'failed', outcome: { kind: 'http_status', status: 400, errorClass: 'client_error', retryAfterMs: null }, errorBody };
+  }
+  const dropped = droppedParamsHeader(t.dropped);
+  return { body: JSON.stringify(t.body), commitHeaders: dropped ? [dropped] : undefined };
+}
+
+/** Whether `target` has the Responses API itself (its route lists `responses` in `endpoints:`). */
+function hasNativeResponses(target: UpstreamTarget): boolean {
+  return target.declaredEndpoints?.includes('responses') === true;
+}
+
+/**
  * The `openai_compat` adapter: the client's OpenAI body with the route's model name (and stream
  * usage always asked for), POSTed to `base_url` + the endpoint's OpenAI path, `Authorization:
  * Bearer` with the route's key; the response read as `startAttempt` describes.
@@ -110,7 +159,8 @@ export const openaiCompatAdapter: UpstreamAdapter = {
   startAttempt(target, req, ctx, hooks, end) {
     // The exchange dispatches only the families a route serves, a subset of `endpoints` above.
     const endpoint = req.endpoint as OpenAIEndpoint;
-    const up = upstreamRequest(req, target.upstreamModel);
+    const native = endpoint === 'responses' && hasNativeResponses(target);
+    const up = upstreamRequest(req, target.upstreamModel, native);
     if ('kind' in up) {
       queueMicrotask(() => end(up));
       return { abort() {} };
@@ -118,7 +168,7 @@ export const openaiCompatAdapter: UpstreamAdapter = {
     return startAttempt(
       {
         pool: target.pool,
-        path: endpoint === 'count_tokens' ? tokenizePath(target.basePath) : target.basePath + UPSTREAM_PATH[endpoint],
+        path: endpoint === 'count_tokens' ? tokenizePath(target.basePath) : target.basePath + (endpoint === 'responses' && !native ? UPSTREAM_PATH.chat : UPSTREAM_PATH[endpoint]),
         body: up.body,
         commitHeaders: up.commitHeaders,
         apiKey: target.apiKey,
@@ -130,12 +180,18 @@ export const openaiCompatAdapter: UpstreamAdapter = {
         maxErrorBodyBytes: ctx.maxErrorBodyBytes,
         wire: req.wire,
         traceHeaders: ctx.traceHeaders ?? null,
+        responses: endpoint === 'responses' ? { native, frame: responseFrame(req, target.endpointId), onResponse: ctx.onResponse } : undefined,
       },
       hooks,
       end,
     );
   },
 };
+
+/** The frame of a fresh response for `req` served by `endpointId`: a new id naming it, the time now. */
+function responseFrame(req: ClientRequest, endpointId: string): ResponseFrame {
+  return { id: newResponseId(endpointId), createdAtSec: Math.floor(Date.now() / 1000), model: req.model, request: req.body };
+}
 
 /** Thrown into undici by `AttemptHandle.abort` (never reported: the attempt already ended). */
 class AttemptAborted extends Error {
@@ -207,6 +263,8 @@ class AttemptHandler implements Dispatcher.DispatchHandler, AttemptHandle {
   private parts: Buffer[] = [];
   private size = 0;
   private relay: SseRelay | null = null;
+  /** The Responses stream reader of a `/v1/responses` attempt (it holds the final response). */
+  private responsesStream: ChatStreamToResponses | NativeResponsesStream | null = null;
   private out: RelayEvent[] = [];
   /** The client is congested: a delivery waits for it (reading is paused while the body is still coming). */
   private waiting = false;
@@ -272,12 +330,14 @@ class AttemptHandler implements Dispatcher.DispatchHandler, AttemptHandle {
     if (!String(headers['content-type'] ?? '').includes('text/event-stream')) return this.fail(controller, RESET);
     this.mode = Mode.Stream;
     const spec = this.spec;
+    const r = spec.responses;
+    if (r) this.responsesStream = r.native ? new NativeResponsesStream(r.frame.id, spec.publicModel, r.frame.request) : new ChatStreamToResponses(r.frame);
     this.relay = new SseRelay({
       endpoint: spec.endpoint === 'completion' ? 'completion' : 'chat',
       includeUsage: spec.includeUsage,
       model: spec.publicModel,
       wire: spec.wire,
-      translator: spec.endpoint === 'messages' ? new ChatStreamToMessages(spec.publicModel) : undefined,
+      translator: this.responsesStream ?? (spec.endpoint === 'messages' ? new ChatStreamToMessages(spec.publicModel) : undefined),
     });
   }
 
@@ -305,7 +365,7 @@ class AttemptHandler implements Dispatcher.DispatchHandler, AttemptHandle {
   onResponseEnd(controller: Dispatcher.DispatchController): void {
     switch (this.mode) {
       case Mode.Body:
-        return this.finish(wholeBody(this.parts.length === 1 ? this.parts[0]!.toString('utf8') : Buffer.concat(this.parts).toString('utf8'), this.spec.publicModel, this.spec.endpoint));
+        return this.finish(wholeBody(this.parts.length === 1 ? this.parts[0]!.toString('utf8') : Buffer.concat(this.parts).toString('utf8'), this.spec.publicModel, this.spec.endpoint, this.spec.responses));
       case Mode.ErrorBody:
         return this.finish(this.httpFailure());
       case Mode.Stream:
@@ -367,7 +427,11 @@ class AttemptHandler implements Dispatcher.DispatchHandler, AttemptHandle {
     } else if (last.kind === 'malformed') {
       batch.pop();
       failure = RESET;
-    } else if (last.kind === 'done') this.streamed = true;
+    } else if (last.kind === 'done') {
+      this.streamed = true;
+      const final = this.responsesStream?.response ?? null;
+      if (final !== null) this.spec.responses?.onResponse?.(final);
+    }
     const wait = batch.length > 0 ? this.hooks.events(batch) : undefined;
     if (failure) return this.fail(controller, failure);
     if (!wait || this.ended) return;
@@ -442,10 +506,11 @@ export function errorBodyFailure(status: number, errorBody: string, retryAfterMs
 
 /**
  * A whole 2xx body: the model name rewritten to the public one, and its usage; for `messages`
- * the chat completion as an Anthropic Message, for `count_tokens` the tokenizer's count as
+ * the chat completion as an Anthropic Message, for `responses` a Responses object (a native one
+ * with the gateway's id, else the chat completion translated) told to `responses.onResponse`, for `count_tokens` the tokenizer's count as
  * `{"input_tokens"}`.
  */
-function wholeBody(text: string, publicModel: string, endpoint: OpenAIEndpoint): AttemptEnd {
+function wholeBody(text: string, publicModel: string, endpoint: OpenAIEndpoint, responses: ResponsesAttempt | undefined): AttemptEnd {
   let obj: unknown;
   try {
     obj = JSON.parse(text);
@@ -458,6 +523,11 @@ function wholeBody(text: string, publicModel: string, endpoint: OpenAIEndpoint):
     if (typeof o.count !== 'number') return RESET;
     return { kind: 'body', text: JSON.stringify({ input_tokens: o.count }), usage: null };
   }
+  if (responses) {
+    const response = responses.native ? rewriteResponse(o, responses.frame.id, publicModel, responses.frame.request) : chatCompletionToResponse(o, responses.frame);
+    responses.onResponse?.(response);
+    return { kind: 'body', text: JSON.stringify(response), usage: responses.native ? usageFromResponses(o.usage) : toUsage(isRecordValue(o.usage) ? o.usage : {}) };
+  }
   const usage = o.usage !== null && typeof o.usage === 'object' ? toUsage(o.usage as Record<string, unknown>) : null;
   if (endpoint === 'messages') return { kind: 'body', text: JSON.stringify(chatCompletionToMessage(o, publicModel)), usage };
   if (typeof o.model === 'string' && o.model !== publicModel) {
@@ -465,6 +535,10 @@ function wholeBody(text: string, publicModel: string, endpoint: OpenAIEndpoint):
     return { kind: 'body', text: JSON.stringify(o), usage };
   }
   return { kind: 'body', text, usage };
+}
+
+function isRecordValue(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
 
 /**
