@@ -6,7 +6,9 @@
  *
  * Output items, in the order the Responses API gives them (OpenAI's API reference, "The response
  * object"): a `reasoning` item when the message carries reasoning text (`reasoning_content`, or
- * `reasoning`), a `message` item with one `output_text` part (a refusal's text included), then one `function_call` item per tool call. `finish_reason: "length"` makes the
+ * `reasoning`), a `message` item with one `output_text` part (a refusal's text included; an
+ * empty one only when there is no other item), then one `function_call` item per tool call.
+ * `finish_reason: "length"` makes the
  * response `incomplete` with `incomplete_details.reason: "max_output_tokens"`; anything else is
  * `completed`. Usage: prompt → `input_tokens` (cached → `input_tokens_details.cached_tokens`),
  * completion → `output_tokens`, reasoning tokens when the upstream reports them.
@@ -127,7 +129,8 @@ export function chatCompletionToResponse(chat: Record<string, unknown>, frame: R
   // A refusal is model output too; it reads as text, as the stream translation streams it.
   const text = str(msg.content) + str(msg.refusal);
   const calls = Array.isArray(msg.tool_calls) ? msg.tool_calls.filter(isRecord) : [];
-  if (text.length > 0 || calls.length === 0) output.push(messageItem(itemId('msg', frame.id, n++), text));
+  // An answer with nothing at all still has its (empty) message, as the stream translation gives.
+  if (text.length > 0 || (calls.length === 0 && output.length === 0)) output.push(messageItem(itemId('msg', frame.id, n++), text));
   for (const tc of calls) {
     const fn = isRecord(tc.function) ? tc.function : {};
     const callId = nonEmpty(tc.id) ? tc.id : `call_${n}`;
