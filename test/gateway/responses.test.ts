@@ -13,6 +13,7 @@ import { startGateway, type RunningGateway } from '../../gateway/gateway.ts';
 import { startEmulator, type RunningEmulator } from '../../simulator/emulator/emulator.ts';
 
 const KEY = 'sk-responses-test';
+const ADMIN = 'sk-responses-admin';
 
 let gw: RunningGateway;
 let nativeEmu: RunningEmulator;
@@ -39,7 +40,7 @@ beforeAll(async () => {
     gateway: {
       routing_settings: { affinity_enabled: false, prefill_aware_enabled: false },
       health: { failure_threshold: 1000 },
-      auth: { mode: 'keys', keys: [{ id: 'agent', sha256: hashKey(KEY) }] },
+      auth: { mode: 'keys', keys: [{ id: 'agent', sha256: hashKey(KEY) }, { id: 'ops', sha256: hashKey(ADMIN), admin: true }] },
     },
   });
   gw = await startGateway({ config, host: '127.0.0.1', port: 0, seed: 5, logger: pino({ level: 'silent' }) });
@@ -173,6 +174,15 @@ describe('routing of /v1/responses', () => {
     const seen = new Set<string | null>();
     for (let i = 0; i < 4; i++) seen.add((await client.responses.create({ model: 'duo', input: 'Fresh.' }).withResponse()).response.headers.get('x-switchyard-served-by'));
     expect(seen.size).toBe(2);
+  });
+});
+
+describe('the endpoint family in /metrics', () => {
+  it('counts /v1/responses requests under api="responses"', async () => {
+    await client.responses.create({ model: 'chat-only', input: 'x' });
+    const text = await (await fetch(`${gw.url}/metrics`, { headers: { authorization: `Bearer ${ADMIN}` } })).text();
+    const n = Number(/^switchyard_api_requests_total\{api="responses",status="200"\} (\d+)$/m.exec(text)?.[1] ?? 0);
+    expect(n).toBeGreaterThan(0);
   });
 });
 
