@@ -3,8 +3,8 @@
  * false): the response as its client saw it and the conversation items that led to it, so that a
  * later turn naming it in `previous_response_id` can be sent whole to any upstream, and
  * `GET /v1/responses/{id}` can return it. The interface is asynchronous so that a shared store
- * (the control plane's database) can stand behind it; `MemoryResponseStore` keeps them in this
- * process, bounded in count and age.
+ * (the control plane's database, `store/response-records.ts`, used when `store:` is configured)
+ * can stand behind it; `MemoryResponseStore` keeps them in this process, bounded in count and age.
  */
 
 /** One stored response. */
