@@ -19,6 +19,7 @@ let gw: RunningGateway;
 let nativeEmu: RunningEmulator;
 let chatEmu: RunningEmulator;
 let broken: RunningEmulator;
+let cutting: RunningEmulator;
 let client: OpenAI;
 
 beforeAll(async () => {
@@ -27,12 +28,14 @@ beforeAll(async () => {
     startEmulator({ faults: { latency_scale: 0.02 }, defaultOutputTokens: 6 }),
     startEmulator({ faults: { error_rate: 1, error_status: 500 } }),
   ]);
+  cutting = await startEmulator({ faults: { latency_scale: 0.02, error_after_tokens: 2 }, defaultOutputTokens: 6 });
   const config = buildGatewayConfig({
     models: {
       models: [
         { id: 'native', route: [{ base_url: nativeEmu.baseUrl, endpoints: ['chat', 'responses'] }] },
         { id: 'chat-only', route: [{ base_url: chatEmu.baseUrl }] },
         { id: 'broken', route: [{ base_url: broken.baseUrl, endpoints: ['chat', 'responses'] }] },
+        { id: 'cutting', route: [{ base_url: cutting.baseUrl }] },
         { id: 'agents', routing: { strategy: 'failover', targets: [{ model: 'broken' }, { model: 'chat-only' }] } },
         { id: 'duo', routing: { strategy: 'round_robin', targets: [{ model: 'native' }, { model: 'chat-only' }] } },
       ],
@@ -49,7 +52,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await gw?.close();
-  await Promise.all([nativeEmu, chatEmu, broken].map((e) => e?.close()));
+  await Promise.all([nativeEmu, chatEmu, broken, cutting].map((e) => e?.close()));
 });
 
 const lastRecord = (emu: RunningEmulator) => emu.log.all().at(-1)!;
@@ -143,6 +146,21 @@ describe.each([
       expect(messages.at(-2)).toMatchObject({ role: 'assistant', tool_calls: [{ id: call.call_id, function: { name: 'get_weather' } }] });
       expect(messages.at(-1)).toEqual({ role: 'tool', tool_call_id: call.call_id, content: 'sunny' });
     } else expect(JSON.stringify(body.input)).toContain('"function_call_output"');
+  });
+});
+
+describe('failures and notices', () => {
+  it('a stream that fails after its first token ends with a Responses error event, not response.completed', async () => {
+    const { types } = await streamed({ model: 'cutting', input: 'Hello there', stream: true });
+    expect(types[0]).toBe('response.created');
+    expect(types).toContain('response.output_text.delta');
+    expect(types.at(-1)).toBe('error');
+    expect(types).not.toContain('response.completed');
+  });
+
+  it('fields a chat route has no equivalent for are named in x-switchyard-dropped-params', async () => {
+    const { response } = await client.responses.create({ model: 'chat-only', input: 'x', metadata: { team: 'a' }, truncation: 'auto' }).withResponse();
+    expect(response.headers.get('x-switchyard-dropped-params')).toBe('metadata, truncation');
   });
 });
 
