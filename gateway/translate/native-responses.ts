@@ -9,6 +9,11 @@
  * reasoning deltas, a function call's item or arguments), when the answer is whole
  * (`response.completed` or `response.incomplete`; Responses streams send no `[DONE]`), the usage
  * it reports, and in-band failures (`error` events and `response.failed`) as upstream errors.
+ *
+ * A reasoning item's `encrypted_content` is readable only by the provider that wrote it, so the
+ * gateway tags it with the endpoint that served it (`swy1.<base64url endpoint id>.<content>`);
+ * when the conversation comes back, a native upstream gets the content of its own items back
+ * untagged, and reasoning items another target wrote are left out (named as dropped).
  */
 import type { Usage } from '../../core/index.ts';
 import { count, isRecord, nonEmpty, str } from './json-values.ts';
@@ -27,14 +32,41 @@ export function usageFromResponses(u: unknown): Usage {
   return { inputTokens: count(r.input_tokens), outputTokens: count(r.output_tokens), cachedTokens: count(d.cached_tokens) };
 }
 
+const TAG = /^swy1\.([A-Za-z0-9_-]+)\.([\s\S]*)$/;
+
+/** An output item with its `encrypted_content` tagged with `endpointId` (reasoning items only; others as they are). */
+export function tagReasoningItem(item: unknown, endpointId: string): unknown {
+  if (!isRecord(item) || item.type !== 'reasoning' || typeof item.encrypted_content !== 'string') return item;
+  return { ...item, encrypted_content: `swy1.${Buffer.from(endpointId, 'utf8').toString('base64url')}.${item.encrypted_content}` };
+}
+
 /**
- * `response` with the gateway's `id`, the client's `model`, and the conversation fields the
- * gateway answers for (`previous_response_id` and `store` as the client's `request` had them:
- * the upstream was sent neither). A shallow copy.
+ * The input items for a native upstream at `endpointId`: its own tagged reasoning items with
+ * their content restored, reasoning items tagged by another endpoint removed (their paths
+ * listed in `dropped`, e.g. `input.[3]`), every other item as it is.
  */
-export function rewriteResponse(response: Record<string, unknown>, id: string, model: string, request: Record<string, unknown>): Record<string, unknown> {
+export function inputForEndpoint(input: readonly unknown[], endpointId: string): { input: unknown[]; dropped: string[] } {
+  const out: unknown[] = [];
+  const dropped: string[] = [];
+  input.forEach((item, i) => {
+    const m = isRecord(item) && item.type === 'reasoning' && typeof item.encrypted_content === 'string' ? TAG.exec(item.encrypted_content) : null;
+    if (m === null) return out.push(item);
+    if (Buffer.from(m[1]!, 'base64url').toString('utf8') === endpointId) out.push({ ...(item as Record<string, unknown>), encrypted_content: m[2] });
+    else dropped.push(`input.[${i}]`);
+  });
+  return { input: out, dropped };
+}
+
+/**
+ * `response` with the gateway's `id`, the client's `model`, the conversation fields the
+ * gateway answers for (`previous_response_id` and `store` as the client's `request` had them:
+ * the upstream was sent neither), and its reasoning items tagged with `endpointId`. A shallow copy.
+ */
+export function rewriteResponse(response: Record<string, unknown>, id: string, model: string, request: Record<string, unknown>, endpointId: string): Record<string, unknown> {
   const previous = request.previous_response_id;
-  return { ...response, id, model, previous_response_id: typeof previous === 'string' ? previous : null, store: request.store !== false };
+  const out: Record<string, unknown> = { ...response, id, model, previous_response_id: typeof previous === 'string' ? previous : null, store: request.store !== false };
+  if (Array.isArray(response.output)) out.output = response.output.map((item) => tagReasoningItem(item, endpointId));
+  return out;
 }
 
 /** An in-band failure of a Responses stream, in the relay's terms. */
@@ -63,8 +95,11 @@ export class NativeResponsesStream {
   usage: Usage | null = null;
   private final: Record<string, unknown> | null = null;
 
-  /** `id`: the gateway's response id; `model`: the name the client asked for; `request`: the client's body. */
-  constructor(private readonly id: string, private readonly model: string, private readonly request: Record<string, unknown>) {}
+  /**
+   * `id`: the gateway's response id; `model`: the name the client asked for; `request`: the
+   * client's body; `endpointId`: the endpoint streaming it (reasoning items are tagged with it).
+   */
+  constructor(private readonly id: string, private readonly model: string, private readonly request: Record<string, unknown>, private readonly endpointId: string) {}
 
   /** The final response (ids rewritten), once the answer is whole; else null. */
   get response(): Record<string, unknown> | null {
@@ -91,7 +126,7 @@ export class NativeResponsesStream {
     const type = str(event.type);
     let data = event;
     if (isRecord(event.response)) {
-      const response = rewriteResponse(event.response, this.id, this.model, this.request);
+      const response = rewriteResponse(event.response, this.id, this.model, this.request, this.endpointId);
       data = { ...event, response };
       if (type === 'response.completed' || type === 'response.incomplete') {
         this.finished = true;
@@ -99,6 +134,7 @@ export class NativeResponsesStream {
         this.usage = usageFromResponses(response.usage);
       }
     }
+    if (isRecord(event.item) && event.item.type === 'reasoning') data = { ...data, item: tagReasoningItem(event.item, this.endpointId) };
     let token = OUTPUT_DELTAS.has(type) && nonEmpty(event.delta);
     if (!token && type === 'response.output_item.added' && isRecord(event.item) && event.item.type === 'function_call') token = true;
     return [{ name: type.length > 0 ? type : null, data: JSON.stringify(data), token }];

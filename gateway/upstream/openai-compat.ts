@@ -24,7 +24,7 @@ import { messagesRequestToChat } from '../translate/messages-to-chat.ts';
 import { chatCompletionToMessage } from '../translate/message-bodies.ts';
 import { ChatStreamToResponses } from '../translate/chat-stream-to-responses.ts';
 import { chatCompletionToResponse, type ResponseFrame } from '../translate/chat-to-responses.ts';
-import { NativeResponsesStream, rewriteResponse, usageFromResponses } from '../translate/native-responses.ts';
+import { inputForEndpoint, NativeResponsesStream, rewriteResponse, usageFromResponses } from '../translate/native-responses.ts';
 import { responsesRequestToChat } from '../translate/responses-to-chat.ts';
 import { newResponseId } from '../endpoints/responses/response-ids.ts';
 import { droppedParamsHeader } from './dropped-params.ts';
@@ -67,6 +67,8 @@ export interface ResponsesAttempt {
   readonly frame: ResponseFrame;
   /** Told the final response object (`AttemptContext.onResponse`), or absent. */
   readonly onResponse?: (response: Record<string, unknown>) => void;
+  /** The endpoint the attempt goes to (a native answer's reasoning items are tagged with it). */
+  readonly endpointId: string;
 }
 
 /**
@@ -102,8 +104,8 @@ export function tokenizePath(basePath: string): string {
  * The upstream body of one attempt, the commit headers it brings (the fields a translation
  * dropped, the source of a token count), or the refusal of a field that cannot be carried.
  */
-function upstreamRequest(req: ClientRequest, upstreamModel: string, nativeResponses: boolean): { body: string; commitHeaders: ReadonlyArray<readonly [string, string]> | undefined } | AttemptEnd {
-  if (req.endpoint === 'responses') return responsesRequest(req, upstreamModel, nativeResponses);
+function upstreamRequest(req: ClientRequest, upstreamModel: string, nativeEndpointId: string | null): { body: string; commitHeaders: ReadonlyArray<readonly [string, string]> | undefined } | AttemptEnd {
+  if (req.endpoint === 'responses') return responsesRequest(req, upstreamModel, nativeEndpointId);
   if (req.endpoint !== 'messages' && req.endpoint !== 'count_tokens') return { body: upstreamBody(req, upstreamModel), commitHeaders: undefined };
   const t = messagesRequestToChat(req.body, upstreamModel);
   if (!t.ok) {
@@ -123,15 +125,22 @@ function upstreamRequest(req: ClientRequest, upstreamModel: string, nativeRespon
 
 /**
  * The upstream body of a `/v1/responses` attempt. Its `input` is the whole conversation already
- * (`endpoints/responses/conversation.ts`), so a native upstream is sent it without
- * `previous_response_id` and with `store: false` (the gateway keeps the state); any other is
- * sent the chat translation, or the attempt fails with a 400 naming the field it cannot carry.
+ * (`endpoints/responses/conversation.ts`), so a native upstream (`nativeEndpointId`) is sent it
+ * without `previous_response_id`, with `store: false` (the gateway keeps the state) and with
+ * only its own reasoning items (`inputForEndpoint`); any other is sent the chat translation, or
+ * the attempt fails with a 400 naming the field it cannot carry.
  */
-function responsesRequest(req: ClientRequest, upstreamModel: string, native: boolean): { body: string; commitHeaders: ReadonlyArray<readonly [string, string]> | undefined } | AttemptEnd {
-  if (native) {
+function responsesRequest(req: ClientRequest, upstreamModel: string, nativeEndpointId: string | null): { body: string; commitHeaders: ReadonlyArray<readonly [string, string]> | undefined } | AttemptEnd {
+  if (nativeEndpointId !== null) {
     const body: Record<string, unknown> = { ...req.body, model: upstreamModel, store: false };
     delete body.previous_response_id;
-    return { body: JSON.stringify(body), commitHeaders: undefined };
+    let dropped: ReturnType<typeof droppedParamsHeader> = null;
+    if (Array.isArray(body.input)) {
+      const own = inputForEndpoint(body.input, nativeEndpointId);
+      body.input = own.input;
+      dropped = droppedParamsHeader(own.dropped);
+    }
+    return { body: JSON.stringify(body), commitHeaders: dropped ? [dropped] : undefined };
   }
   const t = responsesRequestToChat(req.body, upstreamModel);
   if (!t.ok) {
@@ -160,7 +169,7 @@ export const openaiCompatAdapter: UpstreamAdapter = {
     // The exchange dispatches only the families a route serves, a subset of `endpoints` above.
     const endpoint = req.endpoint as OpenAIEndpoint;
     const native = endpoint === 'responses' && hasNativeResponses(target);
-    const up = upstreamRequest(req, target.upstreamModel, native);
+    const up = upstreamRequest(req, target.upstreamModel, native ? target.endpointId : null);
     if ('kind' in up) {
       queueMicrotask(() => end(up));
       return { abort() {} };
@@ -180,7 +189,7 @@ export const openaiCompatAdapter: UpstreamAdapter = {
         maxErrorBodyBytes: ctx.maxErrorBodyBytes,
         wire: req.wire,
         traceHeaders: ctx.traceHeaders ?? null,
-        responses: endpoint === 'responses' ? { native, frame: responseFrame(req, target.endpointId), onResponse: ctx.onResponse } : undefined,
+        responses: endpoint === 'responses' ? { native, frame: responseFrame(req, target.endpointId), onResponse: ctx.onResponse, endpointId: target.endpointId } : undefined,
       },
       hooks,
       end,
@@ -331,7 +340,7 @@ class AttemptHandler implements Dispatcher.DispatchHandler, AttemptHandle {
     this.mode = Mode.Stream;
     const spec = this.spec;
     const r = spec.responses;
-    if (r) this.responsesStream = r.native ? new NativeResponsesStream(r.frame.id, spec.publicModel, r.frame.request) : new ChatStreamToResponses(r.frame);
+    if (r) this.responsesStream = r.native ? new NativeResponsesStream(r.frame.id, spec.publicModel, r.frame.request, r.endpointId) : new ChatStreamToResponses(r.frame);
     this.relay = new SseRelay({
       endpoint: spec.endpoint === 'completion' ? 'completion' : 'chat',
       includeUsage: spec.includeUsage,
@@ -524,7 +533,7 @@ function wholeBody(text: string, publicModel: string, endpoint: OpenAIEndpoint, 
     return { kind: 'body', text: JSON.stringify({ input_tokens: o.count }), usage: null };
   }
   if (responses) {
-    const response = responses.native ? rewriteResponse(o, responses.frame.id, publicModel, responses.frame.request) : chatCompletionToResponse(o, responses.frame);
+    const response = responses.native ? rewriteResponse(o, responses.frame.id, publicModel, responses.frame.request, responses.endpointId) : chatCompletionToResponse(o, responses.frame);
     responses.onResponse?.(response);
     return { kind: 'body', text: JSON.stringify(response), usage: responses.native ? usageFromResponses(o.usage) : toUsage(isRecordValue(o.usage) ? o.usage : {}) };
   }

@@ -8,7 +8,7 @@ import { accumulateResponse } from 'openai/lib/responses/ResponseAccumulator';
 import { describe, expect, it } from 'vitest';
 import { ChatStreamToResponses } from '../../../gateway/translate/chat-stream-to-responses.ts';
 import { chatCompletionToResponse, type ResponseFrame } from '../../../gateway/translate/chat-to-responses.ts';
-import { NativeResponsesStream } from '../../../gateway/translate/native-responses.ts';
+import { inputForEndpoint, NativeResponsesStream, rewriteResponse } from '../../../gateway/translate/native-responses.ts';
 import { responsesRequestToChat } from '../../../gateway/translate/responses-to-chat.ts';
 
 type Obj = Record<string, unknown>;
@@ -178,7 +178,7 @@ describe('Responses request → chat request', () => {
 
 describe('native Responses streams', () => {
   it('get the gateway id and model, mark output events, and read the final usage and in-band failures', () => {
-    const s = new NativeResponsesStream('resp_gw', 'alias', { previous_response_id: 'resp_prev' });
+    const s = new NativeResponsesStream('resp_gw', 'alias', { previous_response_id: 'resp_prev' }, 'ep-a');
     const created = s.chunk({ type: 'response.created', sequence_number: 0, response: { id: 'resp_up', model: 'up', output: [] } })[0]!;
     expect(JSON.parse(created.data).response).toMatchObject({ id: 'resp_gw', model: 'alias', previous_response_id: 'resp_prev', store: true });
     expect(created.token).toBe(false);
@@ -193,5 +193,20 @@ describe('native Responses streams', () => {
     expect(s.failure({ type: 'error', code: 'rate_limit_exceeded', message: 'slow down' })).toMatchObject({ status: 429, message: 'slow down' });
     expect(s.failure({ type: 'response.failed', response: { error: { code: 'server_error', message: 'boom' } } })).toMatchObject({ status: 500, message: 'boom' });
     expect(s.failure({ type: 'response.output_text.delta' })).toBeNull();
+  });
+});
+
+describe('reasoning encrypted_content', () => {
+  it('is tagged with the endpoint that wrote it; only that endpoint gets it back, untagged', () => {
+    const r = rewriteResponse({ id: 'up', output: [{ type: 'reasoning', id: 'rs_1', summary: [], encrypted_content: 'SECRET' }, { type: 'message', id: 'm' }] }, 'resp_gw', 'alias', {}, 'ep-a');
+    const [reasoning, message] = r.output as Obj[];
+    expect(reasoning!.encrypted_content).toMatch(/^swy1\.[A-Za-z0-9_-]+\.SECRET$/);
+    expect(message).toEqual({ type: 'message', id: 'm' });
+    const input = [{ role: 'user', content: 'q' }, reasoning, message, { type: 'reasoning', encrypted_content: 'client-own' }];
+    expect(inputForEndpoint(input, 'ep-a')).toEqual({ input: [input[0], { ...reasoning, encrypted_content: 'SECRET' }, message, input[3]], dropped: [] });
+    expect(inputForEndpoint(input, 'ep-b')).toEqual({ input: [input[0], message, input[3]], dropped: ['input.[1]'] });
+    const s = new NativeResponsesStream('resp_gw', 'alias', {}, 'ep-a');
+    const done = JSON.parse(s.chunk({ type: 'response.output_item.done', output_index: 0, item: { type: 'reasoning', encrypted_content: 'X' } })[0]!.data) as Obj;
+    expect((done.item as Obj).encrypted_content).toMatch(/^swy1\..+\.X$/);
   });
 });
