@@ -25,6 +25,7 @@ export type GatewayOwnCode =
   | 'not_found'
   | 'endpoint_not_supported'
   | 'video_not_found'
+  | 'store_unavailable'
   | 'internal_error';
 
 /** Every code a client may see. */
@@ -47,6 +48,7 @@ const OWN_STATUS: Readonly<Record<GatewayOwnCode, number>> = {
   endpoint_not_supported: 501,
   // A video id the gateway did not hand out, or of a model the key may not use.
   video_not_found: 404,
+  store_unavailable: 503,
   internal_error: 500,
 };
 

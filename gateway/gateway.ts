@@ -52,6 +52,8 @@ import type { GatewayOptions, RunningGateway } from './gateway-options.ts';
 import { GatewayMetrics } from './metrics.ts';
 import { RequestLog } from './request-log/request-log.ts';
 import { loadTracing } from './tracing/tracing.ts';
+import { MemoryResponseStore } from './endpoints/responses/response-store.ts';
+import { SqlResponseStore } from './store/response-records.ts';
 import { createAdminApp, createApp, deepHealthView, type Generation, type ServerContext } from './server/uws.ts';
 import { bracket, listen } from './server/listen.ts';
 import { aggregateMetricsText, mergeDeepHealth, type WorkerSnapshot } from './server/worker-aggregate.ts';
@@ -144,6 +146,8 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     storeHealth: () => control.health(),
     live: new IntrusiveList(),
     configStatus: new ConfigStatus(Date.now()),
+    // With a store every replica and worker shares the stored responses; else this process keeps them.
+    responses: control.store ? new SqlResponseStore(control.store) : new MemoryResponseStore(),
   };
   const snapshot = async (): Promise<WorkerSnapshot> => ({ worker, metrics: await metrics.registry.getMetricsAsJSON(), deep: deepHealthView(ctx) });
   metrics = new GatewayMetrics({ core: () => ctx.gen.core, inFlight: () => ctx.inFlight, nowMs: () => performance.now(), requestLog: () => requestLog, upstreams: () => pools.stats(), quotaSources: () => quotaPoller?.sourceStates() ?? [] });

@@ -130,6 +130,7 @@ export function buildGeneration(config: GatewayConfig, d: GenerationDeps): Gener
         origin: url.origin,
         apiKey: unrestrictedKey(r),
         upstreamModel: r.provider_model_id ?? m.id,
+        declaredEndpoints: r.endpoints ?? null,
       });
     }
   }
@@ -172,6 +173,7 @@ export function buildGeneration(config: GatewayConfig, d: GenerationDeps): Gener
       e2eSec: e2eMs / 1000,
       fallback: md?.fallback ?? false,
       offloadReason: md?.offloadReason ?? null,
+      api: f.req.endpoint,
     });
     // One line per request moved to its offload route (seed 000, "queue-wait offload").
     if (md?.offloadReason) d.log.info({ requestId: f.requestId, model: modelId, endpoint, reason: md.offloadReason, httpStatus: f.httpStatus }, 'route_offload');

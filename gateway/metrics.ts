@@ -42,6 +42,8 @@ export interface RequestObservation {
   fallback: boolean;
   /** Offload reason when the offload route was tried, else null. */
   offloadReason: string | null;
+  /** The request's endpoint family (`chat`, `messages`, `responses`, …); absent: not counted by family. */
+  api?: string;
 }
 
 /**
@@ -189,10 +191,26 @@ export class GatewayMetrics {
   private readonly probes: Counter<'model' | 'endpoint' | 'result'>;
   private readonly probeTtft: Histogram<'model' | 'endpoint'>;
   private readonly healthChecks: Counter<'model' | 'endpoint' | 'mode' | 'result'>;
+  /** Requests answered by endpoint family and HTTP status (`api\u0000status` → count). */
+  private readonly byApi = new Map<string, number>();
 
   constructor(private readonly src: MetricsSources) {
     const registers = [this.registry];
     const series = this.series;
+    const byApi = this.byApi;
+    new Counter({
+      name: 'switchyard_api_requests_total',
+      help: 'Requests answered after routing, by endpoint family (chat, completion, embedding, messages, count_tokens, responses, …) and HTTP status',
+      labelNames: ['api', 'status'],
+      registers,
+      collect() {
+        this.reset();
+        for (const [key, n] of byApi) {
+          const [api, status] = key.split('\u0000') as [string, string];
+          this.inc({ api, status }, n);
+        }
+      },
+    });
     new Counter({
       name: 'switchyard_requests_total',
       help: 'Requests answered, by model, serving endpoint and HTTP status',
@@ -336,6 +354,10 @@ export class GatewayMetrics {
     s.requests++;
     if (o.ttftSec !== null && Number.isFinite(o.ttftSec)) s.ttft.observe(o.ttftSec);
     if (Number.isFinite(o.e2eSec)) s.e2e.observe(o.e2eSec);
+    if (o.api !== undefined) {
+      const key = `${o.api}\u0000${o.httpStatus}`;
+      this.byApi.set(key, (this.byApi.get(key) ?? 0) + 1);
+    }
     if (o.fallback) this.fallbacks.inc({ model: o.model });
     if (o.offloadReason !== null) this.offloads.inc({ model: o.model, reason: o.offloadReason });
   }

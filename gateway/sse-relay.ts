@@ -64,6 +64,16 @@ export interface ChunkTranslator {
   end(): readonly TranslatedEvent[];
   /** Whether `chunk` ends the answer (as a finish reason does); absent: only `finish_reason` does. */
   finishes?(chunk: Record<string, unknown>): boolean;
+  /**
+   * For a stream of the client's own family that is not made of chat chunks (a native Responses
+   * upstream, `translate/native-responses.ts`): the event's in-band failure, or null. Absent:
+   * chat chunks, whose `error` key the relay reads itself.
+   */
+  failure?(chunk: Record<string, unknown>): Extract<RelayEvent, { kind: 'upstream_error' }> | null;
+  /** Such a stream's answer is whole (it ends with an event of its own, not a finish reason). */
+  readonly finished?: boolean;
+  /** Such a stream's usage, once its final event came (chat chunks carry `usage` themselves). */
+  readonly usage?: Usage | null;
 }
 
 /** One upstream stream's relay. Feed bytes with `push`, then call `end`. */
@@ -143,10 +153,14 @@ export class SseRelay {
     const choices = Array.isArray(obj.choices) ? obj.choices : [];
     const t = this.opts.translator;
     if (t) {
+      const failure = t.failure?.(obj) ?? null;
+      if (failure !== null) return this.stop(failure);
       if (isRecord(obj.usage)) this.usage = toUsage(obj.usage);
       for (const c of choices) if (isRecord(c) && c.finish_reason !== null && c.finish_reason !== undefined) this.finishSeen = true;
       if (t.finishes?.(obj) === true) this.finishSeen = true;
       for (const ev of t.chunk(obj)) this.out.push({ kind: 'frame', text: this.wire.streamEvent(ev.name, ev.data), token: ev.token });
+      if (t.finished === true) this.finishSeen = true;
+      if (t.usage !== undefined && t.usage !== null) this.usage = t.usage;
       return;
     }
     if (isRecord(obj.usage)) {

@@ -95,6 +95,14 @@ export interface RouteRequest {
    * Absent/true: the model's usual retry and fallback rules.
    */
   readonly replayAnswered?: boolean;
+  /**
+   * The endpoint id that holds this request's conversation context (a Responses follow-up turn
+   * whose previous response it served; seed 003: a conversation stays where its context is).
+   * When it is among the request's candidates and admitted now, it is tried first, outside the
+   * strategy's order (for an alias: before every tier); otherwise routing is as usual. An admin
+   * pin wins over it. Absent/null = no preference.
+   */
+  readonly preferEndpointId?: string | null;
 }
 
 /** What a target that cannot serve the request's family is answered with (`RouteRequest.targetMustServe`). */

@@ -23,11 +23,13 @@ export interface Attempt {
   bytes: { readonly data: Buffer; readonly contentType: string } | null;
   /** The upstream's error body when the attempt failed with one (status or in-band), else null. */
   errorBody: string | null;
+  /** The attempt's final response object, when its family reports one (`AttemptContext.onResponse`), else null. */
+  response: Record<string, unknown> | null;
 }
 
 /** A fresh attempt `id` on `target`, not yet started. */
 export function newAttempt(id: number, target: RouteTarget): Attempt {
-  return { id, target, handle: null, pending: [], closed: false, body: null, bytes: null, errorBody: null };
+  return { id, target, handle: null, pending: [], closed: false, body: null, bytes: null, errorBody: null, response: null };
 }
 
 /**

@@ -83,6 +83,16 @@ export interface ExchangeMeta {
    * the client address (`key:…`, `ip:…`, or `anonymous` when neither is known).
    */
   readonly affinityKey: string;
+  /**
+   * The endpoint id holding the request's conversation context (a `/v1/responses` follow-up
+   * turn), tried first (`RouteRequest.preferEndpointId`); null / absent otherwise.
+   */
+  readonly preferEndpointId?: string | null;
+  /**
+   * Keeps the request's final response, served by `endpointId`, once the request succeeded (a
+   * stored `/v1/responses` request); null / absent when nothing is kept. Its promise never rejects.
+   */
+  readonly keepResponse?: ((response: Record<string, unknown>, endpointId: string) => Promise<void>) | null;
   /** Called once when the exchange is over (releases the in-flight slot). */
   released(): void;
 }

@@ -285,6 +285,7 @@ export class Exchange implements ListLinks<Exchange> {
         clientHeaders: this.meta.forwardedHeaders,
         traceHeaders: this.trace === null ? null : this.trace.attempt(id, target, this.ctx.now()),
         apiKey,
+        onResponse: this.meta.keepResponse ? (response) => (att.response = response) : undefined,
       },
       {
         headers: () => this.run(() => !att.closed && this.step({ kind: 'first_output', attemptId: id })),
@@ -438,6 +439,8 @@ export class Exchange implements ListLinks<Exchange> {
       if (md.status === 'ok' && this.req.stream && this.committed) this.client.end(this.takeOut() + this.req.wire.streamEnd);
       else if (!this.client.headersSent) this.client.send(500, [...this.baseHeaders, ['content-type', 'application/json']], this.req.wire.errorBody('internal_error', 'The request ended without a response.', null, 500, null));
     }
+    const keep = this.meta.keepResponse;
+    if (keep && md.status === 'ok' && this.committed?.response) void keep(this.committed.response, this.committed.target.endpointId);
     // The per-request line is built only when it will be written (the default level is warn).
     if (this.ctx.log.isLevelEnabled('info')) logRequestLine(this.ctx.log, md, { callerId: this.caller.id, startedAtMs: this.startedAtMs, nowMs: this.ctx.now(), cut: this.cut, errorDetail: this.errorDetail });
     this.report(md);

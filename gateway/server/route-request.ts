@@ -39,6 +39,7 @@ export function routeRequestOf(req: ClientRequest, meta: ExchangeMeta, hashPrefi
     callerRole,
     targetMustServe: targetRule(req.family),
     replayAnswered: req.family.noReplayAfterAnswer !== true && req.videoFetch === undefined,
+    preferEndpointId: meta.preferEndpointId ?? null,
   };
 }
 

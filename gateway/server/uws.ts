@@ -1,11 +1,11 @@
 /**
  * The public HTTP surface on uWebSockets.js: every inference family of `endpoints/families.ts`
- * (`POST /v1/chat/completions`, `/v1/completions`, `/v1/embeddings`, `/v1/rerank`, images,
- * audio, `/v1/videos`, …; a family that takes `multipart/form-data` has it spooled to a
+ * (`POST /v1/chat/completions`, `/v1/completions`, `/v1/embeddings`, `/v1/responses`, `/v1/rerank`,
+ * images, audio, `/v1/videos`, …; a family that takes `multipart/form-data` has it spooled to a
  * temporary file, removed when the request ends), `GET /v1/videos/{id}` and its `/content`
  * (to the target that accepted the job), 501 for the endpoints the gateway does not serve
- * (`unsupported-endpoints.ts`), `GET /v1/models` and
- * `/v1/models/{id}` (`endpoints/models.ts`), plus `GET /health` (public liveness) and the
+ * (`unsupported-endpoints.ts`), `GET /v1/models` and `/v1/models/{id}` (`endpoints/models.ts`),
+ * `GET /v1/responses/{id}` (a stored response, `endpoints/responses/`), plus `GET /health` (public liveness) and the
  * operational routes `/health/deep`, `/routing`, `/metrics` and `/admin/…` (admin keys only, on
  * this listener and on the admin listener, `createAdminApp`; see `admin-routes.ts`). What happens before routing
  * lives here — request id, caller authentication, the in-flight bound, the body limit, JSON and
@@ -45,6 +45,9 @@ import type { DeepHealth, StoreHealth } from './worker-aggregate.ts';
 import type { AdminApi } from '../admin/admin-api.ts';
 import { ADMIN_PATHS, mountAdminRoutes } from './admin-routes.ts';
 import type { ConfigStatus } from '../config-status.ts';
+import { isConversationProblem, resolveConversation, type Conversation } from '../endpoints/responses/conversation.ts';
+import { RESPONSES } from '../endpoints/responses/responses.ts';
+import type { ResponseStore } from '../endpoints/responses/response-store.ts';
 export { ADMIN_PATHS };
 export { deepHealthView, routingView } from './operational-views.ts';
 import { deriveAffinityKey, type IntrusiveList } from '../../core/index.ts';
@@ -96,6 +99,8 @@ export interface ServerContext {
   readonly live: IntrusiveList<Exchange>;
   /** The last configuration load / reload and the generation in force (`GET /status/config`). */
   readonly configStatus: ConfigStatus;
+  /** The stored `/v1/responses` responses (`previous_response_id`, `GET /v1/responses/{id}`). */
+  readonly responses: ResponseStore;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:\-]{1,128}$/;
@@ -127,6 +132,12 @@ export function createApp(ctx: ServerContext): TemplatedApp {
   });
   app.get('/v1/videos/*', (res, req) => handleVideoFetch(ctx, res, req));
   mountUnsupported(app, takeRequestId);
+  app.get('/v1/responses/*', (res, req) => {
+    const requestId = takeRequestId(req);
+    const caller = ctx.gen.callers.authenticate(req.getHeader('authorization'));
+    if (!caller) return sendNow(res, 401, requestId, errorJson('invalid_api_key', 'Incorrect or missing API key.'));
+    retrieveStoredResponse(ctx, caller, res, requestId, decodeURIComponent(req.getUrl().slice('/v1/responses/'.length)));
+  });
   app.get('/health', (res, req) => sendNow(res, 200, takeRequestId(req), JSON.stringify(liveness(ctx))));
   mountAdminRoutes(app, ctx, 'public');
   app.any('/*', (res, req) => {
@@ -147,6 +158,27 @@ export function createAdminApp(ctx: ServerContext): TemplatedApp {
   mountAdminRoutes(app, ctx, 'admin');
   app.any('/*', (res, req) => sendNow(res, 404, takeRequestId(req), errorJson('not_found', `Unknown request URL: ${req.getMethod().toUpperCase()} ${req.getUrl()}.`)));
   return app;
+}
+
+/**
+ * `GET /v1/responses/{id}`: a stored response as its client saw it, to a caller allowed its
+ * model; 404 (OpenAI's answer for an unknown id) otherwise, so a key cannot probe others' ids.
+ */
+function retrieveStoredResponse(ctx: ServerContext, caller: Caller, res: HttpResponse, requestId: string, id: string): void {
+  let aborted = false;
+  res.onAborted(() => (aborted = true));
+  const notFound = errorJson('not_found', `No response found with id '${id}'.`, 'response_id', 404);
+  ctx.responses.get(id).then(
+    (stored) => {
+      if (aborted) return;
+      const model = stored?.response.model;
+      if (!stored || typeof model !== 'string' || !Callers.mayUse(caller, model)) return sendNow(res, 404, requestId, notFound);
+      sendNow(res, 200, requestId, JSON.stringify(stored.response));
+    },
+    () => {
+      if (!aborted) sendNow(res, 503, requestId, errorJson('store_unavailable', 'The gateway could not read its stored responses; retry shortly.', null, 503));
+    },
+  );
 }
 
 /** `GET /health`: liveness, in-flight count, routes configured (no topology). */
@@ -286,26 +318,45 @@ function handleInference(ctx: ServerContext, family: EndpointFamily, wire: Clien
           .map((t) => t.trim().toLowerCase())
           .filter((t) => t.length > 0)
       : null;
-    const ex = new Exchange(g, client, parsed, caller, {
-      requestId,
-      affinityKey: affinityKeyOf(authorization, clientIp),
-      baseHeaders: base,
-      pin: pinFor(caller, pinHeader),
-      sessionId,
-      routingTags,
-      clientIp,
-      headers,
-      cookies,
-      forwardedHeaders,
-      traceHeaders,
-      released: () => {
-        ctx.live.remove(ex);
-        release();
+    const startExchange = (request: ClientRequest, conversation: Conversation | null): void => {
+      const ex = new Exchange(g, client, request, caller, {
+        requestId,
+        affinityKey: affinityKeyOf(authorization, clientIp),
+        baseHeaders: base,
+        pin: pinFor(caller, pinHeader),
+        sessionId,
+        routingTags,
+        clientIp,
+        headers,
+        cookies,
+        forwardedHeaders,
+        traceHeaders,
+        preferEndpointId: conversation?.preferEndpointId ?? null,
+        keepResponse: conversation?.keep ?? null,
+        released: () => {
+          ctx.live.remove(ex);
+          release();
+        },
+      });
+      exchange = ex;
+      ctx.live.add(ex);
+      ex.run(() => ex.start());
+    };
+    if (endpoint !== RESPONSES) return startExchange(parsed, null);
+    // The conversation's stored turns are read before routing (the store may be remote).
+    const onStoreError = (e: unknown): void => g.log.warn({ requestId, err: e }, 'storing a response failed');
+    resolveConversation(parsed, ctx.responses, onStoreError).then(
+      (conversation) => {
+        if (!client.open) return release();
+        if (isConversationProblem(conversation)) return refuseParsed(400, conversation.code, conversation.message, conversation.param);
+        startExchange(conversation.req, conversation);
       },
-    });
-    exchange = ex;
-    ctx.live.add(ex);
-    ex.run(() => ex.start());
+      (e: unknown) => {
+        g.log.error({ requestId, err: e }, 'reading a stored response failed');
+        if (!client.open) return release();
+        refuse(503, 'store_unavailable', 'The gateway could not read the stored conversation of previous_response_id; retry shortly.', 'previous_response_id', 1);
+      },
+    );
   };
   const onTooLarge = (): void => {
     ctx.countRefused(413);

@@ -108,6 +108,19 @@ CREATE TABLE provider_env_key_min_roles (
   updated_at timestamptz NOT NULL DEFAULT now()
 )`,
   },
+  {
+    version: 6,
+    description: 'stored /v1/responses responses and the conversation items that led to each',
+    sql: `
+CREATE TABLE stored_responses (
+  id text PRIMARY KEY,
+  endpoint_id text NOT NULL,
+  response jsonb NOT NULL,
+  input jsonb NOT NULL,
+  stored_at_ms bigint NOT NULL
+);
+CREATE INDEX stored_responses_age ON stored_responses (stored_at_ms)`,
+  },
 ];
 
 /** The newest schema version this code knows. */

@@ -98,6 +98,13 @@ export interface UpstreamTarget {
   readonly apiKey: string | null;
   /** `model` sent upstream: the route's provider_model_id, else the model id. */
   readonly upstreamModel: string;
+  /**
+   * The route's own `endpoints:` list, or null / absent when it lists none (it serves its kind's
+   * defaults). An adapter reads from it which families the upstream has natively: an
+   * `openai_compat` route that lists `responses` has the Responses API, one that does not gets
+   * `/v1/responses` translated onto chat completions.
+   */
+  readonly declaredEndpoints?: readonly Endpoint[] | null;
 }
 
 /** What one attempt needs besides the target and the client's request. */
@@ -122,6 +129,12 @@ export interface AttemptContext {
    * null ⇒ the target's own key. Never logged.
    */
   readonly apiKey?: string | null;
+  /**
+   * Told the attempt's final response object in the family's format, once it is whole (a body,
+   * or a stream's last event), for families whose responses the gateway keeps (`/v1/responses`
+   * with `store`); absent otherwise. Must not throw.
+   */
+  readonly onResponse?: (response: Record<string, unknown>) => void;
 }
 
 /** One upstream protocol (a route `kind`). */

@@ -28,9 +28,14 @@ import { SseRelay, toUsage, type RelayEvent } from '../sse-relay.ts';
 import { ChatStreamToMessages } from '../translate/chat-stream-to-messages.ts';
 import { messagesRequestToChat } from '../translate/messages-to-chat.ts';
 import { chatCompletionToMessage } from '../translate/message-bodies.ts';
+import { ChatStreamToResponses } from '../translate/chat-stream-to-responses.ts';
+import { chatCompletionToResponse, type ResponseFrame } from '../translate/chat-to-responses.ts';
+import { inputForEndpoint, NativeResponsesStream, rewriteResponse, usageFromResponses } from '../translate/native-responses.ts';
+import { responsesRequestToChat } from '../translate/responses-to-chat.ts';
+import { newResponseId } from '../endpoints/responses/response-ids.ts';
 import { droppedParamsHeader } from './dropped-params.ts';
 import { answersWithBytes, attemptUpload, familyBody, isJsonType, TranscriptPassthrough, transcriptEvents, videoFetchPath, type StreamedBody } from './openai-families.ts';
-import type { AttemptEnd, AttemptHandle, AttemptHooks, UpstreamAdapter } from './adapter.ts';
+import type { AttemptEnd, AttemptHandle, AttemptHooks, UpstreamAdapter, UpstreamTarget } from './adapter.ts';
 
 export type { AttemptEnd, AttemptHandle, AttemptHooks } from './adapter.ts';
 
@@ -65,6 +70,20 @@ export interface AttemptSpec {
   readonly familyReq?: ClientRequest | null;
   /** The route's endpoint id (what a video id names). */
   readonly endpointId?: string;
+  /** A `/v1/responses` attempt: how its answer is read (absent for every other family). */
+  readonly responses?: ResponsesAttempt;
+}
+
+/** How a `/v1/responses` attempt reads its answer. */
+export interface ResponsesAttempt {
+  /** The upstream has the Responses API (else it was sent a chat completion request). */
+  readonly native: boolean;
+  /** The response's id, time, client-facing model and the client's request (echoed fields). */
+  readonly frame: ResponseFrame;
+  /** Told the final response object (`AttemptContext.onResponse`), or absent. */
+  readonly onResponse?: (response: Record<string, unknown>) => void;
+  /** The endpoint the attempt goes to (a native answer's reasoning items are tagged with it). */
+  readonly endpointId: string;
 }
 
 /**
@@ -73,6 +92,9 @@ export interface AttemptSpec {
  * `count_tokens` asks the engine's tokenizer at the server root (`POST /tokenize`, vLLM and
  * SGLang), which only a route that lists `count_tokens` in its `endpoints:` is asked for; the
  * other families go to OpenAI's own paths (`video` also serves `GET /videos/{id}[/content]`).
+ * `responses` goes to the upstream's own `/responses` when the route lists it in its
+ * `endpoints:` (the upstream has the Responses API), else it is translated into a chat
+ * completion (`../translate/responses-to-chat.ts`).
  */
 export const UPSTREAM_PATH = {
   chat: '/chat/completions',
@@ -87,6 +109,7 @@ export const UPSTREAM_PATH = {
   translation: '/audio/translations',
   speech: '/audio/speech',
   video: '/videos',
+  responses: '/responses',
 } as const satisfies Readonly<Record<Endpoint, string>>;
 
 /** An endpoint family this adapter serves. */
@@ -98,7 +121,7 @@ export type OpenAIEndpoint = keyof typeof UPSTREAM_PATH;
  * 404; a route that lists its `endpoints:` makes a multi-target alias answer such a request with
  * the capability error instead (seed 003).
  */
-const DEFAULT_ENDPOINTS: readonly OpenAIEndpoint[] = ['chat', 'completion', 'embedding', 'messages', 'rerank', 'image_generation', 'image_edit', 'transcription', 'translation', 'speech', 'video'];
+const DEFAULT_ENDPOINTS: readonly OpenAIEndpoint[] = ['chat', 'completion', 'embedding', 'messages', 'rerank', 'image_generation', 'image_edit', 'transcription', 'translation', 'speech', 'video', 'responses'];
 
 /** The families `openai-families.ts` reads the answers of. */
 const OTHER_FAMILIES: ReadonlySet<string> = new Set(['rerank', 'image_generation', 'image_edit', 'transcription', 'translation', 'speech', 'video']);
@@ -112,8 +135,9 @@ export function tokenizePath(basePath: string): string {
  * The upstream body of one attempt, the commit headers it brings (the fields a translation
  * dropped, the source of a token count), or the refusal of a field that cannot be carried.
  */
-function upstreamRequest(req: ClientRequest, upstreamModel: string): { body: string; commitHeaders: ReadonlyArray<readonly [string, string]> | undefined } | AttemptEnd {
+function upstreamRequest(req: ClientRequest, upstreamModel: string, nativeEndpointId: string | null): { body: string; commitHeaders: ReadonlyArray<readonly [string, string]> | undefined } | AttemptEnd {
   if (req.upload || req.videoFetch) return { body: '', commitHeaders: undefined };
+  if (req.endpoint === 'responses') return responsesRequest(req, upstreamModel, nativeEndpointId);
   if (req.endpoint !== 'messages' && req.endpoint !== 'count_tokens') return { body: upstreamBody(req, upstreamModel), commitHeaders: undefined };
   const t = messagesRequestToChat(req.body, upstreamModel);
   if (!t.ok) {
@@ -132,6 +156,39 @@ function upstreamRequest(req: ClientRequest, upstreamModel: string): { body: str
 }
 
 /**
+ * The upstream body of a `/v1/responses` attempt. Its `input` is the whole conversation already
+ * (`endpoints/responses/conversation.ts`), so a native upstream (`nativeEndpointId`) is sent it
+ * without `previous_response_id`, with `store: false` (the gateway keeps the state) and with
+ * only its own reasoning items (`inputForEndpoint`); any other is sent the chat translation, or
+ * the attempt fails with a 400 naming the field it cannot carry.
+ */
+function responsesRequest(req: ClientRequest, upstreamModel: string, nativeEndpointId: string | null): { body: string; commitHeaders: ReadonlyArray<readonly [string, string]> | undefined } | AttemptEnd {
+  if (nativeEndpointId !== null) {
+    const body: Record<string, unknown> = { ...req.body, model: upstreamModel, store: false };
+    delete body.previous_response_id;
+    let dropped: ReturnType<typeof droppedParamsHeader> = null;
+    if (Array.isArray(body.input)) {
+      const own = inputForEndpoint(body.input, nativeEndpointId);
+      body.input = own.input;
+      dropped = droppedParamsHeader(own.dropped);
+    }
+    return { body: JSON.stringify(body), commitHeaders: dropped ? [dropped] : undefined };
+  }
+  const t = responsesRequestToChat(req.body, upstreamModel);
+  if (!t.ok) {
+    const errorBody = JSON.stringify({ error: { message: t.message, type: 'invalid_request_error', param: t.param, code: 'unsupported_on_route' } });
+    return { kind: 'failed', outcome: { kind: 'http_status', status: 400, errorClass: 'client_error', retryAfterMs: null }, errorBody };
+  }
+  const dropped = droppedParamsHeader(t.dropped);
+  return { body: JSON.stringify(t.body), commitHeaders: dropped ? [dropped] : undefined };
+}
+
+/** Whether `target` has the Responses API itself (its route lists `responses` in `endpoints:`). */
+function hasNativeResponses(target: UpstreamTarget): boolean {
+  return target.declaredEndpoints?.includes('responses') === true;
+}
+
+/**
  * The `openai_compat` adapter: the client's OpenAI body with the route's model name (and stream
  * usage always asked for), POSTed to `base_url` + the endpoint's OpenAI path, `Authorization:
  * Bearer` with the route's key; the response read as `startAttempt` describes.
@@ -143,7 +200,8 @@ export const openaiCompatAdapter: UpstreamAdapter = {
   startAttempt(target, req, ctx, hooks, end) {
     // The exchange dispatches only the families a route serves, a subset of `endpoints` above.
     const endpoint = req.endpoint as OpenAIEndpoint;
-    const up = upstreamRequest(req, target.upstreamModel);
+    const native = endpoint === 'responses' && hasNativeResponses(target);
+    const up = upstreamRequest(req, target.upstreamModel, native ? target.endpointId : null);
     if ('kind' in up) {
       queueMicrotask(() => end(up));
       return { abort() {} };
@@ -151,7 +209,7 @@ export const openaiCompatAdapter: UpstreamAdapter = {
     return startAttempt(
       {
         pool: target.pool,
-        path: endpoint === 'count_tokens' ? tokenizePath(target.basePath) : target.basePath + (req.videoFetch ? videoFetchPath(req.videoFetch) : UPSTREAM_PATH[endpoint]),
+        path: endpoint === 'count_tokens' ? tokenizePath(target.basePath) : target.basePath + (req.videoFetch ? videoFetchPath(req.videoFetch) : endpoint === 'responses' && !native ? UPSTREAM_PATH.chat : UPSTREAM_PATH[endpoint]),
         method: req.videoFetch ? 'GET' : 'POST',
         upload: attemptUpload(req, target.upstreamModel),
         familyReq: OTHER_FAMILIES.has(endpoint) ? req : null,
@@ -167,12 +225,18 @@ export const openaiCompatAdapter: UpstreamAdapter = {
         maxErrorBodyBytes: ctx.maxErrorBodyBytes,
         wire: req.wire,
         traceHeaders: ctx.traceHeaders ?? null,
+        responses: endpoint === 'responses' ? { native, frame: responseFrame(req, target.endpointId), onResponse: ctx.onResponse, endpointId: target.endpointId } : undefined,
       },
       hooks,
       end,
     );
   },
 };
+
+/** The frame of a fresh response for `req` served by `endpointId`: a new id naming it, the time now. */
+function responseFrame(req: ClientRequest, endpointId: string): ResponseFrame {
+  return { id: newResponseId(endpointId), createdAtSec: Math.floor(Date.now() / 1000), model: req.model, request: req.body };
+}
 
 /** Thrown into undici by `AttemptHandle.abort` (never reported: the attempt already ended). */
 class AttemptAborted extends Error {
@@ -248,6 +312,8 @@ class AttemptHandler implements Dispatcher.DispatchHandler, AttemptHandle {
   private parts: Buffer[] = [];
   private size = 0;
   private relay: SseRelay | null = null;
+  /** The Responses stream reader of a `/v1/responses` attempt (it holds the final response). */
+  private responsesStream: ChatStreamToResponses | NativeResponsesStream | null = null;
   private out: RelayEvent[] = [];
   /** The client is congested: a delivery waits for it (reading is paused while the body is still coming). */
   private waiting = false;
@@ -320,12 +386,14 @@ class AttemptHandler implements Dispatcher.DispatchHandler, AttemptHandle {
     }
     this.mode = Mode.Stream;
     const spec = this.spec;
+    const r = spec.responses;
+    if (r) this.responsesStream = r.native ? new NativeResponsesStream(r.frame.id, spec.publicModel, r.frame.request, r.endpointId) : new ChatStreamToResponses(r.frame);
     this.relay = new SseRelay({
       endpoint: spec.endpoint === 'completion' ? 'completion' : 'chat',
       includeUsage: spec.includeUsage,
       model: spec.publicModel,
       wire: spec.wire,
-      translator: spec.endpoint === 'messages' ? new ChatStreamToMessages(spec.publicModel) : spec.endpoint === 'transcription' ? new TranscriptPassthrough() : undefined,
+      translator: this.responsesStream ?? (spec.endpoint === 'messages' ? new ChatStreamToMessages(spec.publicModel) : spec.endpoint === 'transcription' ? new TranscriptPassthrough() : undefined),
     });
   }
 
@@ -367,7 +435,7 @@ class AttemptHandler implements Dispatcher.DispatchHandler, AttemptHandle {
           if (answersWithBytes(req) || !isJsonType(contentType)) return this.finish({ kind: 'body', text: '', usage: null, bytes: { data, contentType: contentType || 'application/octet-stream' } });
           return this.finish(familyBody(data.toString('utf8'), req, this.spec.publicModel, this.spec.endpointId ?? '') ?? RESET);
         }
-        return this.finish(wholeBody(this.parts.length === 1 ? this.parts[0]!.toString('utf8') : Buffer.concat(this.parts).toString('utf8'), this.spec.publicModel, this.spec.endpoint));
+        return this.finish(wholeBody(this.parts.length === 1 ? this.parts[0]!.toString('utf8') : Buffer.concat(this.parts).toString('utf8'), this.spec.publicModel, this.spec.endpoint, this.spec.responses));
       }
       case Mode.ErrorBody:
         return this.finish(this.httpFailure());
@@ -430,7 +498,11 @@ class AttemptHandler implements Dispatcher.DispatchHandler, AttemptHandle {
     } else if (last.kind === 'malformed') {
       batch.pop();
       failure = RESET;
-    } else if (last.kind === 'done') this.streamed = true;
+    } else if (last.kind === 'done') {
+      this.streamed = true;
+      const final = this.responsesStream?.response ?? null;
+      if (final !== null) this.spec.responses?.onResponse?.(final);
+    }
     const wait = batch.length > 0 ? this.hooks.events(batch) : undefined;
     if (failure) return this.fail(controller, failure);
     if (!wait || this.ended) return;
@@ -511,10 +583,11 @@ export function errorBodyFailure(status: number, errorBody: string, retryAfterMs
 
 /**
  * A whole 2xx body: the model name rewritten to the public one, and its usage; for `messages`
- * the chat completion as an Anthropic Message, for `count_tokens` the tokenizer's count as
+ * the chat completion as an Anthropic Message, for `responses` a Responses object (a native one
+ * with the gateway's id, else the chat completion translated) told to `responses.onResponse`, for `count_tokens` the tokenizer's count as
  * `{"input_tokens"}`.
  */
-function wholeBody(text: string, publicModel: string, endpoint: OpenAIEndpoint): AttemptEnd {
+function wholeBody(text: string, publicModel: string, endpoint: OpenAIEndpoint, responses: ResponsesAttempt | undefined): AttemptEnd {
   let obj: unknown;
   try {
     obj = JSON.parse(text);
@@ -527,6 +600,11 @@ function wholeBody(text: string, publicModel: string, endpoint: OpenAIEndpoint):
     if (typeof o.count !== 'number') return RESET;
     return { kind: 'body', text: JSON.stringify({ input_tokens: o.count }), usage: null };
   }
+  if (responses) {
+    const response = responses.native ? rewriteResponse(o, responses.frame.id, publicModel, responses.frame.request, responses.endpointId) : chatCompletionToResponse(o, responses.frame);
+    responses.onResponse?.(response);
+    return { kind: 'body', text: JSON.stringify(response), usage: responses.native ? usageFromResponses(o.usage) : toUsage(isRecordValue(o.usage) ? o.usage : {}) };
+  }
   const usage = o.usage !== null && typeof o.usage === 'object' ? toUsage(o.usage as Record<string, unknown>) : null;
   if (endpoint === 'messages') return { kind: 'body', text: JSON.stringify(chatCompletionToMessage(o, publicModel)), usage };
   if (typeof o.model === 'string' && o.model !== publicModel) {
@@ -534,6 +612,10 @@ function wholeBody(text: string, publicModel: string, endpoint: OpenAIEndpoint):
     return { kind: 'body', text: JSON.stringify(o), usage };
   }
   return { kind: 'body', text, usage };
+}
+
+function isRecordValue(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
 
 /**

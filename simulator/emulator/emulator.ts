@@ -7,7 +7,8 @@
  * make it misbehave on purpose. It records every request it received and when its client went
  * away (`request-log.ts`), so tests can assert what the gateway did upstream.
  *
- * Endpoints: POST /v1/chat/completions, /v1/completions, /v1/embeddings (OpenAI's API);
+ * Endpoints: POST /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/responses (OpenAI's
+ * API; the Responses API's object and named events, `responses-shapes.ts`);
  * POST /v1/rerank, /v1/images/generations, /v1/images/edits, /v1/audio/transcriptions,
  * /v1/audio/translations, /v1/audio/speech, /v1/videos and GET /v1/videos/{id}[/content]
  * (small deterministic answers, `family-shapes.ts`; multipart bodies are read into fields);
@@ -40,6 +41,7 @@ import { ANTHROPIC_ERRORS, anthropicWriter } from './anthropic-shapes.ts';
 import { embedding, errorBody, OPENAI_ERRORS, openAiWriter, tokenText, type ChunkHead, type EmulatedEndpoint } from './openai-shapes.ts';
 import type { ErrorShapes, Failure, OutputWriter, StopKind, TokenCounts } from './output-writer.ts';
 import { RequestLog, type RecordOutcome, type RequestRecord } from './request-log.ts';
+import { responsesToolToCall, responsesWriter } from './responses-shapes.ts';
 import { WallClockEngine, type EngineListener } from './wall-clock-engine.ts';
 import { imagesBody, multipartFields, rerankBody, SPEECH_BYTES, transcriptAnswer, transcriptStream, VIDEO_BYTES, VideoJobs } from './family-shapes.ts';
 
@@ -355,6 +357,27 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Running
     serveGeneration(x, { promptText: anthropicPromptText(body), asked: body.max_tokens as number, stream: body.stream === true, tool: tool !== null, echoOneToken: true, writer }, plan);
   };
 
+  /** OpenAI's Responses API: its output limit, then the shared generation path. */
+  const serveResponses = (x: Exchange, body: Record<string, unknown>, plan: ServePlan): void => {
+    const limit = body.max_output_tokens;
+    if (limit !== undefined && limit !== null && (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1)) {
+      return reply(x, 400, errorBody(`Invalid 'max_output_tokens': ${JSON.stringify(limit)}. Expected an integer of at least 1.`, 'invalid_request_error', 'invalid_value', 'max_output_tokens'), 'bad_request');
+    }
+    if (typeof body.input !== 'string' && !Array.isArray(body.input)) {
+      return reply(x, 400, errorBody("Missing required parameter: 'input'.", 'invalid_request_error', 'missing_required_parameter', 'input'), 'bad_request');
+    }
+    const n = ++seq;
+    const tool = responsesToolToCall(body);
+    const writer = responsesWriter({
+      id: `resp_emu_${n}`,
+      model: opts.modelName ?? String(body.model ?? 'emulated'),
+      createdAt: Math.floor(Date.now() / 1000),
+      tool: tool ? { callId: `call_emu_${n}`, name: tool } : null,
+    });
+    const promptText = JSON.stringify({ instructions: body.instructions ?? null, input: body.input });
+    serveGeneration(x, { promptText, asked: typeof limit === 'number' ? limit : null, stream: body.stream === true, tool: tool !== null, echoOneToken: false, writer }, plan);
+  };
+
   /** Anthropic's token counter: the prompt's size without generating. */
   const serveCountTokens = (x: Exchange, body: Record<string, unknown>): void => {
     const problem = messagesProblem(body, false);
@@ -601,6 +624,7 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Running
   app.post('/v1/chat/completions', handle(openAi(serveOpenAi('chat'))));
   app.post('/v1/completions', handle(openAi(serveOpenAi('completion'))));
   app.post('/v1/embeddings', handle(openAi(serveEmbedding)));
+  app.post('/v1/responses', handle(openAi(serveResponses)));
   app.post('/v1/messages', handle(anthropic(serveMessages)));
   app.post('/v1/messages/count_tokens', handle(anthropic(serveCountTokens)));
   // vLLM serves /tokenize outside /v1 and without its API-key check; so does the emulator, fault-free.

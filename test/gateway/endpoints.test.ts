@@ -115,7 +115,7 @@ describe('OpenAI-style validation', () => {
 describe('registries', () => {
   it('every adapter is registered under its kind, serves endpoint families that exist', () => {
     expect(routeKinds()).toEqual(['openai_compat', 'anthropic']);
-    expect(endpointFamilies().map((f) => f.endpoint)).toEqual(['chat', 'completion', 'embedding', 'messages', 'count_tokens', 'rerank', 'image_generation', 'image_edit', 'transcription', 'translation', 'speech', 'video']);
+    expect(endpointFamilies().map((f) => f.endpoint)).toEqual(['chat', 'completion', 'embedding', 'messages', 'count_tokens', 'rerank', 'image_generation', 'image_edit', 'transcription', 'translation', 'speech', 'video', 'responses']);
     for (const [kind, a] of ADAPTERS) {
       expect(a.kind).toBe(kind);
       for (const e of a.endpoints) expect(endpointFamily(e)?.endpoint).toBe(e);
@@ -126,7 +126,8 @@ describe('registries', () => {
   it("the core's default endpoints per kind are the adapters' endpoints", () => {
     for (const [kind, a] of ADAPTERS) expect(defaultEndpoints(kind)).toEqual(a.defaultEndpoints ?? a.endpoints);
     // An engine's tokenizer is not every OpenAI-style server's: count_tokens only where a route lists it.
-    expect(defaultEndpoints('openai_compat')).toEqual(['chat', 'completion', 'embedding', 'messages', 'rerank', 'image_generation', 'image_edit', 'transcription', 'translation', 'speech', 'video']);
+    // /v1/responses by default is translated onto chat; a route listing it has it natively.
+    expect(defaultEndpoints('openai_compat')).toEqual(['chat', 'completion', 'embedding', 'messages', 'rerank', 'image_generation', 'image_edit', 'transcription', 'translation', 'speech', 'video', 'responses']);
     expect(defaultEndpoints('no_such_kind')).toBeUndefined();
   });
 });

@@ -58,7 +58,7 @@ function routeAmong(model: ResolvedModel, routes: readonly ResolvedRoute[], endp
 }
 
 /** The route of `endpointId` among `routes` if it has weight and every gate and its breaker admit it now, else null. */
-function admittedRoute(model: ResolvedModel, routes: readonly ResolvedRoute[], endpointId: string, admission: Admission, nowMs: number): ResolvedRoute | null {
+export function admittedRoute(model: ResolvedModel, routes: readonly ResolvedRoute[], endpointId: string, admission: Admission, nowMs: number): ResolvedRoute | null {
   const r = routeAmong(model, routes, endpointId);
   if (r === null || r.effectiveWeight <= 0) return null;
   if (admission.admitsEvery(nowMs)) return r; // nothing cooling, every breaker closed

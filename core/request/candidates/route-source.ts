@@ -2,7 +2,7 @@
  * The candidate source of a `router:` model (seed 000 "how FixedRouter picks an endpoint"): the
  * model's own routes through the candidate stages — published and non-empty (else 404) →
  * endpoint family (else 400) → modality → context-window floor → explicit pin (no fallback, no
- * affinity) → session affinity when the planner asks for it (`affinity.ts`) → weight and
+ * affinity) → the conversation's own route when admitted (`RouteRequest.preferEndpointId`) → session affinity when the planner asks for it (`affinity.ts`) → weight and
  * admission (`admitted.ts`) → the planner's pick (prefill-aware for `fixed`). Every fresh primary
  * choice is pinned for affinity. The offload route (`../offloading.ts`) is never the primary
  * while another route is admissible; nothing admitted → 429/503 (`admitted.ts`).
@@ -23,7 +23,7 @@ import { startOffload } from '../offloading.ts';
 import type { RouteRequest } from '../../lifecycle/seam.ts';
 import { acceptsModalities, routesAccepting } from './modality.ts';
 import { noRouteServesMessage, routesServing, servesFamily } from './endpoint-family.ts';
-import { affinityStage, type AffinityOutcome } from './affinity.ts';
+import { admittedRoute, affinityStage, type AffinityOutcome } from './affinity.ts';
 import { admittedCandidates, coolestRetryAfterMs, noAdmittedRoute } from './admitted.ts';
 import { contextNeedTokens, fitsWindow, noWindowFitsMessage, routesFitting } from './context-floor.ts';
 
@@ -104,6 +104,17 @@ export class RouteSource implements CandidateSource<Life<RouteSource>> {
       return life.withOverall(life.startAttempt(route, null, null, 'pinned', nowMs, out));
     }
     this.offload.consider(modal, request.inputTokens);
+    // The conversation's own route (a Responses follow-up), before affinity and the planner,
+    // when it is admitted now; the usual fallback follows a failure there.
+    const preferId = request.preferEndpointId;
+    if (preferId !== undefined && preferId !== null && preferId !== this.offloadId) {
+      const route = admittedRoute(model, modal, preferId, admission, nowMs);
+      const claim = route === null ? null : admission.gates.breaker.claim(route.endpointId, nowMs);
+      if (route !== null && claim) {
+        life.reason = 'conversation';
+        return life.withOverall(life.startAttempt(route, null, claim, 'normal', nowMs, out));
+      }
+    }
     // Session affinity first: a hit needs only its own endpoint's admission, not the full
     // candidate list (the common case for a returning caller).
     let bypass: Extract<AffinityOutcome, { kind: 'bypass' }> | null = null;

@@ -3,7 +3,9 @@
  * priority tier, the strategy's order over the targets the admission admits; when a tier runs
  * out, the next tier, in the same request. Each tier is ordered when the walk enters it, so a
  * stateful strategy (round robin) advances only for tiers that are used. Each target is entered
- * once per request. A target over its own rate limit is skipped and handed to the life to record
+ * once per request. A request whose conversation context lives on one target
+ * (`RouteRequest.preferEndpointId`, seed 003) tries that target first, outside the strategy's
+ * order, when it is admitted. A target over its own rate limit is skipped and handed to the life to record
  * as a failed 429 attempt (`drainRateSkips`).
  */
 import type { Rng } from '../../rng.ts';
@@ -32,6 +34,8 @@ export class TierWalk {
   private tierOrder: ResolvedTarget[] | null = null;
   private tierPos = 0;
   private rateSkips: ResolvedTarget[] = [];
+  /** The request's preferred target (`RouteRequest.preferEndpointId`) was looked at. */
+  private preferTried = false;
 
   constructor(
     readonly tiers: ReadonlyArray<readonly ResolvedTarget[]>,
@@ -47,6 +51,11 @@ export class TierWalk {
    * limit on the way are marked tried and wait in `drainRateSkips`.
    */
   next(nowMs: number, budgetLeft: boolean): ResolvedTarget | null {
+    if (!this.preferTried) {
+      this.preferTried = true;
+      const p = this.preferred(nowMs, budgetLeft);
+      if (p !== null) return p;
+    }
     while (this.tierIdx < this.tiers.length) {
       if (this.tierOrder === null) {
         const admissible = this.tiers[this.tierIdx]!.filter((t) => !this.tried.has(t.index) && this.admits(t, nowMs));
@@ -73,6 +82,30 @@ export class TierWalk {
       }
       this.tierIdx++;
       this.tierOrder = null;
+    }
+    return null;
+  }
+
+  /**
+   * The target holding the request's conversation context (`RouteRequest.preferEndpointId`),
+   * whatever its tier, when it is a candidate, admitted, within the budget and under its rate
+   * limit (its token taken); the reason becomes `conversation`. Null otherwise (a target over its
+   * rate limit waits in `drainRateSkips`), and the strategy's walk follows as usual.
+   */
+  private preferred(nowMs: number, budgetLeft: boolean): ResolvedTarget | null {
+    const id = this.request.preferEndpointId;
+    if (id === undefined || id === null || !budgetLeft) return null;
+    for (const tier of this.tiers) {
+      for (const t of tier) {
+        if (t.endpointId !== id || this.tried.has(t.index) || !this.admits(t, nowMs)) continue;
+        if (!this.admission.gates.rateLimit.take(t, nowMs)) {
+          this.tried.add(t.index);
+          this.rateSkips.push(t);
+          return null;
+        }
+        this.reason = 'conversation';
+        return t;
+      }
     }
     return null;
   }
