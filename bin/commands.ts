@@ -55,7 +55,7 @@ export const COMMANDS: readonly CommandEntry[] = [
   },
   {
     name: 'dashboard',
-    summary: 'serve the results dashboard (Vite + d3) over DuckDB results files, read-only',
+    summary: 'serve the results dashboard (Vite + d3) over DuckDB results files, and with --gateway URL the operator console of a running gateway',
     load: async () => (await import('../notebooks-web/dashboard-command.ts')).dashboardCommand,
   },
   {

@@ -86,7 +86,7 @@ export async function startDashboard(opts: StartDashboardOptions): Promise<Dashb
 /** The `dashboard` command. */
 export const dashboardCommand: CliCommand = {
   name: 'dashboard',
-  summary: 'serve the results dashboard (Vite + d3) over DuckDB results files, read-only',
+  summary: 'serve the results dashboard (Vite + d3) over DuckDB results files, and with --gateway URL the operator console of a running gateway',
   usage:
     'usage: switchyard dashboard [results.duckdb | folder]… [--port N] [--host ADDR] [--gateway URL]\n' +
     `  default: every *.duckdb in results/, on http://127.0.0.1:${DEFAULT_PORT}/\n` +
