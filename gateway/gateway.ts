@@ -68,6 +68,7 @@ import { requestReports } from './admin/request-reports.ts';
 import { HealthHistory, liveViews, startHealthSampling } from './admin/live-views.ts';
 import type { OverlaySnapshot } from './store/overlay-repo.ts';
 import { buildGeneration, checkGeneration } from './generation.ts';
+import { ServedLedger } from './server/served-ledger.ts';
 import { KeySecrets } from './upstream/key-secrets.ts';
 import { ProviderKeysAdmin } from './admin/provider-keys-admin.ts';
 import { MemoryProviderKeyRepo, SqlProviderKeyRepo } from './store/provider-key-repo.ts';
@@ -180,12 +181,13 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   };
   // Secrets of pooled keys, shared by every generation and the provider-keys admin.
   const keySecrets = new KeySecrets();
+  const served = new ServedLedger();
   let keyRoutes: GatewayConfig['models']['models'][number]['route'] = [];
   // Set once the admin API exists; re-applies run-time key declarations to each new generation.
   let providerKeys: ProviderKeysAdmin | null = null;
   const build = (c: GatewayConfig, prev: Generation | null): Generation => {
     const composed = withOverlay(c, control.overlay);
-    const gen = buildGeneration(composed, { seed, worker, pools, log, metrics, requestLog, logPrompts, overlay: control.routeOverlay(), carryFrom: prev?.core ?? null, tracing, keySecrets });
+    const gen = buildGeneration(composed, { seed, worker, pools, log, metrics, requestLog, logPrompts, overlay: control.routeOverlay(), carryFrom: prev?.core ?? null, tracing, keySecrets, served });
     keyRoutes = composed.models.models.flatMap((m) => m.route);
     providerKeys?.apply();
     // At start the check waits for the warm start (below); later generations carry the envelopes.
@@ -394,6 +396,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     },
     metrics,
     requestLog,
+    servedEndpoint: (requestId) => served.endpointOf(requestId),
     inFlight: () => ctx.inFlight,
     probes: () => ({ active: prober?.active ?? false, tickMs: prober?.active ? prober.tickMs : null, ...probeCounters }),
     upstreamStats: () => pools.stats(),

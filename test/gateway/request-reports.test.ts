@@ -181,5 +181,5 @@ async function withDb(path: string, f: (conn: DuckDBConnection) => Promise<void>
 
 /** A logged attempt from `startMs` to `endMs` after arrival with `inputTokens` (no output). */
 function attempt(endpointId: string, outcome: string, reason: string, startMs: number, endMs: number, inputTokens: number): AttemptLogRow {
-  return { endpointId, target: null, outcome, reason, startOffsetMs: startMs, endOffsetMs: endMs, inputTokens, outputTokens: 0, cachedTokens: 0 };
+  return { endpointId, target: null, outcome, reason, startOffsetMs: startMs, endOffsetMs: endMs, inputTokens, outputTokens: 0, cachedTokens: 0, costUsd: 0 };
 }
