@@ -103,6 +103,15 @@ export interface RouteRequest {
    * pin wins over it. Absent/null = no preference.
    */
   readonly preferEndpointId?: string | null;
+  /**
+   * What an attempt's latency sample (`least_latency`, `EndpointStats`) measures: `headers` —
+   * the time to the upstream's response headers (the `first_output` event), whatever the
+   * stream flag (seed 003: speech, and streamed transcriptions, whose first bytes are not a
+   * model's first token); `first_token` (absent) — the first token of a stream, the whole
+   * response otherwise. Either way the attempt counts as busy (`least_busy`) until it ends, so a
+   * relayed stream is in flight until its last byte.
+   */
+  readonly latencyAt?: 'first_token' | 'headers';
 }
 
 /** What a target that cannot serve the request's family is answered with (`RouteRequest.targetMustServe`). */
