@@ -99,8 +99,9 @@ export interface RouteRequest {
    * The endpoint id that holds this request's conversation context (a Responses follow-up turn
    * whose previous response it served; seed 003: a conversation stays where its context is).
    * When it is among the request's candidates and admitted now, it is tried first, outside the
-   * strategy's order (for an alias: before every tier); otherwise routing is as usual. An admin
-   * pin wins over it. Absent/null = no preference.
+   * strategy's order (for an alias: before every tier; when it cannot serve, the alias's other
+   * targets on the same provider key come next, `candidates/provider-key.ts`); otherwise routing
+   * is as usual. An admin pin wins over it. Absent/null = no preference.
    */
   readonly preferEndpointId?: string | null;
   /**
