@@ -22,6 +22,8 @@ let chatEmu: RunningEmulator;
 let broken: RunningEmulator;
 let cutting: RunningEmulator;
 let claudeEmu: RunningEmulator;
+let flaky: RunningEmulator;
+let steady: RunningEmulator;
 let client: OpenAI;
 
 beforeAll(async () => {
@@ -32,6 +34,7 @@ beforeAll(async () => {
   ]);
   cutting = await startEmulator({ faults: { latency_scale: 0.02, error_after_tokens: 2 }, defaultOutputTokens: 6 });
   // Anthropic requests always carry max_tokens; the emulator's own cap makes the answer end naturally at 6.
+  [flaky, steady] = await Promise.all([startEmulator({ faults: { latency_scale: 0.02 }, defaultOutputTokens: 6 }), startEmulator({ faults: { latency_scale: 0.02 }, defaultOutputTokens: 6 })]);
   claudeEmu = await startEmulator({ apiKey: 'sk-upstream-claude', faults: { latency_scale: 0.02 }, maxOutputTokens: 6, modelName: 'claude-upstream' });
   const config = buildGatewayConfig({
     models: {
@@ -41,6 +44,11 @@ beforeAll(async () => {
         { id: 'broken', route: [{ base_url: broken.baseUrl, endpoints: ['chat', 'responses'] }] },
         { id: 'cutting', route: [{ base_url: cutting.baseUrl }] },
         { id: 'claude', route: [{ kind: 'anthropic', base_url: claudeEmu.baseUrl, api_key: 'sk-upstream-claude', provider_model_id: 'claude-upstream' }] },
+        // `home` and `sibling` share a provider key; `other` is on another key of the same provider.
+        { id: 'home', route: [{ base_url: flaky.baseUrl, provider: 'acme', api_key: 'sk-acme-1' }] },
+        { id: 'other', route: [{ base_url: steady.baseUrl, provider: 'acme', api_key: 'sk-acme-2' }] },
+        { id: 'sibling', route: [{ base_url: steady.baseUrl, provider: 'acme', api_key: 'sk-acme-1' }] },
+        { id: 'keyed', routing: { strategy: 'failover', targets: [{ model: 'home' }, { model: 'other' }, { model: 'sibling' }] } },
         { id: 'to-claude', routing: { strategy: 'failover', targets: [{ model: 'broken' }, { model: 'claude' }] } },
         { id: 'agents', routing: { strategy: 'failover', targets: [{ model: 'broken' }, { model: 'chat-only' }] } },
         { id: 'duo', routing: { strategy: 'round_robin', targets: [{ model: 'native' }, { model: 'chat-only' }] } },
@@ -58,7 +66,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await gw?.close();
-  await Promise.all([nativeEmu, chatEmu, broken, cutting, claudeEmu].map((e) => e?.close()));
+  await Promise.all([nativeEmu, chatEmu, broken, cutting, claudeEmu, flaky, steady].map((e) => e?.close()));
 });
 
 const lastRecord = (emu: RunningEmulator) => emu.log.all().at(-1)!;
@@ -203,6 +211,22 @@ describe('routing of /v1/responses', () => {
     expect(s.final.previous_response_id).toBe(data.id);
     expect(claudeEmu.log.all().slice(before).map((r) => r.path)).toEqual(['/v1/messages', '/v1/messages']);
     expect(JSON.stringify(claudeEmu.log.all().at(-1)!.body)).toContain(data.output_text);
+  });
+
+  it('a follow-up turn whose target fails goes to another target on the same provider key, not the next in the strategy order', async () => {
+    const first = await client.responses.create({ model: 'keyed', input: 'Start.' }).withResponse();
+    expect(first.response.headers.get('x-switchyard-served-by')).toBe('home');
+    flaky.setFaults({ error_rate: 1, error_status: 500 });
+    try {
+      const next = await client.responses.create({ model: 'keyed', input: 'Go on.', previous_response_id: first.data.id }).withResponse();
+      expect(next.response.headers.get('x-switchyard-served-by')).toBe('sibling');
+      expect(JSON.stringify(steady.log.all().at(-1)!.body)).toContain(first.data.output_text);
+      // A fresh turn follows the failover order past the failing target.
+      const fresh = await client.responses.create({ model: 'keyed', input: 'Fresh.' }).withResponse();
+      expect(fresh.response.headers.get('x-switchyard-served-by')).toBe('other');
+    } finally {
+      flaky.setFaults({ error_rate: 0 });
+    }
   });
 
   it('a follow-up turn goes back to the target that served its previous response, outside the round robin', async () => {
