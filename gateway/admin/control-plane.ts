@@ -52,7 +52,7 @@ export class ControlPlane {
    *   migrated, or its schema is newer than this gateway's: the gateway refuses to start.
    */
   static async open(store: StoreConfig | undefined, log: Logger): Promise<ControlPlane> {
-    if (!store) return new ControlPlane(null, new MemoryOverlayRepo(), { weights: [], providers: [], routing: [], routewise: [] }, log);
+    if (!store) return new ControlPlane(null, new MemoryOverlayRepo(), { weights: [], providers: [], routing: [], routewise: [], settings: [] }, log);
     const { openStore } = await import('../store/sql-store.ts');
     const db = await openStore(store);
     const repo = new SqlOverlayRepo(db);

@@ -129,7 +129,7 @@ export function routeWiseSettingsRoutes(kit: AdminKit): AdminRouteGroup {
 
   /** A validator for `writeRouteWise`: throws `Rejected` with the 400 when `models` would break. */
   const check = (models: ResolvedModel[]) => (after: RouteWiseSettingRecord[]): void => {
-    const problem = wholeProblem({ weights: [], providers: [], routing: [], routewise: after }, models);
+    const problem = wholeProblem({ weights: [], providers: [], routing: [], routewise: after, settings: [] }, models);
     if (problem) throw new Rejected(problem);
   };
   /** Runs a write whose validator may refuse it. */

@@ -12,7 +12,7 @@ import { MemoryOverlayRepo, type OverlaySnapshot } from '../../gateway/store/ove
 describe('admin writes refused without a store', () => {
   it('PATCH and DELETE of RouteWise settings get 409 store_required; GETs answer', async () => {
     const core = new RoutingCore(parseModelsConfig({ models: [{ id: 'rw', router: 'routewise', route: [{ base_url: 'sim://a', pricing: { input_usd_per_1m: 1, output_usd_per_1m: 2 } }] }] }));
-    const overlay: OverlaySnapshot = { weights: [], providers: [], routing: [], routewise: [] };
+    const overlay: OverlaySnapshot = { weights: [], providers: [], routing: [], routewise: [], settings: [] };
     let applied = 0;
     const api = new AdminApi({
       repo: new MemoryOverlayRepo(),
@@ -46,7 +46,7 @@ describe('admin writes refused without a store', () => {
   it('runtime-route and offload writes get 409 store_required; their verification twins answer', async () => {
     const models = parseModelsConfig({ models: [{ id: 'org/m', route: [{ base_url: 'http://127.0.0.1:1/v1' }, { base_url: 'http://127.0.0.1:2/v1' }] }] });
     const core = new RoutingCore(models);
-    const overlay: OverlaySnapshot = { weights: [], providers: [], routing: [], routewise: [] };
+    const overlay: OverlaySnapshot = { weights: [], providers: [], routing: [], routewise: [], settings: [] };
     let applied = 0;
     const deps: RoutingAdminDeps = { repo: new MemoryOverlayRepo(), core: () => core, overlay: () => overlay, yaml: () => models, assess: () => ({ refused: new Map(), error: null }), apply: () => void applied++, generation: () => 1, writesRefused: 'two workers, no store' };
     const api = new AdminApi({ repo: deps.repo, core: () => core, overlay: () => overlay, apply: () => void applied++, generation: () => 1, persistent: false, writesRefused: 'two workers, no store', log: pino({ level: 'silent' }), modules: [new RouteAdmin(deps), new OffloadAdmin(deps)] });
