@@ -29,7 +29,7 @@ import type { SlotTicket } from './outbound/slot-pool.ts';
 import { RetryAfterTable } from './health/retry-after.ts';
 import { buildAdmissions } from './admission/admission.ts';
 import { KeyPools, type RouteKeyDeclaration } from './keys/key-pools.ts';
-import { kindTakesReservations } from './keys/route-keys.ts';
+import { kindTakesReservations } from './keys/own-credential-kinds.ts';
 import { routerPolicy } from './request/policy/kind-policy.ts';
 import type { OffloadPolicy } from './offload/offload-policy.ts';
 import { resolveModels } from './model/model-registry.ts';

@@ -4,7 +4,7 @@
  * validated values. Field names follow the YAML (snake_case); seed 000 "choosing a router",
  * "adding a model".
  */
-import { kindTakesReservations } from '../keys/route-keys.ts';
+import { kindTakesReservations } from '../keys/own-credential-kinds.ts';
 import { z } from 'zod';
 import { CALLER_ROLES } from '../keys/caller-role.ts';
 import { HashSourceSchema } from '../hashing/hash-key.ts';

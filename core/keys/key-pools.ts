@@ -7,7 +7,7 @@
  * declaration names for the same secret (the route's `min_role`, a provider key's `min_role`, a
  * reservation by the secret's hash). A route with `api_keys:` or with provider keys always takes
  * the pool path; a route with one `api_key` takes it only while a reservation applies to that
- * key. A route of a kind that holds its own credential (`route-keys.ts` `OWN_CREDENTIAL_KINDS`)
+ * key. A route of a kind that holds its own credential (`own-credential-kinds.ts`)
  * takes neither reservations nor provider keys: recorded ones are kept, never applied to it.
  * Every change re-declares the affected pools at once (`KeyPool.redeclare` keeps silence
  * and the bindings whose preferred key did not change).
@@ -48,7 +48,7 @@ export interface RouteKeyDeclaration {
   readonly keys: readonly PoolKeyDeclaration[];
   /**
    * Whether reservations and provider keys apply (false for a kind that holds its own credential,
-   * `route-keys.ts` `OWN_CREDENTIAL_KINDS`: then only an `api_keys:` list pools, every key free).
+   * `own-credential-kinds.ts`: then only an `api_keys:` list pools, every key free).
    * Absent ⇒ true.
    */
   readonly reservable?: boolean;

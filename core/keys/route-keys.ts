@@ -8,22 +8,6 @@ import type { RouteConfig } from '../config/models-config.ts';
 import { fnv1a64Hex } from '../affinity/affinity-key.ts';
 import type { PoolKeyDeclaration } from './key-pool.ts';
 
-/**
- * Route kinds whose upstream holds its own credential instead of drawing one from a key pool:
- * the native Anthropic kind. Seed 000 says of such adapters that they never join the run-time
- * key registry, so a reservation recorded for their keys is kept but never takes effect, and a
- * model behind them is restricted by who may call it (here: the caller keys' `allowed_models`)
- * rather than by `min_role`. On these routes `api_keys:` may not reserve (`min_role` above
- * `free` is refused when the registry is read), reservations by hash and keys added for their
- * provider label do not apply, and only an `api_keys:` list pools (rotation and silencing).
- */
-export const OWN_CREDENTIAL_KINDS: ReadonlySet<string> = new Set(['anthropic']);
-
-/** Whether `min_role` reservations can apply to a route of `kind` (not one of `OWN_CREDENTIAL_KINDS`). */
-export function kindTakesReservations(kind: string): boolean {
-  return !OWN_CREDENTIAL_KINDS.has(kind);
-}
-
 /** The fingerprint of a secret: FNV-1a 64 of its UTF-8 text, 16 hex digits. */
 export function keyFingerprint(secret: string): string {
   return fnv1a64Hex(secret);
