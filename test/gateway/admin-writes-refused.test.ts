@@ -1,4 +1,4 @@
-// The admin API without a store on a gateway of several workers refuses RouteWise setting writes
+// The admin API without a store on a gateway of several workers refuses RouteWise and runtime setting writes
 // (a change would reach one worker only) but still reads them and still verifies upstreams.
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
@@ -31,12 +31,15 @@ describe('admin writes refused without a store', () => {
       ['PATCH', '/admin/routewise/model-settings/slo_ms', '{"value": 1}', 'model_id=rw'],
       ['DELETE', '/admin/routewise/model-settings/slo_ms', '', 'model_id=rw'],
       ['PATCH', '/admin/routewise/settings', '{"slo_ms": 1}', ''],
+      ['PUT', '/admin/settings/auto_mode_enabled', '{"value": true}', ''],
+      ['DELETE', '/admin/settings/auto_mode_enabled', '', ''],
     ] as const) {
       const r = await call(method, path, body, query);
       expect([r.status, r.body.error.code, r.body.error.message]).toEqual([409, 'store_required', 'two workers, no store']);
     }
     expect((await call('GET', '/admin/routewise/model-settings', '', 'model_id=rw')).status).toBe(200);
     expect((await call('GET', '/admin/routewise/settings')).status).toBe(200);
+    expect((await call('GET', '/admin/settings/auto_mode_enabled')).body).toMatchObject({ value: false, source: 'gateway.yaml' });
     // A verification saves nothing, so it is served; this route has no built target here.
     const v = await call('PUT', `/admin/routing/weights-verifications/rw/${encodeURIComponent(core.model('rw')!.routes[0]!.endpointId)}`, '{"weight": 1}');
     expect([v.status, v.body.verified, v.body.results[0].error]).toEqual([200, false, 'no upstream target for this route in the generation in force']);
