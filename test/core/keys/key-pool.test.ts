@@ -228,6 +228,28 @@ describe('key pools registry', () => {
   });
 });
 
+describe('own-credential routes under any run-time declarations', () => {
+  it('property: whatever reservations and provider keys say, such a route pools only its own listed keys, every one free', () => {
+    fc.assert(
+      fc.property(declArb, fc.array(fc.tuple(fc.constantFrom('a', 'b', 'c', 'x'), roleArb)), fc.array(fc.tuple(fc.constantFrom('y', 'z'), roleArb)), fc.boolean(), (own, reserved, added, listed) => {
+        const pools = new KeyPools();
+        const decl = listed ? mergeKeyDeclarations(own) : [own[0]!];
+        pools.configure([{ endpointId: 'm:native', provider: 'anthro', outboundKey: 'anthro|x', listed, keys: decl.map((d) => ({ ...d, minRole: 'free' as const })), reservable: false }]);
+        pools.setReservations(new Map(reserved));
+        pools.setProviderKeys(new Map([['anthro', added.map(([fp, role]) => k(fp, role))]]));
+        const p = pools.pool('m:native');
+        if (!listed) {
+          expect(p).toBeNull();
+          return;
+        }
+        expect(p!.keys.every((x) => x.minRole === 'free')).toBe(true);
+        expect(new Set(p!.keys.map((x) => x.fingerprint))).toEqual(new Set(decl.map((d) => d.fingerprint)));
+        for (const role of CALLER_ROLES) expect(pools.acquire('m:native', role, null, 0)).toMatchObject({ kind: 'key' });
+      }),
+    );
+  });
+});
+
 describe('own-credential route kinds in models.yaml', () => {
   const route = (kind: string, minRole: CallerRole) => ({ models: [{ id: 'm', route: [{ kind, base_url: 'https://api.example.com', api_keys: [{ key: 'k1' }, { key: 'k2', min_role: minRole }] }] }] });
 
