@@ -13,11 +13,14 @@ import { join, relative } from 'node:path';
 
 const root = join(import.meta.dirname, '..');
 
-/** One run's phases: ms after spawn for the main thread, summed ms per results-thread operation. */
-export function runPhases(file: string): { main: Record<string, number>; cpuMs: Record<string, number>; results: Record<string, number>; afterReplayMs: Record<string, number> } {
+/**
+ * One run's phases: ms after spawn for the main thread, summed ms per results-thread operation.
+ * `extraArgs` are added to the `sim` command line (e.g. `['--store', 'summary']`).
+ */
+export function runPhases(file: string, extraArgs: readonly string[] = []): { main: Record<string, number>; cpuMs: Record<string, number>; results: Record<string, number>; afterReplayMs: Record<string, number> } {
   const out = mkdtempSync(join(tmpdir(), 'switchyard-bench-phases-'));
   const t0 = performance.timeOrigin + performance.now();
-  const child = spawnSync(process.execPath, [join(root, 'bin', 'switchyard.mjs'), 'sim', file, '--no-progress', '--output', join(out, 'out.duckdb')], {
+  const child = spawnSync(process.execPath, [join(root, 'bin', 'switchyard.mjs'), 'sim', file, '--no-progress', '--output', join(out, 'out.duckdb'), ...extraArgs], {
     env: { ...process.env, SWITCHYARD_PHASES: '1' },
     encoding: 'utf8',
   });

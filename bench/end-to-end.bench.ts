@@ -9,9 +9,11 @@
  * - end to end: `switchyard sim` as a child process with its default --jobs (start-up, bundle,
  *   trace, DuckDB tables and all), with `SWITCHYARD_PHASES=1` (simulator/phase-clock.ts) so its
  *   wall time splits into start-up (spawn until the trace is read), replay, and tail (replay done
- *   until exit: summaries, DuckDB close, exit).
+ *   until exit: summaries, DuckDB close, exit);
+ * - end to end, `--store summary`: the same command keeping only the runs and their summaries
+ *   (what `switchyard plan` stores), to show how much of the gap the row tables are.
  * Each line gives simulated requests per wall-clock second and CPU seconds (user + system, every
- * thread) of all three, end to end over each in-loop rate, and the real-time factor (simulated
+ * thread) of each, end to end over each in-loop rate, and the real-time factor (simulated
  * duration / wall time) of each. On a shared machine wall times swing with the neighbours' load;
  * the CPU seconds, and ratios of runs made close together, swing less. After the repetitions one
  * line per case gives the range of each ratio. Prints JSON lines; also run by `npm run bench:sim`.
@@ -81,6 +83,7 @@ interface Rep {
   overWarm: number;
   overCold: number;
   cpuOverWarm: number;
+  summaryOverWarm: number;
 }
 
 /**
@@ -101,11 +104,15 @@ async function endToEnd(name: string, file: string, reps: number): Promise<void>
     const p = runPhases(file);
     const e2eS = p.main.exit! / 1000;
     const e2eCpuS = (p.cpuMs.exiting ?? p.cpuMs.printed!) / 1000;
+    const ps = runPhases(file, ['--store', 'summary']);
+    const summaryS = ps.main.exit! / 1000;
+    const summaryCpuS = (ps.cpuMs.exiting ?? ps.cpuMs.printed!) / 1000;
     const requests = warm.requests;
     const r = {
       overWarm: requests / e2eS / (requests / warm.wallS),
       overCold: requests / e2eS / (requests / cold.wallS),
       cpuOverWarm: warm.cpuS / e2eCpuS,
+      summaryOverWarm: warm.wallS / summaryS,
     };
     seen.push(r);
     console.log(
@@ -124,10 +131,12 @@ async function endToEnd(name: string, file: string, reps: number): Promise<void>
           replayS: round((p.main.replayed! - p.main.trace!) / 1000, 3),
           tailS: round((p.main.exit! - p.main.replayed!) / 1000, 3),
         },
+        endToEndStoreSummary: rate(requests, warm.simulatedMs, summaryS, summaryCpuS),
         endToEndOverInLoopWarm: round(r.overWarm, 2),
         endToEndOverInLoopCold: round(r.overCold, 2),
         // The same ratio in CPU time (in-loop CPU / end-to-end CPU): less sensitive to neighbours.
         endToEndOverInLoopWarmCpu: round(r.cpuOverWarm, 2),
+        endToEndStoreSummaryOverInLoopWarm: round(r.summaryOverWarm, 2),
       }),
     );
   }
@@ -139,6 +148,7 @@ async function endToEnd(name: string, file: string, reps: number): Promise<void>
       endToEndOverInLoopWarm: range(seen.map((s) => s.overWarm)),
       endToEndOverInLoopCold: range(seen.map((s) => s.overCold)),
       endToEndOverInLoopWarmCpu: range(seen.map((s) => s.cpuOverWarm)),
+      endToEndStoreSummaryOverInLoopWarm: range(seen.map((s) => s.summaryOverWarm)),
     }),
   );
 }

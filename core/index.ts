@@ -89,6 +89,7 @@ export { CALLER_ROLES, roleRank, roleMeets, stricterRole, type CallerRole, type 
 export { KeyPool, mergeKeyDeclarations, DEFAULT_KEY_POOL_OPTIONS, type KeyPick, type KeyPoolOptions, type PoolKeyDeclaration } from './keys/key-pool.ts';
 export { KeyPools, isKeyRelatedFailure, DEFAULT_KEY_SILENCE_MS, KEY_RELATED_STATUSES, type RouteKeyDeclaration } from './keys/key-pools.ts';
 export { keyFingerprint, poolKeyId, routeKeyDeclarations } from './keys/route-keys.ts';
+export { kindTakesReservations, OWN_CREDENTIAL_KINDS } from './keys/own-credential-kinds.ts';
 
 // Shared state the gates read: endpoint health, cooldowns, Retry-After, slot pools.
 export { HealthRegistry, DEFAULT_HEALTH_OPTIONS, type HealthOptions, type DispatchClaim, type EndpointHealthSnapshot } from './health/health-registry.ts';

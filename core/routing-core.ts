@@ -29,6 +29,7 @@ import type { SlotTicket } from './outbound/slot-pool.ts';
 import { RetryAfterTable } from './health/retry-after.ts';
 import { buildAdmissions } from './admission/admission.ts';
 import { KeyPools, type RouteKeyDeclaration } from './keys/key-pools.ts';
+import { kindTakesReservations } from './keys/own-credential-kinds.ts';
 import { routerPolicy } from './request/policy/kind-policy.ts';
 import type { OffloadPolicy } from './offload/offload-policy.ts';
 import { resolveModels } from './model/model-registry.ts';
@@ -200,7 +201,7 @@ export class RoutingCore {
     const declared: RouteKeyDeclaration[] = [];
     for (const m of this.ordered) {
       if (m.multiTarget) continue; // its routes are its targets', declared under their own models
-      for (const r of m.routes) declared.push({ endpointId: r.endpointId, provider: r.provider, outboundKey: r.outboundKey, listed: r.keysListed, keys: r.keys });
+      for (const r of m.routes) declared.push({ endpointId: r.endpointId, provider: r.provider, outboundKey: r.outboundKey, listed: r.keysListed, keys: r.keys, reservable: kindTakesReservations(r.kind) });
     }
     this.keyPools.configure(declared);
     if (prev) this.carryModelState(prev);

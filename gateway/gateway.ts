@@ -69,6 +69,7 @@ import { HealthHistory, liveViews, startHealthSampling } from './admin/live-view
 import type { OverlaySnapshot } from './store/overlay-repo.ts';
 import { buildGeneration, checkGeneration } from './generation.ts';
 import { ServedLedger } from './server/served-ledger.ts';
+import { effectiveAutoModeEnabled } from './admin/runtime-settings-admin.ts';
 import { KeySecrets } from './upstream/key-secrets.ts';
 import { ProviderKeysAdmin } from './admin/provider-keys-admin.ts';
 import { MemoryProviderKeyRepo, SqlProviderKeyRepo } from './store/provider-key-repo.ts';
@@ -187,7 +188,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   let providerKeys: ProviderKeysAdmin | null = null;
   const build = (c: GatewayConfig, prev: Generation | null): Generation => {
     const composed = withOverlay(c, control.overlay);
-    const gen = buildGeneration(composed, { seed, worker, pools, log, metrics, requestLog, logPrompts, overlay: control.routeOverlay(), carryFrom: prev?.core ?? null, tracing, keySecrets, served });
+    const gen = buildGeneration(composed, { seed, worker, pools, log, metrics, requestLog, logPrompts, overlay: control.routeOverlay(), carryFrom: prev?.core ?? null, tracing, keySecrets, served, autoModeEnabled: effectiveAutoModeEnabled(control.overlay, c.settings.auto_mode_enabled) });
     keyRoutes = composed.models.models.flatMap((m) => m.route);
     providerKeys?.apply();
     // At start the check waits for the warm start (below); later generations carry the envelopes.
@@ -340,6 +341,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     extraRoutes: (call) => reports(call) ?? live(call),
     targets: () => ctx.gen.routes,
     yamlRouterParams: (id) => base.models.models.find((m) => m.id === id)?.router_params ?? null,
+    yamlSettings: () => ({ auto_mode_enabled: base.settings.auto_mode_enabled }),
     ...(opts.refusedAudit && { refusedAudit: opts.refusedAudit }),
   });
   // Provider keys and reservations other replicas wrote are read back at the store's poll interval.

@@ -88,6 +88,11 @@ export interface GenerationDeps {
   keySecrets?: KeySecrets;
   /** Where each finished request's serving endpoint is recorded (`RunningGateway.servedEndpoint`); absent ⇒ nowhere. */
   served?: ServedLedger;
+  /**
+   * Whether auto models are served (the runtime setting `auto_mode_enabled`: its admin value
+   * when one is set, `admin/runtime-settings-admin.ts`); absent ⇒ gateway.yaml's value.
+   */
+  autoModeEnabled?: boolean;
 }
 
 /**
@@ -261,7 +266,7 @@ export function buildGeneration(config: GatewayConfig, d: GenerationDeps): Gener
     overloadRetryAfterSec: s.server.overload_retry_after_sec,
     routingHeaders: [...routingHeaders],
     routingCookies,
-    auto: buildGatewayAuto(config.models, core, s.auto_mode_enabled, d.carryFrom, d.log, d.worker === 0),
+    auto: buildGatewayAuto(config.models, core, d.autoModeEnabled ?? s.auto_mode_enabled, d.carryFrom, d.log, d.worker === 0),
   };
 }
 

@@ -12,6 +12,12 @@
  * Anthropic-native upstream (which rejects them), keeping the last tool-loop step's when the
  * current model wrote it.
  *
+ * Claude Code's tool permission checks are side calls that share the session but not the
+ * opening of the conversation they check for: such a request (`permissionCheck`) is served by
+ * the conversation's current model — its own conversation's when it has one, else the one last
+ * served in its declared session — like a tool loop that stays (another candidate only when that
+ * model cannot serve), and it records nothing: no entry created, moved or marked switched.
+ *
  * The decision is data (`AutoDecision`) with what the request log records as `metadata.auto`.
  * Time comes in as `nowMs`.
  */
@@ -29,13 +35,20 @@ export interface AutoRequest extends AutoRequestFacts {
   readonly openingHash: string;
   /** The last message is a tool result (the conversation is in a tool loop). */
   readonly toolLoop: boolean;
+  /**
+   * The request is a tool permission check of Claude Code (a side call asking whether a tool use
+   * may go ahead): it is served by the conversation's current model and changes no session
+   * state. Absent ⇒ false.
+   */
+  readonly permissionCheck?: boolean;
 }
 
 /**
  * What the session table did: `new` (no live conversation), `kept` (tool loop on its model),
- * `switched` (tool loop whose model can no longer serve), `ranked` (a new user turn ranked again).
+ * `switched` (tool loop whose model can no longer serve), `ranked` (a new user turn ranked again),
+ * `permission_check` (a Claude Code permission check: served, the table left as it was).
  */
-export type AutoSessionAction = 'new' | 'kept' | 'switched' | 'ranked';
+export type AutoSessionAction = 'new' | 'kept' | 'switched' | 'ranked' | 'permission_check';
 
 /**
  * Thinking blocks to drop before an Anthropic-native upstream: `none`; `all`; `all_but_last_step`
@@ -114,6 +127,7 @@ export class AutoRouter {
     const profile = this.config.profiles.get(name);
     if (!profile) throw new Error(`'${name}' is not a served auto model; served: ${this.servedNames().join(', ')}`);
     const key = autoSessionKey(request.callerId, request.sessionId, request.openingHash);
+    if (request.permissionCheck === true) return this.permissionCheck(profile, name, key, request, world, nowMs);
     const entry = this.sessions.get(key, nowMs);
     const current = entry !== null && entry.profile === profile.servedName ? profile.candidates.findIndex((c) => c.model === entry.model) : -1;
     const stay = request.toolLoop && current >= 0;
@@ -130,5 +144,19 @@ export class AutoRouter {
       stripThinking,
       metadata: { ...base, chosen: sel.candidate.model, skips: sel.skips, sessionAction: action },
     };
+  }
+
+  /** `decide` for a permission check (see the file doc): the current model first, nothing recorded. */
+  private permissionCheck(profile: AutoProfile, name: string, key: string, request: AutoRequest, world: AutoCandidateWorld, nowMs: number): AutoDecision {
+    const own = this.sessions.peek(key, nowMs);
+    const entry = own ?? this.sessions.latestInSession(request.callerId, request.sessionId, nowMs)?.entry ?? null;
+    const current = entry !== null && entry.profile === profile.servedName ? profile.candidates.findIndex((c) => c.model === entry.model) : -1;
+    const sel = selectCandidate(profile, request, world, current >= 0 ? current : null);
+    const base = { profile: profile.name, profileVersion: profile.version, requested: name, candidates: profile.candidates.map((c) => c.model) };
+    if (sel.kind === 'reject') return { kind: 'reject', status: sel.status, code: sel.code, message: sel.message, metadata: { ...base, chosen: null, skips: sel.skips, sessionAction: 'permission_check' } };
+    // Only the check's own conversation history can hold thinking; strip as a switch would.
+    const onCurrent = current >= 0 && sel.index === current;
+    const stripThinking: ThinkingStrip = own === null ? 'none' : onCurrent ? (own.switched ? 'all_but_last_step' : 'none') : 'all';
+    return { kind: 'serve', model: sel.candidate.model, applyEffort: sel.applyEffort, stripThinking, metadata: { ...base, chosen: sel.candidate.model, skips: sel.skips, sessionAction: 'permission_check' } };
   }
 }

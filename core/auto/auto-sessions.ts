@@ -29,7 +29,12 @@ export interface AutoSessionEntry {
  * messages' hash (`openingMessagesHash`), joined so that no two triples give one key.
  */
 export function autoSessionKey(callerId: string, sessionId: string | null, openingHash: string): string {
-  return `${callerId.length}:${callerId}|${(sessionId ?? '').length}:${sessionId ?? ''}|${openingHash}`;
+  return `${autoSessionPrefix(callerId, sessionId)}|${openingHash}`;
+}
+
+/** The part of `autoSessionKey` before the opening hash: caller and declared session. */
+function autoSessionPrefix(callerId: string, sessionId: string | null): string {
+  return `${callerId.length}:${callerId}|${(sessionId ?? '').length}:${sessionId ?? ''}`;
 }
 
 /**
@@ -53,6 +58,8 @@ export function openingMessagesHash(messages: readonly unknown[], system: unknow
 export class AutoSessions {
   /** Entries in least-recently-used order (a Map keeps insertion order; a use re-inserts). */
   private readonly entries = new Map<string, AutoSessionEntry>();
+  /** The key last recorded per (caller, declared session), for requests that name no conversation of their own. */
+  private readonly lastOfSession = new Map<string, string>();
 
   /**
    * @param idleTimeoutMs an entry unused this long is forgotten (ms > 0).
@@ -77,10 +84,31 @@ export class AutoSessions {
     const e = this.entries.get(key);
     if (e === undefined) return null;
     if (nowMs - e.lastUsedMs > this.idleTimeoutMs) {
-      this.entries.delete(key);
+      this.drop(key);
       return null;
     }
     return e;
+  }
+
+  /**
+   * The live entry of `key` at `nowMs`, or null, changing nothing (an expired entry stays until
+   * `get` or `record` meets it). For requests that must leave the session state as it is.
+   */
+  peek(key: string, nowMs: number): AutoSessionEntry | null {
+    const e = this.entries.get(key);
+    return e === undefined || nowMs - e.lastUsedMs > this.idleTimeoutMs ? null : e;
+  }
+
+  /**
+   * The live conversation last recorded for caller `callerId` in declared session `sessionId`
+   * at `nowMs` (its key and entry), or null — none, expired, or no session declared. Changes nothing.
+   */
+  latestInSession(callerId: string, sessionId: string | null, nowMs: number): { key: string; entry: AutoSessionEntry } | null {
+    if (sessionId === null) return null;
+    const key = this.lastOfSession.get(autoSessionPrefix(callerId, sessionId));
+    if (key === undefined) return null;
+    const entry = this.peek(key, nowMs);
+    return entry === null ? null : { key, entry };
   }
 
   /**
@@ -93,15 +121,23 @@ export class AutoSessions {
     const entry: AutoSessionEntry = { profile, model, switched, lastUsedMs: nowMs };
     this.entries.delete(key);
     this.entries.set(key, entry);
+    this.lastOfSession.set(key.slice(0, key.lastIndexOf('|')), key);
     while (this.entries.size > this.maxSessions) {
-      const oldest = this.entries.keys().next().value as string;
-      this.entries.delete(oldest);
+      this.drop(this.entries.keys().next().value as string);
     }
     return entry;
   }
 
+  /** Forgets `key`, and the per-session index's pointer at it. */
+  private drop(key: string): void {
+    this.entries.delete(key);
+    const prefix = key.slice(0, key.lastIndexOf('|'));
+    if (this.lastOfSession.get(prefix) === key) this.lastOfSession.delete(prefix);
+  }
+
   /**
-   * Checks the table: size ≤ cap, and entries in last-use order.
+   * Checks the table: size ≤ cap, entries in last-use order, and the per-session index naming
+   * only entries the table holds.
    * @throws Error describing the first violation.
    */
   invariants(): void {
@@ -111,5 +147,6 @@ export class AutoSessions {
       if (e.lastUsedMs < last) throw new Error(`auto sessions: entry ${k} used at ${e.lastUsedMs} after one used at ${last}`);
       last = e.lastUsedMs;
     }
+    for (const [prefix, k] of this.lastOfSession) if (!this.entries.has(k)) throw new Error(`auto sessions: session ${prefix} points at ${k}, which the table does not hold`);
   }
 }

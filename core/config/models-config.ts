@@ -4,6 +4,7 @@
  * validated values. Field names follow the YAML (snake_case); seed 000 "choosing a router",
  * "adding a model".
  */
+import { kindTakesReservations } from '../keys/own-credential-kinds.ts';
 import { z } from 'zod';
 import { CALLER_ROLES } from '../keys/caller-role.ts';
 import { HashSourceSchema } from '../hashing/hash-key.ts';
@@ -128,6 +129,11 @@ export const RouteSchema = z
     const type = r.provider_type ?? 'on_demand';
     const issue = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message });
     if (r.api_key !== undefined && r.api_keys !== undefined) issue('api_keys', 'a route has either api_key (one key) or api_keys (a pool), not both; move the api_key into api_keys');
+    if (!kindTakesReservations(r.kind)) {
+      r.api_keys?.forEach((k, i) => {
+        if (k.min_role !== 'free') ctx.addIssue({ code: 'custom', path: ['api_keys', i, 'min_role'], message: `a ${r.kind} route holds its own credential, so a min_role reservation never takes effect on it; drop min_role (or set free) and restrict the model with the caller keys' allowed_models instead` });
+      });
+    }
     if (type === 'quota' && r.quota === undefined) issue('quota', 'a provider_type: quota route needs quota: {limit, window_sec}');
     if (type === 'concurrency' && r.concurrency === undefined) issue('concurrency', 'a provider_type: concurrency route needs concurrency: {limit}');
     if (type !== 'quota') {

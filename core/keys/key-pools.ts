@@ -7,7 +7,9 @@
  * declaration names for the same secret (the route's `min_role`, a provider key's `min_role`, a
  * reservation by the secret's hash). A route with `api_keys:` or with provider keys always takes
  * the pool path; a route with one `api_key` takes it only while a reservation applies to that
- * key. Every change re-declares the affected pools at once (`KeyPool.redeclare` keeps silence
+ * key. A route of a kind that holds its own credential (`own-credential-kinds.ts`)
+ * takes neither reservations nor provider keys: recorded ones are kept, never applied to it.
+ * Every change re-declares the affected pools at once (`KeyPool.redeclare` keeps silence
  * and the bindings whose preferred key did not change).
  *
  * Pooled attempts queue on an outbound limit of their own key: the same `provider|fingerprint`
@@ -44,6 +46,12 @@ export interface RouteKeyDeclaration {
   readonly listed: boolean;
   /** The route's own keys (one for `api_key`, none without a key). */
   readonly keys: readonly PoolKeyDeclaration[];
+  /**
+   * Whether reservations and provider keys apply (false for a kind that holds its own credential,
+   * `own-credential-kinds.ts`: then only an `api_keys:` list pools, every key free).
+   * Absent ⇒ true.
+   */
+  readonly reservable?: boolean;
 }
 
 /** The registry of pools. Owned by `RoutingCore`; the key-pool gate reads it. */
@@ -130,6 +138,7 @@ export class KeyPools {
   }
 
   private effectiveKeys(r: RouteKeyDeclaration): PoolKeyDeclaration[] {
+    if (r.reservable === false) return r.keys.map((k) => (k.minRole === 'free' ? k : { ...k, minRole: 'free' }));
     const extra = r.provider === null ? [] : (this.providerKeys.get(r.provider) ?? []);
     return [...r.keys, ...extra].map((k) => {
       const reserved = this.reservations.get(k.fingerprint);
@@ -141,7 +150,7 @@ export class KeyPools {
     const keep = new Set<string>();
     for (const r of this.routes) {
       const keys = this.effectiveKeys(r);
-      const hasExtra = r.provider !== null && (this.providerKeys.get(r.provider)?.length ?? 0) > 0;
+      const hasExtra = r.reservable !== false && r.provider !== null && (this.providerKeys.get(r.provider)?.length ?? 0) > 0;
       const pooled = r.listed || hasExtra || keys.some((k) => k.minRole !== 'free');
       if (!pooled || keys.length === 0) continue;
       keep.add(r.endpointId);

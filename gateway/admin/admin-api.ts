@@ -1,7 +1,9 @@
 /**
  * The runtime admin API under `/admin/…` (seed 000, "API endpoints"): the routing view, weight
  * overrides, provider labels disabled and enabled, and the audit log; runtime models and routes
- * (`route-admin.ts`) and offload policies (`offload-admin.ts`) are modules tried after these. The HTTP layer
+ * (`route-admin.ts`) and offload policies (`offload-admin.ts`) are modules tried after these,
+ * then the groups of RouteWise settings, runtime settings (`runtime-settings-admin.ts`) and
+ * verifications. The HTTP layer
  * (`server/uws.ts`) authenticates the caller as an admin on whichever listener the call came in,
  * reads the body and hands the call here; every call is answered with JSON and audited (who,
  * from where, when, what, and for a change the records before and after). Calls refused before
@@ -20,6 +22,7 @@ import type { Caller } from '../callers.ts';
 import type { RoutingCore } from '../../core/index.ts';
 import type { OverlayRepo, OverlaySnapshot, WriteResult } from '../store/overlay-repo.ts';
 import { routeWiseSettingsRoutes } from './routewise-settings-admin.ts';
+import { runtimeSettingsRoutes, type YamlRuntimeSettings } from './runtime-settings-admin.ts';
 import { verificationRoutes } from './verifications.ts';
 import type { RouteTarget } from '../server/exchange-context.ts';
 import { RefusedAudit, type RefusedAuditOptions, type RefusedCall } from './refused-audit.ts';
@@ -80,6 +83,8 @@ export interface AdminDeps {
   targets?: () => ReadonlyMap<string, RouteTarget>;
   /** A model's `router_params:` in the configuration in force (null: none, or no such model). */
   yamlRouterParams?: (modelId: string) => Readonly<Record<string, unknown>> | null;
+  /** The gateway.yaml values of the runtime settings in force (`runtime-settings-admin.ts`; default: their schema defaults). */
+  yamlSettings?: () => YamlRuntimeSettings;
 }
 
 const WEIGHT_PATH = /^\/admin\/routing\/weights\/([^/]+)\/([^/]+)$/;
@@ -112,7 +117,7 @@ export class AdminApi {
   constructor(private readonly d: AdminDeps) {
     this.refusals = new RefusedAudit((e) => this.store(e), d.nowUnixMs ?? Date.now, d.refusedAudit);
     const kit: AdminKit = { d, finish: (r, from, key) => this.finish(r, from, key) };
-    this.groups = [routeWiseSettingsRoutes(kit), verificationRoutes(kit)];
+    this.groups = [routeWiseSettingsRoutes(kit), runtimeSettingsRoutes(kit, d.yamlSettings ?? (() => ({ auto_mode_enabled: false }))), verificationRoutes(kit)];
   }
 
   /** Answers one call and audits it (an audit write that fails is logged, not answered). */

@@ -13,7 +13,7 @@
 import type { Logger } from 'pino';
 import type { RouteOverlay } from '../../core/index.ts';
 import type { StoreConfig, SqlStore } from '../store/sql-store.ts';
-import { MemoryOverlayRepo, SqlOverlayRepo, type OverlayRepo, type OverlaySnapshot } from '../store/overlay-repo.ts';
+import { emptyOverlay, MemoryOverlayRepo, SqlOverlayRepo, type OverlayRepo, type OverlaySnapshot } from '../store/overlay-repo.ts';
 import { routeWiseLayers } from './routewise-settings-admin.ts';
 import { ChangeFeed } from '../store/change-feed.ts';
 import type { StoreHealth } from '../server/worker-aggregate.ts';
@@ -52,7 +52,7 @@ export class ControlPlane {
    *   migrated, or its schema is newer than this gateway's: the gateway refuses to start.
    */
   static async open(store: StoreConfig | undefined, log: Logger): Promise<ControlPlane> {
-    if (!store) return new ControlPlane(null, new MemoryOverlayRepo(), { weights: [], providers: [], routing: [], routewise: [] }, log);
+    if (!store) return new ControlPlane(null, new MemoryOverlayRepo(), emptyOverlay(), log);
     const { openStore } = await import('../store/sql-store.ts');
     const db = await openStore(store);
     const repo = new SqlOverlayRepo(db);

@@ -12,14 +12,20 @@
  *   reserved) and is listed, with whether a configured key matches it, so it can be removed with
  *   `DELETE /admin/provider-keys/min-role-env/{key_sha256}`.
  *
- * `GET /admin/provider-keys` lists both. Every change applies to the running pools at once
+ * `GET /admin/provider-keys` lists both, each with `in_effect`: whether some route of the
+ * configuration in force applies it. Routes of a kind that holds its own credential (the native
+ * `anthropic` kind, `core/keys/route-keys.ts`) take neither reservations nor added keys (seed
+ * 000: such adapters never join the key registry), so a record that only they could use is kept
+ * and listed with `in_effect: false`, and the write that makes it answers the same, with a note
+ * to restrict those models with the caller keys' `allowed_models` instead.
+ * Every change applies to the running pools at once
  * (`KeyPools.setProviderKeys` / `setReservations`), no restart; other replicas read the records
  * again at the store's poll interval (`store_poll_ms`). A key is never returned or logged in clear: answers
  * and the audit name it by id and a SHA-256 prefix.
  */
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { CALLER_ROLES, keyFingerprint, poolKeyId, type CallerRole, type PoolKeyDeclaration, type RouteConfig, type RoutingCore } from '../../core/index.ts';
+import { CALLER_ROLES, keyFingerprint, kindTakesReservations, poolKeyId, type CallerRole, type PoolKeyDeclaration, type RouteConfig, type RoutingCore } from '../../core/index.ts';
 import type { ProviderKeyRepo, ProviderKeySnapshot } from '../store/provider-key-repo.ts';
 import type { KeySecrets } from '../upstream/key-secrets.ts';
 import type { AdminCall, AdminAnswer } from './admin-api.ts';
@@ -57,8 +63,8 @@ export interface ProviderKeysDeps {
   readonly repo: ProviderKeyRepo;
   /** The current generation's core (its `keyPools` are shared by every generation). */
   core(): RoutingCore;
-  /** The routes of the configuration in force (their configured keys: which reservations match). */
-  routes(): Iterable<Pick<RouteConfig, 'api_key' | 'api_keys'>>;
+  /** The routes of the configuration in force: their keys (which reservations match), kinds and labels (where records take effect). */
+  routes(): Iterable<Pick<RouteConfig, 'api_key' | 'api_keys' | 'kind' | 'provider'>>;
   readonly secrets: KeySecrets;
   /** Why changes are refused here (several workers without a store), or null. */
   readonly writesRefused: string | null;
@@ -128,20 +134,45 @@ export class ProviderKeysAdmin {
     return null;
   }
 
+  /** SHA-256s of the secrets on routes that take reservations, and the labels of those routes. */
+  private reservable(): { secrets: Set<string>; providers: Set<string> } {
+    const secrets = new Set<string>();
+    const providers = new Set<string>();
+    for (const r of this.d.routes()) {
+      if (!kindTakesReservations(r.kind)) continue;
+      if (r.provider) providers.add(r.provider);
+      if (r.api_key) secrets.add(sha256(r.api_key));
+      for (const k of r.api_keys ?? []) secrets.add(sha256(k.key));
+    }
+    return { secrets, providers };
+  }
+
   private view(): Record<string, unknown> {
     const configured = new Map<string, string>();
     for (const s of this.configuredSecrets()) configured.set(sha256(s), poolKeyId(s));
+    const on = this.reservable();
     return {
-      keys: this.snapshot.keys.map((k) => ({ key_id: k.keyId, provider: k.provider, min_role: k.minRole, key_sha256_prefix: k.keySha256.slice(0, 12), updated_by: k.updatedBy, updated_at: k.updatedAt })),
+      keys: this.snapshot.keys.map((k) => ({ key_id: k.keyId, provider: k.provider, min_role: k.minRole, key_sha256_prefix: k.keySha256.slice(0, 12), in_effect: on.providers.has(k.provider), updated_by: k.updatedBy, updated_at: k.updatedAt })),
       env_reservations: this.snapshot.envRoles.map((e) => ({
         key_sha256: e.keySha256,
         min_role: e.minRole,
         // A reservation whose key is configured nowhere is listed so it can be removed.
         configured: configured.has(e.keySha256),
+        // Configured only on routes that hold their own credential: kept, never applied.
+        in_effect: on.secrets.has(e.keySha256),
         key_id: configured.get(e.keySha256) ?? null,
         updated_by: e.updatedBy,
         updated_at: e.updatedAt,
       })),
+    };
+  }
+
+  /** `in_effect`, and when false the note saying why and what to do instead. */
+  private effect(inEffect: boolean): { in_effect: boolean; note?: string } {
+    if (inEffect) return { in_effect: true };
+    return {
+      in_effect: false,
+      note: 'Saved, but no route of the configuration in force applies it: the key is configured nowhere, or only on routes of a kind that holds its own credential (anthropic), where reservations never take effect. Restrict such models with the caller keys\' allowed_models instead.',
     };
   }
 
@@ -160,7 +191,7 @@ export class ProviderKeysAdmin {
     if (!added) return err(409, 'conflict', `A provider key with id '${keyId}' or with this secret exists already; change its min_role with POST ${BASE}/{key_id}/min-role, or DELETE it first.`, 'key_id');
     await this.changed();
     const body = { key_id: keyId, provider: v.provider, min_role: v.min_role, key_sha256_prefix: sha256(v.api_key).slice(0, 12) };
-    return { answer: { status: 201, body }, change: { before: null, after: body } };
+    return { answer: { status: 201, body: { ...body, ...this.effect(this.reservable().providers.has(v.provider)) } }, change: { before: null, after: body } };
   }
 
   private async setRole(call: AdminCall, keyId: string): Promise<Result> {
@@ -169,7 +200,8 @@ export class ProviderKeysAdmin {
     const old = this.snapshot.keys.find((k) => k.keyId === keyId);
     if (!(await this.d.repo.setKeyRole(keyId, b.value.min_role, call.caller.id))) return err(404, 'not_found', `No provider key '${keyId}' (GET ${BASE} lists them; a key from the environment is reserved with POST ${ENV}).`, 'key_id');
     await this.changed();
-    return { answer: { status: 200, body: { key_id: keyId, min_role: b.value.min_role } }, change: { before: { key_id: keyId, min_role: old?.minRole ?? null }, after: { key_id: keyId, min_role: b.value.min_role } } };
+    const inEffect = this.reservable().providers.has(old?.provider ?? '');
+    return { answer: { status: 200, body: { key_id: keyId, min_role: b.value.min_role, ...this.effect(inEffect) } }, change: { before: { key_id: keyId, min_role: old?.minRole ?? null }, after: { key_id: keyId, min_role: b.value.min_role } } };
   }
 
   private async remove(keyId: string): Promise<Result> {
@@ -185,8 +217,8 @@ export class ProviderKeysAdmin {
     const old = this.snapshot.envRoles.find((e) => e.keySha256 === digest);
     await this.d.repo.setEnvRole(digest, b.value.min_role, call.caller.id);
     const after = await this.changed();
-    const row = (after.env_reservations as Array<{ key_sha256: string }>).find((e) => e.key_sha256 === digest);
-    return { answer: { status: 200, body: row }, change: { before: old ? { key_sha256: digest, min_role: old.minRole } : null, after: { key_sha256: digest, min_role: b.value.min_role } } };
+    const row = (after.env_reservations as Array<{ key_sha256: string; in_effect: boolean }>).find((e) => e.key_sha256 === digest)!;
+    return { answer: { status: 200, body: { ...row, ...this.effect(row.in_effect) } }, change: { before: old ? { key_sha256: digest, min_role: old.minRole } : null, after: { key_sha256: digest, min_role: b.value.min_role } } };
   }
 
   private async unreserveEnv(digest: string): Promise<Result> {

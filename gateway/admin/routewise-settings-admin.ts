@@ -24,7 +24,7 @@
 import { z } from 'zod';
 import { closestName, overlaidRouterParams, ROUTEWISE_STRATEGY, type ResolvedModel, type RouteOverlay } from '../../core/index.ts';
 import { MOVED_TO_ROUTE, parseRouteWiseParams, RouteWiseParamsObject } from '../../core/strategies/routewise/params.ts';
-import { FALLBACK_LAYER, type OverlaySnapshot, type RouteWiseSettingRecord } from '../store/overlay-repo.ts';
+import { emptyOverlay, FALLBACK_LAYER, type OverlaySnapshot, type RouteWiseSettingRecord } from '../store/overlay-repo.ts';
 import type { AdminCall, AdminKit, AdminRouteGroup, Routed } from './admin-api.ts';
 import { badRequest, decode, error, precondition } from './admin-api.ts';
 import { parseBody } from './admin-bodies.ts';
@@ -129,7 +129,7 @@ export function routeWiseSettingsRoutes(kit: AdminKit): AdminRouteGroup {
 
   /** A validator for `writeRouteWise`: throws `Rejected` with the 400 when `models` would break. */
   const check = (models: ResolvedModel[]) => (after: RouteWiseSettingRecord[]): void => {
-    const problem = wholeProblem({ weights: [], providers: [], routing: [], routewise: after }, models);
+    const problem = wholeProblem({ ...emptyOverlay(), routewise: after }, models);
     if (problem) throw new Rejected(problem);
   };
   /** Runs a write whose validator may refuse it. */

@@ -1,6 +1,7 @@
 /**
  * The auto models of one gateway generation (seed 000 "Auto 模型"): present only while the
- * runtime setting `auto_mode_enabled` (gateway.yaml, applied by a reload) is on and the
+ * runtime setting `auto_mode_enabled` is on (gateway.yaml, applied by a reload, unless the admin
+ * API set a value at run time: `admin/runtime-settings-admin.ts`) and the
  * registry's `auto:` block checks out against the generation's models (YAML plus the admin
  * overlay). A bad block, or a profile named like a registered model, turns auto models off with
  * every problem logged; the gateway starts anyway. Conversations carry over a reload (the
@@ -29,7 +30,7 @@ const routerOfCore = new WeakMap<RoutingCore, AutoRouter>();
 
 /**
  * The auto models of a generation over `core` (built from `models`), or null when off.
- * `enabled`: the `auto_mode_enabled` setting. `carryFrom`: the core of the generation before.
+ * `enabled`: the effective `auto_mode_enabled` (the runtime value, else gateway.yaml's). `carryFrom`: the core of the generation before.
  * `log`: problems and warnings are written there when `logProblems` (one worker logs for all).
  */
 export function buildGatewayAuto(models: ModelsConfig, core: RoutingCore, enabled: boolean, carryFrom: RoutingCore | null, log: Logger, logProblems: boolean): GatewayAuto | null {

@@ -249,7 +249,8 @@ export const GatewaySettingsSchema = z
     /**
      * The runtime setting that makes the registry's `auto:` profiles exist (seed 000 "Auto 模型"):
      * off by default; while off, `auto` and `auto-<name>` get 404 and are absent from
-     * `/v1/models`. A reload applies a change.
+     * `/v1/models`. A reload applies a change; a value set at run time through
+     * `PUT /admin/settings/auto_mode_enabled` (kept in the store) wins until it is deleted.
      */
     auto_mode_enabled: z.boolean().default(false),
   })

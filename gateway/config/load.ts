@@ -408,7 +408,7 @@ function checkConfig(
   const auto = checkAutoBlock(models.auto, models.models);
   for (const w of auto.warnings) warnings.push(w);
   if (auto.problems.length > 0) warnings.push(`auto models are off: ${auto.problems.join('; ')}`);
-  else if (auto.config !== null && !settings.auto_mode_enabled) warnings.push('models.yaml has auto: profiles, but gateway.yaml auto_mode_enabled is false, so they are not served');
+  else if (auto.config !== null && !settings.auto_mode_enabled) warnings.push('models.yaml has auto: profiles, but gateway.yaml auto_mode_enabled is false, so they are not served unless it is turned on at run time (PUT /admin/settings/auto_mode_enabled)');
   else if (auto.config !== null && settings.server.workers > 1) warnings.push(`server.workers is ${settings.server.workers}: auto-model conversations are kept per worker, so a tool loop may change model when its requests reach another worker`);
   return { files, models, settings, routingSettings, settingSources: seeded.sources, warnings, strategies, unavailableModels };
 }

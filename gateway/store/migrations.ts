@@ -121,6 +121,20 @@ CREATE TABLE stored_responses (
 );
 CREATE INDEX stored_responses_age ON stored_responses (stored_at_ms)`,
   },
+  {
+    version: 7,
+    description: 'runtime settings of the gateway (auto_mode_enabled) over their gateway.yaml values',
+    // A NULL value is a removed setting (the gateway.yaml value applies again) that keeps its
+    // version, like a cleared weight override.
+    sql: `
+CREATE TABLE runtime_settings (
+  key text PRIMARY KEY,
+  value jsonb,
+  version integer NOT NULL,
+  updated_by text NOT NULL,
+  updated_at timestamptz NOT NULL DEFAULT now()
+)`,
+  },
 ];
 
 /** The newest schema version this code knows. */

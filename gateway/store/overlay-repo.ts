@@ -1,7 +1,8 @@
 /**
  * The overlay operators edit at run time — weight overrides per (model, endpoint), disabled
- * provider labels, and the routing records of `routing-records.ts` (runtime models and routes,
- * re-points, router switches, offload policies) — and the admin audit log, kept in the store (`SqlOverlayRepo`) or, on a
+ * provider labels, the routing records of `routing-records.ts` (runtime models and routes,
+ * re-points, router switches, offload policies), RouteWise settings and the gateway's runtime
+ * settings (`auto_mode_enabled`) — and the admin audit log, kept in the store (`SqlOverlayRepo`) or, on a
  * gateway without `store:`, in this process only (`MemoryOverlayRepo`, lost at exit).
  *
  * Optimistic concurrency: every record carries a version (an absent record is version 0; each
@@ -47,6 +48,20 @@ export interface RouteWiseSettingRecord {
   updatedAt: string;
 }
 
+/**
+ * One runtime setting of the gateway (`admin/runtime-settings-admin.ts` lists the keys), laid
+ * over its gateway.yaml value; `value` null once removed (gateway.yaml applies again, and the
+ * record keeps its version).
+ */
+export interface RuntimeSettingRecord {
+  key: string;
+  value: unknown;
+  version: number;
+  updatedBy: string;
+  /** ISO 8601. */
+  updatedAt: string;
+}
+
 /** The `modelId` of the RouteWise fallback layer's records. */
 export const FALLBACK_LAYER = '';
 
@@ -58,6 +73,13 @@ export interface OverlaySnapshot {
   routing: RoutingRecord[];
   /** RouteWise settings, removed ones included (value null), by model id then key. */
   routewise: RouteWiseSettingRecord[];
+  /** Runtime settings, removed ones included (value null), by key. */
+  settings: RuntimeSettingRecord[];
+}
+
+/** An overlay with nothing in it. */
+export function emptyOverlay(): OverlaySnapshot {
+  return { weights: [], providers: [], routing: [], routewise: [], settings: [] };
 }
 
 /** A weight override's key. */
@@ -121,6 +143,11 @@ export interface OverlayRepo {
     by: string,
     validate?: (after: RouteWiseSettingRecord[]) => void,
   ): Promise<WriteResult<RouteWiseSettingRecord[]>>;
+  /**
+   * Sets (value not null) or removes (null) runtime setting `key`, under the version rule.
+   * @param expectedVersion the version the writer read, or null for an unconditional write.
+   */
+  writeSetting(key: string, value: unknown, expectedVersion: number | null, by: string): Promise<WriteResult<RuntimeSettingRecord>>;
   appendAudit(e: Omit<AuditEntry, 'id' | 'at'>): Promise<void>;
   /** Newest first, at most `limit`. */
   listAudit(limit: number): Promise<AuditEntry[]>;
@@ -133,6 +160,7 @@ export class MemoryOverlayRepo implements OverlayRepo {
   private readonly weights = new Map<string, WeightOverrideRecord>();
   private readonly providers = new Map<string, ProviderRecord>();
   private readonly routewise = new Map<string, RouteWiseSettingRecord>();
+  private readonly settings = new Map<string, RuntimeSettingRecord>();
   private readonly audit: AuditEntry[] = [];
   private nextAuditId = 1;
   private readonly routing = new MemoryRoutingRecords();
@@ -142,7 +170,16 @@ export class MemoryOverlayRepo implements OverlayRepo {
 
   async load(): Promise<OverlaySnapshot> {
     const rw = [...this.routewise.values()].sort((a, b) => (a.modelId === b.modelId ? cmp(a.key, b.key) : cmp(a.modelId, b.modelId)));
-    return { weights: [...this.weights.values()].map((r) => ({ ...r })), providers: [...this.providers.values()].map((r) => ({ ...r })), routing: this.routing.load(), routewise: rw.map((r) => ({ ...r })) };
+    return { weights: [...this.weights.values()].map((r) => ({ ...r })), providers: [...this.providers.values()].map((r) => ({ ...r })), routing: this.routing.load(), routewise: rw.map((r) => ({ ...r })), settings: [...this.settings.values()].sort((a, b) => cmp(a.key, b.key)).map((r) => ({ ...r })) };
+  }
+
+  async writeSetting(key: string, value: unknown, expectedVersion: number | null, by: string): Promise<WriteResult<RuntimeSettingRecord>> {
+    const cur = this.settings.get(key) ?? null;
+    const v = cur?.version ?? 0;
+    if (expectedVersion !== null && expectedVersion !== v) return { ok: false, currentVersion: v };
+    const after: RuntimeSettingRecord = { key, value, version: v + 1, updatedBy: by, updatedAt: new Date().toISOString() };
+    this.settings.set(key, after);
+    return { ok: true, before: cur && { ...cur }, after: { ...after } };
   }
 
   async writeRouting(writes: readonly RoutingWrite[], by: string, clearWeights: readonly WeightKey[] = []): Promise<RoutingBatchResult> {
@@ -218,6 +255,14 @@ interface ProviderRow {
   updated_at: Date | string;
 }
 
+interface SettingRow {
+  key: string;
+  value: unknown;
+  version: number;
+  updated_by: string;
+  updated_at: Date | string;
+}
+
 interface RouteWiseRow {
   model_id: string;
   key: string;
@@ -231,6 +276,7 @@ const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 const iso = (t: Date | string): string => (t instanceof Date ? t.toISOString() : new Date(t).toISOString());
 const weightRecord = (r: WeightRow): WeightOverrideRecord => ({ modelId: r.model_id, endpointId: r.endpoint_id, weight: r.weight === null ? null : Number(r.weight), version: r.version, updatedBy: r.updated_by, updatedAt: iso(r.updated_at) });
 const routeWiseRecord = (r: RouteWiseRow): RouteWiseSettingRecord => ({ modelId: r.model_id, key: r.key, value: r.value ?? null, version: r.version, updatedBy: r.updated_by, updatedAt: iso(r.updated_at) });
+const settingRecord = (r: SettingRow): RuntimeSettingRecord => ({ key: r.key, value: r.value ?? null, version: r.version, updatedBy: r.updated_by, updatedAt: iso(r.updated_at) });
 const providerRecord = (r: ProviderRow): ProviderRecord => ({ provider: r.provider, disabled: r.disabled, version: r.version, updatedBy: r.updated_by, updatedAt: iso(r.updated_at) });
 
 /** The overlay in the SQL store (PGlite or PostgreSQL; the same statements). */
@@ -246,7 +292,24 @@ export class SqlOverlayRepo implements OverlayRepo {
     const p = await this.store.query<ProviderRow>('SELECT * FROM disabled_providers ORDER BY provider');
     // COLLATE "C": the same order as the in-memory repo's code-unit comparison.
     const rw = await this.store.query<RouteWiseRow>('SELECT * FROM routewise_settings ORDER BY model_id COLLATE "C", key COLLATE "C"');
-    return { weights: w.rows.map(weightRecord), providers: p.rows.map(providerRecord), routing: await this.routing.load(), routewise: rw.rows.map(routeWiseRecord) };
+    const st = await this.store.query<SettingRow>('SELECT * FROM runtime_settings ORDER BY key COLLATE "C"');
+    return { weights: w.rows.map(weightRecord), providers: p.rows.map(providerRecord), routing: await this.routing.load(), routewise: rw.rows.map(routeWiseRecord), settings: st.rows.map(settingRecord) };
+  }
+
+  writeSetting(key: string, value: unknown, expectedVersion: number | null, by: string): Promise<WriteResult<RuntimeSettingRecord>> {
+    // Inside `transaction`, so PostgreSQL announces the change to the other replicas at commit.
+    return this.store.transaction(async (q) => {
+      const cur = (await q.query<SettingRow>('SELECT * FROM runtime_settings WHERE key = $1 FOR UPDATE', [key])).rows[0];
+      return versionedWrite(
+        q,
+        cur ? settingRecord(cur) : null,
+        expectedVersion,
+        'INSERT INTO runtime_settings (key, value, version, updated_by) VALUES ($1, $2::jsonb, 1, $3) ON CONFLICT (key) DO NOTHING RETURNING *',
+        'UPDATE runtime_settings SET value = $2::jsonb, version = version + 1, updated_by = $3, updated_at = now() WHERE key = $1 AND version = $4 RETURNING *',
+        [key, value === null ? null : JSON.stringify(value), by],
+        settingRecord,
+      );
+    });
   }
 
   async writeRouting(writes: readonly RoutingWrite[], by: string, clearWeights: readonly WeightKey[] = []): Promise<RoutingBatchResult> {

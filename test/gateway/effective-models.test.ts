@@ -138,7 +138,7 @@ describe('runtime routing calls on a gateway that cannot keep a change consisten
       core: () => {
         throw new Error('not needed');
       },
-      overlay: () => ({ weights: [], providers: [], routing: [], routewise: [] }),
+      overlay: () => ({ weights: [], providers: [], routing: [], routewise: [], settings: [] }),
       yaml: () => yaml,
       assess: () => ({ refused: new Map(), error: null }),
       apply: () => {},

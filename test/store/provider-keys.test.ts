@@ -16,7 +16,7 @@ import { adminCall, freshPgliteDir } from './harness.ts';
 
 const FREE = 'sk-caller-free';
 const PRO = 'sk-caller-pro';
-const UP = { shared: 'sk-up-shared', solo: 'sk-up-solo', added: 'sk-up-added' } as const;
+const UP = { shared: 'sk-up-shared', solo: 'sk-up-solo', added: 'sk-up-added', native: 'sk-up-native', nativeAdded: 'sk-up-native-added' } as const;
 const sha = (s: string) => createHash('sha256').update(s, 'utf8').digest('hex');
 
 function scenario(kind: 'memory' | 'pglite'): void {
@@ -30,6 +30,7 @@ function scenario(kind: 'memory' | 'pglite'): void {
           models: [
             { id: 'tiered', route: [{ base_url: emu.baseUrl, provider: 'acme', api_keys: [{ key: UP.shared, id: 'shared' }] }] },
             { id: 'solo', route: [{ base_url: emu.baseUrl, provider: 'solo-provider', api_key: UP.solo }] },
+            { id: 'native', route: [{ kind: 'anthropic', base_url: emu.baseUrl, provider: 'anthro', api_key: UP.native }] },
           ],
         },
         gateway: {
@@ -71,7 +72,7 @@ function scenario(kind: 'memory' | 'pglite'): void {
     expect(lastKey()).toBe(UP.shared);
     const r = await call('POST', '/admin/provider-keys', { provider: 'acme', api_key: UP.added, key_id: 'added', min_role: 'pro' });
     expect(r.status).toBe(201);
-    expect(r.body).toEqual({ key_id: 'added', provider: 'acme', min_role: 'pro', key_sha256_prefix: sha(UP.added).slice(0, 12) });
+    expect(r.body).toEqual({ key_id: 'added', provider: 'acme', min_role: 'pro', key_sha256_prefix: sha(UP.added).slice(0, 12), in_effect: true });
     await chat(PRO, 'tiered');
     expect(lastKey()).toBe(UP.added); // the pro caller drains its reserved key first
     await chat(FREE, 'tiered');
@@ -107,6 +108,26 @@ function scenario(kind: 'memory' | 'pglite'): void {
     expect((await call('DELETE', `/admin/provider-keys/min-role-env/${ghost}`)).status).toBe(200);
     expect((await call('GET', '/admin/provider-keys')).body.env_reservations.map((e: { key_sha256: string }) => e.key_sha256)).not.toContain(ghost);
     expect((await call('POST', '/admin/provider-keys/min-role-env', { min_role: 'pro' })).status).toBe(400);
+  });
+
+  it(`${kind}: on an anthropic route a reservation and an added key are kept with in_effect false, and free callers keep being served`, async () => {
+    const r = await call('POST', '/admin/provider-keys/min-role-env', { api_key: UP.native, min_role: 'pro' });
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ key_sha256: sha(UP.native), min_role: 'pro', configured: true, in_effect: false });
+    expect(r.body.note).toContain('allowed_models');
+    const added = await call('POST', '/admin/provider-keys', { provider: 'anthro', api_key: UP.nativeAdded, key_id: 'native-added', min_role: 'admin' });
+    expect(added.status).toBe(201);
+    expect(added.body).toMatchObject({ key_id: 'native-added', in_effect: false });
+    expect(gw.core.keyPools.pool(gw.core.model('native')!.routes[0]!.endpointId)).toBeNull();
+    const res = await chat(FREE, 'native');
+    expect(res.choices[0]!.message.role).toBe('assistant');
+    const list = (await call('GET', '/admin/provider-keys')).body;
+    expect(list.env_reservations).toContainEqual(expect.objectContaining({ key_sha256: sha(UP.native), in_effect: false }));
+    expect(list.env_reservations).toContainEqual(expect.objectContaining({ key_sha256: sha(UP.solo), in_effect: true }));
+    expect(list.keys).toContainEqual(expect.objectContaining({ key_id: 'native-added', in_effect: false }));
+    expect(list.keys).toContainEqual(expect.objectContaining({ key_id: 'added', in_effect: true }));
+    expect((await call('DELETE', '/admin/provider-keys/native-added')).status).toBe(200);
+    expect((await call('DELETE', `/admin/provider-keys/min-role-env/${sha(UP.native)}`)).status).toBe(200);
   });
 
   if (kind === 'pglite') {

@@ -124,3 +124,92 @@ describe('AutoRouter sessions', () => {
     expect(r.sessions.size).toBe(0);
   });
 });
+
+describe('Claude Code permission checks', () => {
+  const models = parseModelsConfig({ models: [{ id: 'pref', route: [{ base_url: 'sim://a' }] }, { id: 'backup', route: [{ base_url: 'sim://b' }] }] }).models;
+  const config = checkAutoBlock({ session: { idle_timeout_seconds: 60, max_sessions: 100 }, profiles: { p: { candidates: [{ model: 'pref' }, { model: 'backup' }] } } }, models).config!;
+  const f = (id: string): AutoModelFacts => ({ id, routes: [{ acceptsText: true, modalities: ['text'], contextLength: null }], supportsTools: true, reasoningEfforts: null, maxOutputTokens: null });
+  const worldWith = (down: string[]): AutoCandidateWorld => ({ model: (n) => f(n), mayUse: () => true, admits: (id) => !down.includes(id) });
+  const main = (toolLoop: boolean): AutoRequest => ({ callerId: 'c', sessionId: 's', openingHash: 'main', toolLoop, inputTokens: 10, maxTokens: null, modalities: [], hasTools: true, reasoningEffort: null });
+  /** A permission check: same caller and session, an opening of its own. */
+  const check = (over: Partial<AutoRequest> = {}): AutoRequest => ({ ...main(false), openingHash: 'check', hasTools: false, permissionCheck: true, ...over });
+  /** The table's entries as the router sees them (key → entry), for before/after comparisons. */
+  const table = (r: AutoRouter) => JSON.stringify(['main', 'check'].map((h) => r.sessions.peek(autoSessionKey('c', 's', h), 1e12)));
+
+  it('is served by the model the session\'s conversation is on, not the preferred one, and records nothing', () => {
+    const r = new AutoRouter(config);
+    r.decide('auto-p', main(false), worldWith(['pref']), 0); // the conversation fell back to the backup
+    const before = table(r);
+    const d = r.decide('auto-p', check(), worldWith([]), 1000);
+    expect(d).toMatchObject({ kind: 'serve', model: 'backup', stripThinking: 'none', metadata: { sessionAction: 'permission_check', skips: [] } });
+    expect(table(r)).toBe(before);
+    expect(r.sessions.size).toBe(1);
+    // The conversation's own last use is unchanged: it still times out from its own turn.
+    expect(r.sessions.peek(autoSessionKey('c', 's', 'main'), 60_500)).toBeNull();
+  });
+
+  it('uses its own conversation when it has one, and leaves it unmarked even when another model serves', () => {
+    const r = new AutoRouter(config);
+    r.decide('auto-p', main(false), worldWith([]), 0); // main on pref
+    r.decide('auto-p', { ...main(false), openingHash: 'check' }, worldWith(['pref']), 10); // the check's conversation on backup
+    expect(r.decide('auto-p', check(), worldWith([]), 20)).toMatchObject({ model: 'backup' });
+    // Its model is down: another candidate serves, but the entry is not switched or moved.
+    const d = r.decide('auto-p', check(), worldWith(['backup']), 30);
+    expect(d).toMatchObject({ kind: 'serve', model: 'pref', stripThinking: 'all', metadata: { sessionAction: 'permission_check', skips: [{ model: 'backup', reason: 'no_admitting_endpoint' }] } });
+    expect(r.sessions.peek(autoSessionKey('c', 's', 'check'), 40)).toMatchObject({ model: 'backup', switched: false, lastUsedMs: 10 });
+  });
+
+  it('without a conversation to follow (no session, or a new one) the profile\'s order decides, and nothing is created', () => {
+    const r = new AutoRouter(config);
+    r.decide('auto-p', main(false), worldWith(['pref']), 0);
+    expect(r.decide('auto-p', check({ sessionId: null }), worldWith([]), 10)).toMatchObject({ model: 'pref', metadata: { sessionAction: 'permission_check' } });
+    expect(r.decide('auto-p', check({ sessionId: 'other' }), worldWith([]), 10)).toMatchObject({ model: 'pref' });
+    expect(r.decide('auto-p', check({ callerId: 'someone-else' }), worldWith([]), 10)).toMatchObject({ model: 'pref' });
+    expect(r.sessions.size).toBe(1);
+  });
+
+  it('a rejected check records nothing either', () => {
+    const r = new AutoRouter(config);
+    expect(r.decide('auto-p', check(), worldWith(['pref', 'backup']), 0)).toMatchObject({ kind: 'reject', status: 503, metadata: { sessionAction: 'permission_check' } });
+    expect(r.sessions.size).toBe(0);
+  });
+
+  it('property: checks interleaved with conversation turns leave every decision of the turns as without them', () => {
+    fc.assert(
+      fc.property(fc.array(fc.record({ isCheck: fc.boolean(), toolLoop: fc.boolean(), opening: fc.constantFrom('main', 'sub'), down: fc.subarray(['pref', 'backup']) }), { maxLength: 40 }), (steps) => {
+        const withChecks = new AutoRouter(config);
+        const without = new AutoRouter(config);
+        let t = 0;
+        for (const s of steps) {
+          t += 1000;
+          const w = worldWith(s.down);
+          if (s.isCheck) {
+            withChecks.decide('auto-p', check(), w, t);
+            withChecks.sessions.invariants();
+            continue;
+          }
+          const q = { ...main(s.toolLoop), openingHash: s.opening };
+          expect(withChecks.decide('auto-p', q, w, t)).toEqual(without.decide('auto-p', q, w, t));
+        }
+      }),
+    );
+  });
+});
+
+describe('AutoSessions per-session lookup', () => {
+  it('finds the conversation last recorded in a session, forgets it with its entry, and never touches the table', () => {
+    const s = new AutoSessions(1000, 2);
+    const k = (h: string, session = 's') => autoSessionKey('c', session, h);
+    s.record(k('a'), 'auto-p', 'm1', 0);
+    s.record(k('b'), 'auto-p', 'm2', 10);
+    expect(s.latestInSession('c', 's', 20)).toMatchObject({ key: k('b'), entry: { model: 'm2' } });
+    expect(s.latestInSession('c', null, 20)).toBeNull();
+    s.record(k('x', 't'), 'auto-p', 'm3', 30); // the cap evicts 'a'
+    expect(s.latestInSession('c', 's', 40)).toMatchObject({ key: k('b') });
+    s.record(k('y', 'u'), 'auto-p', 'm4', 50); // evicts 'b'
+    expect(s.latestInSession('c', 's', 60)).toBeNull();
+    s.invariants();
+    expect(s.latestInSession('c', 'u', 2000)).toBeNull(); // idle past the timeout
+    expect(s.size).toBe(2); // peeking dropped nothing
+  });
+});

@@ -1,9 +1,10 @@
 // The key pool's own rules (seed 000 "为某个层级预留上游 key"): visibility by role, most reserved
 // first, bindings per role, silence that returns by itself, exhaustion vs role restriction,
-// declaration changes, and the strictest duplicate declaration.
+// declaration changes, the strictest duplicate declaration, and routes of a kind that holds its
+// own credential (no reservations).
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { CALLER_ROLES, KeyPool, KeyPools, mergeKeyDeclarations, roleMeets, roleRank, type CallerRole, type PoolKeyDeclaration, type RequestRole } from '../../../core/index.ts';
+import { CALLER_ROLES, KeyPool, KeyPools, kindTakesReservations, mergeKeyDeclarations, parseModelsConfig, roleMeets, roleRank, type CallerRole, type PoolKeyDeclaration, type RequestRole } from '../../../core/index.ts';
 
 const k = (fingerprint: string, minRole: CallerRole = 'free'): PoolKeyDeclaration => ({ keyId: `id-${fingerprint}`, fingerprint, minRole });
 const roleArb = fc.constantFrom<CallerRole>(...CALLER_ROLES);
@@ -213,5 +214,50 @@ describe('key pools registry', () => {
   it('refuses one id naming two different keys', () => {
     const pools = new KeyPools();
     expect(() => pools.configure([route('m:e', [{ keyId: 'pro', fingerprint: 'a', minRole: 'pro' }, { keyId: 'pro', fingerprint: 'b', minRole: 'pro' }], true)])).toThrow(/id 'pro' names two different keys/);
+  });
+
+  it('a route that holds its own credential (reservable false) takes no reservation and no provider key', () => {
+    const pools = new KeyPools();
+    pools.configure([{ ...route('m:native', [k('solo')], false, 'anthro'), reservable: false }, { ...route('m:list', [k('a'), k('b')], true, 'anthro'), reservable: false }, route('m:compat', [k('c')], false, 'anthro')]);
+    pools.setReservations(new Map([['solo', 'pro'], ['a', 'admin'], ['c', 'pro']]));
+    pools.setProviderKeys(new Map([['anthro', [k('added', 'internal')]]]));
+    expect(pools.pool('m:native')).toBeNull(); // recorded, never applied: the single key stays off the pool path
+    expect(pools.pool('m:list')!.keys).toEqual([k('a'), k('b')]); // a listed pool still rotates, every key free
+    expect(pools.acquire('m:list', 'free', null, 0)).toMatchObject({ kind: 'key' });
+    expect(pools.pool('m:compat')!.keys.map((x) => [x.fingerprint, x.minRole])).toEqual([['added', 'internal'], ['c', 'pro']]);
+  });
+});
+
+describe('own-credential routes under any run-time declarations', () => {
+  it('property: whatever reservations and provider keys say, such a route pools only its own listed keys, every one free', () => {
+    fc.assert(
+      fc.property(declArb, fc.array(fc.tuple(fc.constantFrom('a', 'b', 'c', 'x'), roleArb)), fc.array(fc.tuple(fc.constantFrom('y', 'z'), roleArb)), fc.boolean(), (own, reserved, added, listed) => {
+        const pools = new KeyPools();
+        const decl = listed ? mergeKeyDeclarations(own) : [own[0]!];
+        pools.configure([{ endpointId: 'm:native', provider: 'anthro', outboundKey: 'anthro|x', listed, keys: decl.map((d) => ({ ...d, minRole: 'free' as const })), reservable: false }]);
+        pools.setReservations(new Map(reserved));
+        pools.setProviderKeys(new Map([['anthro', added.map(([fp, role]) => k(fp, role))]]));
+        const p = pools.pool('m:native');
+        if (!listed) {
+          expect(p).toBeNull();
+          return;
+        }
+        expect(p!.keys.every((x) => x.minRole === 'free')).toBe(true);
+        expect(new Set(p!.keys.map((x) => x.fingerprint))).toEqual(new Set(decl.map((d) => d.fingerprint)));
+        for (const role of CALLER_ROLES) expect(pools.acquire('m:native', role, null, 0)).toMatchObject({ kind: 'key' });
+      }),
+    );
+  });
+});
+
+describe('own-credential route kinds in models.yaml', () => {
+  const route = (kind: string, minRole: CallerRole) => ({ models: [{ id: 'm', route: [{ kind, base_url: 'https://api.example.com', api_keys: [{ key: 'k1' }, { key: 'k2', min_role: minRole }] }] }] });
+
+  it('an anthropic route may not reserve a key; free keys and other kinds are fine', () => {
+    expect(kindTakesReservations('anthropic')).toBe(false);
+    expect(kindTakesReservations('openai_compat')).toBe(true);
+    expect(() => parseModelsConfig(route('anthropic', 'pro'))).toThrow(/api_keys\.1\.min_role.*holds its own credential.*allowed_models/s);
+    expect(() => parseModelsConfig(route('anthropic', 'free'))).not.toThrow();
+    expect(() => parseModelsConfig(route('openai_compat', 'pro'))).not.toThrow();
   });
 });
