@@ -23,7 +23,7 @@ try {
   const base = {
     arrivalUnixMs: Date.now(), requestId: '', sessionId: null, callerId: 'bench', model: 'bench', inputTokens: 10, outputTokens: 1, hashIds: [1, 2], stream: false, ttftMs: 1.25, e2eMs: 1.5, api: 'chat',
     endpointId: 'bench/0', attempts: 1, httpStatus: 200, status: 'ok', fallback: false, cachedTokens: 0, costUsd: 0, prompt: null, offloadReason: null, strategy: 'fixed',
-    attemptLog: [{ endpointId: 'm:local-8000', target: null, outcome: 'ok', reason: 'primary', startOffsetMs: 0, endOffsetMs: 12, inputTokens: 10, outputTokens: 1, cachedTokens: 0 }],
+    attemptLog: [{ endpointId: 'm:local-8000', target: null, outcome: 'ok', reason: 'primary', startOffsetMs: 0, endOffsetMs: 12, inputTokens: 10, outputTokens: 1, cachedTokens: 0, costUsd: 0 }],
   };
   const log = await RequestLog.open({ path: join(tmp, 'log.duckdb'), bufferRows: rows + 1, batchRows: 256, flushIntervalMs: 100, memoryLimitMb: 64 });
   const c0 = process.cpuUsage();

@@ -85,7 +85,7 @@ export async function runRequestLogBench(rows = 50_000, print = true): Promise<R
       prompt: null,
       offloadReason: null,
       strategy: 'fixed',
-      attemptLog: [{ endpointId: 'm:local-8000', target: null, outcome: 'ok', reason: 'primary', startOffsetMs: 0, endOffsetMs: 12, inputTokens: 10, outputTokens: 1, cachedTokens: 0 }],
+      attemptLog: [{ endpointId: 'm:local-8000', target: null, outcome: 'ok', reason: 'primary', startOffsetMs: 0, endOffsetMs: 12, inputTokens: 10, outputTokens: 1, cachedTokens: 0, costUsd: 0 }],
     };
     const log = await RequestLog.open({ path: join(dir, 'log.duckdb'), bufferRows: rows + 1, batchRows: 256, flushIntervalMs: 100, memoryLimitMb: requestLogMemoryLimitMb({ log_prompts: false }) });
     const t0 = process.hrtime.bigint();

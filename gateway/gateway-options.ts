@@ -102,6 +102,14 @@ export interface RunningGateway {
   readonly metrics: GatewayMetrics;
   /** The request log, or null when `request_log.path` is null. */
   readonly requestLog: RequestLog | null;
+  /**
+   * The endpoint id that served request `requestId` (its `x-request-id`) on this gateway, among
+   * the last few thousand it finished; null when it ended without an upstream answer serving it.
+   * Waits for a request not yet over. Clients are not told the endpoint (`x-switchyard-served-by`
+   * names a multi-target alias's direct model only); tests and debugging ask here. This worker's
+   * requests only.
+   */
+  servedEndpoint(requestId: string): Promise<string | null>;
   /** Requests admitted and not yet over. */
   inFlight(): number;
   /** The RouteWise prober's state and counters (probes are not counted in `inFlight`). */

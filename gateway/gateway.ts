@@ -68,6 +68,7 @@ import { requestReports } from './admin/request-reports.ts';
 import { HealthHistory, liveViews, startHealthSampling } from './admin/live-views.ts';
 import type { OverlaySnapshot } from './store/overlay-repo.ts';
 import { buildGeneration, checkGeneration } from './generation.ts';
+import { ServedLedger } from './server/served-ledger.ts';
 import { effectiveAutoModeEnabled } from './admin/runtime-settings-admin.ts';
 import { KeySecrets } from './upstream/key-secrets.ts';
 import { ProviderKeysAdmin } from './admin/provider-keys-admin.ts';
@@ -181,12 +182,13 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   };
   // Secrets of pooled keys, shared by every generation and the provider-keys admin.
   const keySecrets = new KeySecrets();
+  const served = new ServedLedger();
   let keyRoutes: GatewayConfig['models']['models'][number]['route'] = [];
   // Set once the admin API exists; re-applies run-time key declarations to each new generation.
   let providerKeys: ProviderKeysAdmin | null = null;
   const build = (c: GatewayConfig, prev: Generation | null): Generation => {
     const composed = withOverlay(c, control.overlay);
-    const gen = buildGeneration(composed, { seed, worker, pools, log, metrics, requestLog, logPrompts, overlay: control.routeOverlay(), carryFrom: prev?.core ?? null, tracing, keySecrets, autoModeEnabled: effectiveAutoModeEnabled(control.overlay, c.settings.auto_mode_enabled) });
+    const gen = buildGeneration(composed, { seed, worker, pools, log, metrics, requestLog, logPrompts, overlay: control.routeOverlay(), carryFrom: prev?.core ?? null, tracing, keySecrets, served, autoModeEnabled: effectiveAutoModeEnabled(control.overlay, c.settings.auto_mode_enabled) });
     keyRoutes = composed.models.models.flatMap((m) => m.route);
     providerKeys?.apply();
     // At start the check waits for the warm start (below); later generations carry the envelopes.
@@ -396,6 +398,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     },
     metrics,
     requestLog,
+    servedEndpoint: (requestId) => served.endpointOf(requestId),
     inFlight: () => ctx.inFlight,
     probes: () => ({ active: prober?.active ?? false, tickMs: prober?.active ? prober.tickMs : null, ...probeCounters }),
     upstreamStats: () => pools.stats(),

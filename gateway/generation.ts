@@ -4,6 +4,7 @@
  * routing streams, the caller keys and the request-log hook. Every start, SIGHUP reload and
  * admin change of the overlay builds one.
  */
+import type { ServedLedger } from './server/served-ledger.ts';
 import { KeySecrets, unrestrictedKey } from './upstream/key-secrets.ts';
 import type { Logger } from 'pino';
 import { routeNotices } from '../core/config/route-notices.ts';
@@ -85,6 +86,8 @@ export interface GenerationDeps {
    * keys of its models.yaml there. Absent ⇒ a private table (tests that build one generation).
    */
   keySecrets?: KeySecrets;
+  /** Where each finished request's serving endpoint is recorded (`RunningGateway.servedEndpoint`); absent ⇒ nowhere. */
+  served?: ServedLedger;
   /**
    * Whether auto models are served (the runtime setting `auto_mode_enabled`: its admin value
    * when one is set, `admin/runtime-settings-admin.ts`); absent ⇒ gateway.yaml's value.
@@ -182,12 +185,16 @@ export function buildGeneration(config: GatewayConfig, d: GenerationDeps): Gener
     });
     // One line per request moved to its offload route (seed 000, "queue-wait offload").
     if (md?.offloadReason) d.log.info({ requestId: f.requestId, model: modelId, endpoint, reason: md.offloadReason, httpStatus: f.httpStatus }, 'route_offload');
+    d.served?.record(f.requestId, md?.status === 'ok' ? endpoint : null);
     if (!d.requestLog) return;
     const usage = md?.usage ?? null;
     const inputTokens = usage && usage.inputTokens > 0 ? usage.inputTokens : f.req.inputTokens;
     const outputTokens = usage?.outputTokens ?? 0;
     const cached = usage?.cachedTokens ?? 0;
-    const p = endpoint ? price.get(endpoint) : undefined;
+    const costOf = (endpointId: string | null, input: number, cachedIn: number, output: number): number => {
+      const p = endpointId ? price.get(endpointId) : undefined;
+      return p ? (input - cachedIn) * p.input + cachedIn * p.cached + output * p.output : 0;
+    };
     const prompt = serializedPrompt(f.req.body);
     const row: RequestLogRow = {
       arrivalUnixMs: timeOrigin + f.startedAtMs,
@@ -209,7 +216,7 @@ export function buildGeneration(config: GatewayConfig, d: GenerationDeps): Gener
       status: f.cut ? 'draining' : (md?.status ?? f.refusedCode ?? 'internal_error'),
       fallback: md?.fallback ?? false,
       cachedTokens: cached,
-      costUsd: p ? (inputTokens - cached) * p.input + cached * p.cached + outputTokens * p.output : 0,
+      costUsd: costOf(endpoint, inputTokens, cached, outputTokens),
       prompt: d.logPrompts ? prompt : null,
       offloadReason: md?.offloadReason ?? null,
       strategy: md?.strategy ?? null,
@@ -221,6 +228,9 @@ export function buildGeneration(config: GatewayConfig, d: GenerationDeps): Gener
       const a = atts[i]!;
       // The serving attempt carries the request's tokens when its upstream reported no usage.
       const served = a.outcome.kind === 'ok' && a.endpointId === endpoint;
+      const aIn = a.usage && a.usage.inputTokens > 0 ? a.usage.inputTokens : served ? inputTokens : 0;
+      const aOut = a.usage?.outputTokens ?? (served ? outputTokens : 0);
+      const aCached = a.usage?.cachedTokens ?? (served ? cached : 0);
       row.attemptLog.push({
         endpointId: a.endpointId,
         target: a.target ?? null,
@@ -228,9 +238,11 @@ export function buildGeneration(config: GatewayConfig, d: GenerationDeps): Gener
         reason: attemptReason(md!, i),
         startOffsetMs: a.startMs - f.startedAtMs,
         endOffsetMs: a.endMs - f.startedAtMs,
-        inputTokens: a.usage && a.usage.inputTokens > 0 ? a.usage.inputTokens : served ? inputTokens : 0,
-        outputTokens: a.usage?.outputTokens ?? (served ? outputTokens : 0),
-        cachedTokens: a.usage?.cachedTokens ?? (served ? cached : 0),
+        inputTokens: aIn,
+        outputTokens: aOut,
+        cachedTokens: aCached,
+        // Priced at the attempt's own endpoint; a failed attempt is not billed (seed 003).
+        costUsd: a.outcome.kind === 'ok' ? costOf(a.endpointId, aIn, aCached, aOut) : 0,
       });
     }
     d.requestLog.append(row);

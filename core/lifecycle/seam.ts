@@ -99,10 +99,20 @@ export interface RouteRequest {
    * The endpoint id that holds this request's conversation context (a Responses follow-up turn
    * whose previous response it served; seed 003: a conversation stays where its context is).
    * When it is among the request's candidates and admitted now, it is tried first, outside the
-   * strategy's order (for an alias: before every tier); otherwise routing is as usual. An admin
-   * pin wins over it. Absent/null = no preference.
+   * strategy's order (for an alias: before every tier; when it cannot serve, the alias's other
+   * targets on the same provider key come next, `candidates/provider-key.ts`); otherwise routing
+   * is as usual. An admin pin wins over it. Absent/null = no preference.
    */
   readonly preferEndpointId?: string | null;
+  /**
+   * What an attempt's latency sample (`least_latency`, `EndpointStats`) measures: `headers` —
+   * the time to the upstream's response headers (the `first_output` event), whatever the
+   * stream flag (seed 003: speech, and streamed transcriptions, whose first bytes are not a
+   * model's first token); `first_token` (absent) — the first token of a stream, the whole
+   * response otherwise. Either way the attempt counts as busy (`least_busy`) until it ends, so a
+   * relayed stream is in flight until its last byte.
+   */
+  readonly latencyAt?: 'first_token' | 'headers';
 }
 
 /** What a target that cannot serve the request's family is answered with (`RouteRequest.targetMustServe`). */

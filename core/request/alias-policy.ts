@@ -1,8 +1,9 @@
 /**
  * The attempt policy of multi-target aliases (seed 003), plugged into the one request life
  * (`life.ts`) over the alias's tier source (`candidates/tier-source.ts`):
- * - every upstream attempt is counted in `EndpointStats` (in flight, latency: TTFT for streams,
- *   the whole response otherwise, a timeout's wait) and its outcome fed to the cooldown registry;
+ * - every upstream attempt is counted in `EndpointStats` (in flight until it ends, latency: TTFT
+ *   for streams, the whole response otherwise, the response headers for a request that asks so
+ *   — `RouteRequest.latencyAt`, speech and streamed transcriptions —, a timeout's wait) and its outcome fed to the cooldown registry;
  *   the breaker is recorded into, never claimed (ejection is the target's opt-in cooldown);
  * - what a failure means is the family's failure rule (`policy/failure-rule.ts`,
  *   `policy/retry-policy.ts`): a retryable failure is retried on the same target after a backoff
@@ -102,8 +103,14 @@ export const ALIAS_POLICY: AttemptPolicy<Life<TierSource>> = {
 
   afterDispatch() {},
 
+  firstOutput(life, a, nowMs) {
+    if (life.request.latencyAt !== 'headers' || a.sampled) return;
+    a.sampled = true;
+    life.source.deps.stats.sample(a.route.endpointId, nowMs - a.startMs);
+  },
+
   firstToken(life, a, nowMs) {
-    if (!life.request.stream || a.sampled) return;
+    if (!life.request.stream || life.request.latencyAt === 'headers' || a.sampled) return;
     a.sampled = true;
     life.source.deps.stats.sample(a.route.endpointId, nowMs - a.startMs);
   },

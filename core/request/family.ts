@@ -29,6 +29,8 @@ export interface AttemptPolicy<L> {
   beforeDispatch(life: L, a: LiveAttempt, nowMs: number): void;
   /** Attempt `a` was dispatched: the family's own deadlines go to `out`. */
   afterDispatch(life: L, a: LiveAttempt, nowMs: number, out: LifecycleAction[]): void;
+  /** Attempt `a`'s upstream answered with its response headers (or first bytes) at `nowMs`. */
+  firstOutput(life: L, a: LiveAttempt, nowMs: number): void;
   /** Attempt `a` produced its first content token at `nowMs`. */
   firstToken(life: L, a: LiveAttempt, nowMs: number): void;
   /** Attempt `a` finished successfully at `nowMs`: `finishing` before it is ended, `served` after. */

@@ -152,6 +152,7 @@ export class Life<S extends CandidateSource<Life<S>>> extends DeadlineBook imple
         const a = this.liveAttempt(event.attemptId);
         if (!a || a.phase !== 'sent') return [];
         this.gotOutput(a);
+        this.policy.firstOutput(this, a, nowMs);
         return this.commitIf(a, 'first_output', nowMs);
       }
       case 'first_token': {

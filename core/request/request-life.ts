@@ -56,7 +56,7 @@ export function startRequestLife(model: ResolvedModel | null, request: RouteRequ
     return { life, actions: life.begin(nowMs) };
   }
   // A router that reads in-flight counts or latency learns from this model's own lives too.
-  const tap = new StatsTap(life, request.stream, deps.stats);
+  const tap = new StatsTap(life, request.stream, deps.stats, request.latencyAt === 'headers');
   life.outerLife = tap;
   return { life: tap, actions: tap.absorb(life.begin(nowMs), nowMs) };
 }

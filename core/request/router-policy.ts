@@ -110,6 +110,8 @@ export const ROUTER_POLICY: AttemptPolicy<Life<RouteSource>> = {
     armHedge(life, a, nowMs, out);
   },
 
+  firstOutput() {},
+
   firstToken(life, a) {
     releaseLease(life, a); // prefill is over; decode is not prefill pressure
     hedgeAnswered(life, a); // the primary's first token came in time: no hedge

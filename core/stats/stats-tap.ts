@@ -25,11 +25,14 @@ export class StatsTap implements RequestLife {
    * @param inner the life to wrap.
    * @param stream whether the request streams (latency = TTFT) or not (latency = end of response).
    * @param stats where to count.
+   * @param atHeaders latency = the time to the upstream's response headers (`first_output`),
+   *   whatever `stream` (`RouteRequest.latencyAt: 'headers'`).
    */
   constructor(
     private readonly inner: RequestLife,
     private readonly stream: boolean,
     private readonly stats: EndpointStats,
+    private readonly atHeaders = false,
   ) {}
 
   get requestId(): string {
@@ -60,7 +63,10 @@ export class StatsTap implements RequestLife {
     if (!this.inner.isDone && 'attemptId' in event) {
       const w = this.watched(event.attemptId);
       if (w) {
-        if (event.kind === 'first_token' && this.stream && !w.sampled) {
+        if (event.kind === 'first_output' && this.atHeaders && !w.sampled) {
+          w.sampled = true;
+          this.stats.sample(w.endpointId, nowMs - w.startMs);
+        } else if (event.kind === 'first_token' && this.stream && !this.atHeaders && !w.sampled) {
           w.sampled = true;
           this.stats.sample(w.endpointId, nowMs - w.startMs);
         } else if (event.kind === 'finished') {

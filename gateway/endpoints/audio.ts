@@ -31,6 +31,7 @@ export const audioTranscriptions: EndpointFamily = {
   streams: true,
   multipart: true,
   targetMustServe: MISSING_CAPABILITY,
+  latencyAtHeaders: 'stream',
   check: checkFile,
   prompt: () => ({ inputTokens: AUDIO_TOKENS, modalities: [] }),
 };
@@ -52,6 +53,7 @@ export const audioSpeech: EndpointFamily = {
   path: '/v1/audio/speech',
   streams: false,
   targetMustServe: MISSING_CAPABILITY,
+  latencyAtHeaders: 'always',
   check(body) {
     if (typeof body.input !== 'string' || body.input.length === 0) return invalid('input', `You must provide 'input' (a non-empty string), but got ${jsonTypeOf(body.input)}.`);
     if (body.voice === undefined || body.voice === null) return invalid('voice', `You must provide a 'voice'.`);

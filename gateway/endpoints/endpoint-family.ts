@@ -82,4 +82,11 @@ export interface EndpointFamily {
    * job may exist: video submits). Absent: the model's retry rules.
    */
   readonly noReplayAfterAnswer?: boolean;
+  /**
+   * When `least_latency` measures an attempt to the upstream's response headers rather than to
+   * its first token / whole body (`RouteRequest.latencyAt: 'headers'`; seed 003): `always`
+   * (speech: audio bytes are no model token), `stream` (only a streamed request: a streamed
+   * transcription). Absent: never.
+   */
+  readonly latencyAtHeaders?: 'always' | 'stream';
 }

@@ -226,7 +226,7 @@ export class HealthChecker {
       prompt: null,
       offloadReason: null,
       strategy: null,
-      attemptLog: [{ endpointId: loop.endpointId, target: null, outcome: result.passed ? 'ok' : result.reason!, reason: 'health_check', startOffsetMs: 0, endOffsetMs: e2eMs, inputTokens: 0, outputTokens: 0, cachedTokens: 0 }],
+      attemptLog: [{ endpointId: loop.endpointId, target: null, outcome: result.passed ? 'ok' : result.reason!, reason: 'health_check', startOffsetMs: 0, endOffsetMs: e2eMs, inputTokens: 0, outputTokens: 0, cachedTokens: 0, costUsd: 0 }],
     });
   }
 }

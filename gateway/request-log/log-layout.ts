@@ -24,7 +24,7 @@ export interface AttemptLogColumn {
 }
 
 /** The attempt fields the gateway thread posts, one column each, in this order. */
-export const POSTED_ATTEMPT_FIELDS = ['endpointId', 'target', 'outcome', 'reason', 'startOffsetMs', 'endOffsetMs', 'inputTokens', 'outputTokens', 'cachedTokens'] as const satisfies ReadonlyArray<keyof AttemptLogRow>;
+export const POSTED_ATTEMPT_FIELDS = ['endpointId', 'target', 'outcome', 'reason', 'startOffsetMs', 'endOffsetMs', 'inputTokens', 'outputTokens', 'cachedTokens', 'costUsd'] as const satisfies ReadonlyArray<keyof AttemptLogRow>;
 
 /** One of `POSTED_ATTEMPT_FIELDS`. */
 export type PostedAttemptField = (typeof POSTED_ATTEMPT_FIELDS)[number];
@@ -35,7 +35,8 @@ const posted = (attempt: PostedAttemptField, plusArrival = false): AttemptColumn
 /**
  * The `attempts` table's columns, in table order: the request's id and arrival (Unix ms), the
  * 1-based attempt index, endpoint, multi-target target, outcome, reason, start and end (Unix ms),
- * and the attempt's tokens (null only in rows migrated from a file that did not record them).
+ * the attempt's tokens and its cost in USD (null only in rows migrated from a file that did not
+ * record them).
  */
 export const ATTEMPT_LOG_COLUMNS: readonly AttemptLogColumn[] = [
   acol('request_id', 'VARCHAR', true, { request: 'requestId' }),
@@ -50,6 +51,7 @@ export const ATTEMPT_LOG_COLUMNS: readonly AttemptLogColumn[] = [
   acol('input_tokens', 'INTEGER', false, posted('inputTokens')),
   acol('output_tokens', 'INTEGER', false, posted('outputTokens')),
   acol('cached_tokens', 'INTEGER', false, posted('cachedTokens')),
+  acol('cost_usd', 'DOUBLE', false, posted('costUsd')),
 ];
 
 /**
@@ -93,6 +95,7 @@ const LIST_COLUMNS = ['attempt_endpoints', 'attempt_targets', 'attempt_outcomes'
  *    them: the view is dropped, its rows copied into the `attempts` table (tokens null: that
  *    layout did not record them), and the list columns dropped.
  * 3. The `attempts` table exists.
+ * 4. An `attempts` table without the per-attempt cost gets `cost_usd` (last, null in old rows).
  */
 export const REQUEST_LOG_MIGRATIONS: readonly LogMigration[] = [
   {
@@ -113,4 +116,5 @@ export const REQUEST_LOG_MIGRATIONS: readonly LogMigration[] = [
     ],
   },
   { name: 'attempts table', statements: [ATTEMPTS_DDL] },
+  { name: 'attempt cost', statements: ['ALTER TABLE attempts ADD COLUMN IF NOT EXISTS cost_usd DOUBLE'] },
 ];

@@ -78,6 +78,11 @@ export interface AttemptLogRow {
   inputTokens: number;
   outputTokens: number;
   cachedTokens: number;
+  /**
+   * What the attempt cost, USD, at its own endpoint's prices over its own tokens; 0 for a failed
+   * attempt (not billed) and for an endpoint without prices.
+   */
+  costUsd: number;
 }
 
 /** DuckDB column types the request log uses. */

@@ -11,8 +11,11 @@
  * event and the end of the stream, never the stream's terminator. A non-stream response commits
  * when its whole body has arrived. Error bodies, in-band errors and the terminator are written
  * in the request's client wire (`ClientRequest.wire`, its endpoint family's). Routing metadata
- * goes to the log, never to the client; the served endpoint is named in `x-switchyard-served-by`,
- * except for an auto model, whose client sees only the auto model's name (`auto/auto-request.ts`).
+ * goes to the log, never to the client. A multi-target alias's answer names the direct model that
+ * served it in `x-switchyard-served-by` (seed 003; the body keeps the alias); a model with its
+ * own routes, an error and an auto model (whose client sees only the auto model's name,
+ * `auto/auto-request.ts`) carry no such header. The serving endpoint is in the request log and
+ * `RunningGateway.servedEndpoint`.
  *
  * Events are queued, never applied re-entrantly: an action that causes an event (a deadline, an
  * abort) is stepped after the current batch of actions is done.
@@ -367,6 +370,17 @@ export class Exchange implements ListLinks<Exchange> {
     }
   }
 
+  /**
+   * `x-switchyard-served-by` for an answer from `endpointId`: the direct model's id when the
+   * request named a multi-target alias and that endpoint is one of its targets; nothing
+   * otherwise. An auto model's client never learns which model served it.
+   */
+  private servedByHeader(endpointId: string): HeaderPairs {
+    if (this.req.auto) return NO_HEADERS;
+    const direct = this.ctx.core.model(this.req.model)?.multiTarget?.targets.find((t) => t.endpointId === endpointId)?.model;
+    return direct === undefined ? NO_HEADERS : [['x-switchyard-served-by', direct]];
+  }
+
   /** Closes attempt `id` (nothing more is reported for it), aborting it upstream when `abort`. */
   private closeAttempt(id: number, abort: boolean): void {
     const att = this.attempts.get(id);
@@ -379,8 +393,7 @@ export class Exchange implements ListLinks<Exchange> {
     const att = this.attempts.get(id);
     if (!att) return;
     this.committed = att;
-    // An auto model's client never learns which model served it: no served-by header.
-    const servedBy: HeaderPairs = this.req.auto ? NO_HEADERS : [['x-switchyard-served-by', att.target.endpointId]];
+    const servedBy = this.servedByHeader(att.target.endpointId);
     const fromAdapter = att.handle?.commitHeaders ?? NO_HEADERS; // e.g. the fields a translating adapter dropped
     if (fromAdapter !== NO_HEADERS && this.ctx.log.isLevelEnabled('info')) {
       const dropped = fromAdapter.find(([k]) => k === DROPPED_PARAMS_HEADER);

@@ -40,7 +40,14 @@ export function routeRequestOf(req: ClientRequest, meta: ExchangeMeta, hashPrefi
     targetMustServe: targetRule(req.family),
     replayAnswered: req.family.noReplayAfterAnswer !== true && req.videoFetch === undefined,
     preferEndpointId: meta.preferEndpointId ?? null,
+    latencyAt: latencyAtOf(req),
   };
+}
+
+/** What `least_latency` measures for `req`: its family's `latencyAtHeaders` against its stream flag. */
+function latencyAtOf(req: ClientRequest): 'first_token' | 'headers' {
+  const at = req.family.latencyAtHeaders;
+  return at === 'always' || (at === 'stream' && req.stream) ? 'headers' : 'first_token';
 }
 
 /** The core's rule for a family every target must serve, with the route kinds whose adapters serve it; null when none. */

@@ -15,6 +15,7 @@ import { startGateway, type RunningGateway } from '../../gateway/gateway.ts';
 import { startDashboard } from '../../notebooks-web/dashboard-command.ts';
 import type { DashboardServer } from '../../notebooks-web/server/dashboard-server.ts';
 import { startEmulator, type RunningEmulator } from '../../simulator/emulator/emulator.ts';
+import { servedEndpoint } from '../gateway/harness.ts';
 
 /** Caller keys of the stack. */
 export const CONSOLE_KEYS = { user: 'sk-console-user', admin: 'sk-console-admin' } as const;
@@ -76,7 +77,7 @@ export async function startConsoleStack(): Promise<ConsoleStack> {
         });
         await r.text();
         if (r.status !== 200) throw new Error(`chat for ${model} answered ${r.status}`);
-        served.push(r.headers.get('x-switchyard-served-by') ?? '?');
+        served.push((await servedEndpoint(gw, r)) ?? '?');
       }
       return served;
     },

@@ -14,6 +14,7 @@ import { startEmulator, type RunningEmulator } from '../../simulator/emulator/em
 import { routeRequestOf } from '../../gateway/server/route-request.ts';
 import { prefixBlockHashes, serializedPrompt } from '../../gateway/request-log/prefix-hashes.ts';
 import { DynamoKvPlanner } from '../../core/strategies/dynamo-kv/dynamo-kv.ts';
+import { servedEndpoint } from './harness.ts';
 
 const KEY = 'sk-cache-aware';
 const running: Array<{ close(): Promise<void> }> = [];
@@ -41,7 +42,7 @@ async function servedBy(gw: RunningGateway, messages: unknown[]): Promise<string
   });
   expect(res.status).toBe(200);
   await res.text();
-  return res.headers.get('x-switchyard-served-by')!;
+  return (await servedEndpoint(gw, res))!;
 }
 
 const system = (topic: string) => ({ role: 'system', content: `${topic}: ${'context '.repeat(1_500)}` }); // ~12 KB: 5 full blocks

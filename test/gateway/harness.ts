@@ -219,3 +219,15 @@ export function runCli(args: string[]): Promise<{ code: number | null; out: stri
     p.once('exit', (code) => resolve({ code, out }));
   });
 }
+
+/**
+ * The endpoint id that served `response` (by its `x-request-id`), as `gw` recorded it; null when
+ * none did. Waits for the request to end. The client-facing `x-switchyard-served-by` names only a
+ * multi-target alias's direct model, so tests that check which endpoint answered ask here.
+ * @throws Error when the response carries no `x-request-id`.
+ */
+export function servedEndpoint(gw: Pick<RunningGateway, 'servedEndpoint'>, response: { headers: { get(name: string): string | null } }): Promise<string | null> {
+  const id = response.headers.get('x-request-id');
+  if (id === null) throw new Error('servedEndpoint: the response has no x-request-id header');
+  return gw.servedEndpoint(id);
+}

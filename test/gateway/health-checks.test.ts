@@ -15,7 +15,7 @@ import { startGateway, type RunningGateway } from '../../gateway/gateway.ts';
 import { HEALTH_CHECK_CALLER_ID, ProbeSlots } from '../../gateway/health-checks/health-checker.ts';
 import { exportRequestLog } from '../../gateway/request-log/export-trace.ts';
 import { startEmulator, type RunningEmulator } from '../../simulator/emulator/emulator.ts';
-import { KEYS } from './harness.ts';
+import { KEYS, servedEndpoint } from './harness.ts';
 
 const dirs: string[] = [];
 let gw: RunningGateway | null = null;
@@ -57,7 +57,7 @@ async function chat(model: string, key: string): Promise<{ status: number; serve
     body: JSON.stringify({ model, messages: [{ role: 'user', content: 'Hello there' }], max_tokens: 2 }),
   });
   await r.arrayBuffer();
-  return { status: r.status, servedBy: r.headers.get('x-switchyard-served-by') };
+  return { status: r.status, servedBy: await servedEndpoint(gw!, r) };
 }
 
 const callerRequests = (e: RunningEmulator) => e.log.all().filter((r) => !(r.requestId ?? '').startsWith('health-check-')).length;

@@ -10,7 +10,7 @@ import { buildGatewayConfig } from '../../gateway/config/load.ts';
 import { startGateway, type RunningGateway } from '../../gateway/gateway.ts';
 import { startEmulator, type RunningEmulator } from '../../simulator/emulator/emulator.ts';
 import { adminCall, weightPath } from '../store/harness-http.ts';
-import { hello, KEYS } from './harness.ts';
+import { hello, KEYS, servedEndpoint } from './harness.ts';
 
 let emus: RunningEmulator[] = [];
 let gw: RunningGateway | null = null;
@@ -58,7 +58,7 @@ describe('learned state on a live gateway', () => {
     const servedBy = async (): Promise<string | null> => {
       const r = await fetch(`${gw!.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${KEYS.admin}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'g', messages: hello, max_tokens: 1 }) });
       expect(r.status).toBe(200);
-      return r.headers.get('x-switchyard-served-by');
+      return servedEndpoint(gw!, r);
     };
     expect(await servedBy()).toBe(b); // a (weight 1000) is cooling down
 

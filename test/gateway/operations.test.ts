@@ -13,7 +13,7 @@ import type { RequestLogRow } from '../../gateway/request-log/log-row.ts';
 import { PREFIX_BLOCK_BYTES, prefixBlockHashes, serializedPrompt } from '../../gateway/request-log/prefix-hashes.ts';
 import { readTrace } from '../../traces/arrow-trace.ts';
 import { runExperiment } from '../../simulator/sim-command.ts';
-import { hello, KEYS, stackConfig, startStack, type Stack } from './harness.ts';
+import { hello, KEYS, stackConfig, startStack, type Stack, servedEndpoint } from './harness.ts';
 import { logRow } from './log-rows.ts';
 
 let stack: Stack | null = null;
@@ -319,7 +319,7 @@ describe('reload and drain', () => {
     expect(await weights()).toEqual([5, 0]);
     for (let i = 0; i < 5; i++) {
       const { response } = await stack.client().chat.completions.create({ model: 'demo', messages: hello, max_tokens: 1 }).withResponse();
-      expect(response.headers.get('x-switchyard-served-by')).toBe(stack.ids[0]);
+      expect(await servedEndpoint(stack.gw, response)).toBe(stack.ids[0]);
     }
     // A configuration the core refuses (unknown router; the CLI's loader would catch it first) ⇒
     // reload throws, the old generation stays.

@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { buildGatewayConfig } from '../../gateway/config/load.ts';
 import { startGateway, type RunningGateway } from '../../gateway/gateway.ts';
 import { startEmulator } from '../../simulator/emulator/emulator.ts';
-import { chatFrame, hello, RAW_SSE_HEAD, rawChunk, rawJson, sseData, startRawUpstream, type RawUpstream } from './harness.ts';
+import { chatFrame, hello, RAW_SSE_HEAD, rawChunk, rawJson, sseData, startRawUpstream, type RawUpstream, servedEndpoint } from './harness.ts';
 
 const open: Array<{ close(): Promise<void> }> = [];
 afterEach(async () => {
@@ -144,7 +144,7 @@ describe("an alias's first-chunk wait is the core's first_token deadline", () =>
     const g = await gateway(models, {}, {}, log.logger);
     const r = await post(g, { model: 'm', stream: true });
     expect(r.status).toBe(200);
-    expect(r.headers.get('x-switchyard-served-by')).toMatch(/^b:/);
+    expect(await servedEndpoint(g, r)).toMatch(/^b:/);
     expect(sseData(await r.text()).at(-1)).toBe('[DONE]');
     for (let i = 0; i < 50 && log.lines().length === 0; i++) await new Promise((res) => setTimeout(res, 10));
     expect(log.lines()[0]).toMatchObject({ status: 'ok', attempts: [{ outcome: 'first_token_timeout' }, { outcome: 'ok' }] });
@@ -202,7 +202,7 @@ describe('multi-target aliases', () => {
     const g = await gateway([{ id: 'a', route: [{ base_url: mute.baseUrl }] }, { id: 'b', route: [{ base_url: good.baseUrl }] }, alias(['a', 'b'], { timeout_ms: 500 })]);
     const r = await post(g, { model: 'g', stream: true });
     expect(r.status).toBe(200);
-    expect(r.headers.get('x-switchyard-served-by')).toMatch(/^b:/);
+    expect(await servedEndpoint(g, r)).toMatch(/^b:/);
     expect(sseData(await r.text())).toContain('[DONE]');
   });
 
@@ -241,7 +241,7 @@ describe('session affinity by caller address', () => {
         expect(r.status).toBe(200);
         await r.text();
         const set = served.get(`127.0.0.${i}`) ?? new Set<string>();
-        set.add(r.headers.get('x-switchyard-served-by')!);
+        set.add((await servedEndpoint(g, r))!);
         served.set(`127.0.0.${i}`, set);
       }
       await agent.close();

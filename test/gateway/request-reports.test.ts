@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { afterEach, describe, expect, it } from 'vitest';
 import { REQUEST_LOG_COLUMNS, type AttemptLogRow, type RequestLogRow } from '../../gateway/request-log/log-row.ts';
+import { ATTEMPT_LOG_COLUMNS } from '../../gateway/request-log/log-layout.ts';
 import { RequestLog } from '../../gateway/request-log/request-log.ts';
 import { adminCall } from '../store/harness-http.ts';
 import { hello, KEYS, startStack, type Stack } from './harness.ts';
@@ -168,6 +169,25 @@ describe('request log reports', () => {
     expect(await again.query('SELECT count(*)::INTEGER AS n FROM attempts')).toEqual([{ n: 3 }]);
     await again.close();
   });
+
+  it('an attempts table without the per-attempt cost gets cost_usd (null in its old rows)', async () => {
+    const path = join(dir, 'no-attempt-cost.duckdb');
+    const before = ATTEMPT_LOG_COLUMNS.filter((c) => c.column !== 'cost_usd');
+    await withDb(path, async (conn) => {
+      await conn.run(`CREATE TABLE requests (${REQUEST_LOG_COLUMNS.map((c) => `${c.column} ${c.type}`).join(', ')})`);
+      await conn.run(`CREATE TABLE attempts (${before.map((c) => `${c.column} ${c.type}`).join(', ')})`);
+      await conn.run(`INSERT INTO attempts (request_id, arrival_unix_ms, attempt_index, endpoint_id, outcome, reason, start_unix_ms, end_unix_ms) VALUES ('old', 1, 1, 'x', 'ok', 'primary', 1, 2)`);
+    });
+    const log = await RequestLog.open({ path, bufferRows: 100, batchRows: 10, flushIntervalMs: 60_000, memoryLimitMb: 32 });
+    log.append(row(9, { attemptLog: [{ ...attempt('z', 'ok', 'primary', 0, 5, 10), costUsd: 0.25 }] }));
+    const rows = await log.query('SELECT request_id, cost_usd FROM attempts ORDER BY request_id');
+    await log.close();
+    expect(log.writerError).toBeNull();
+    expect(rows).toEqual([
+      { request_id: 'old', cost_usd: null },
+      { request_id: 'r-9', cost_usd: 0.25 },
+    ]);
+  });
 });
 
 /** Runs `f` on a fresh connection to the DuckDB file at `path`, then closes it (to build old layouts). */
@@ -181,5 +201,5 @@ async function withDb(path: string, f: (conn: DuckDBConnection) => Promise<void>
 
 /** A logged attempt from `startMs` to `endMs` after arrival with `inputTokens` (no output). */
 function attempt(endpointId: string, outcome: string, reason: string, startMs: number, endMs: number, inputTokens: number): AttemptLogRow {
-  return { endpointId, target: null, outcome, reason, startOffsetMs: startMs, endOffsetMs: endMs, inputTokens, outputTokens: 0, cachedTokens: 0 };
+  return { endpointId, target: null, outcome, reason, startOffsetMs: startMs, endOffsetMs: endMs, inputTokens, outputTokens: 0, cachedTokens: 0, costUsd: 0 };
 }

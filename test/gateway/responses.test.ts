@@ -1,6 +1,7 @@
 // OpenAI's Responses API on a real gateway on loopback, called with the official `openai`
 // client unchanged: over a native Responses upstream (a route listing `responses`, the
-// emulator's /v1/responses) and over a chat-completions one (translated), streaming and not,
+// emulator's /v1/responses), over a chat-completions one and over an Anthropic Messages one
+// (both translated), streaming and not,
 // tools, previous_response_id and responses.retrieve from the gateway's store, an alias failing
 // over from a broken target before the first byte, a follow-up turn that goes back to the target
 // of its previous response (seed 003), and the 400s for fields that cannot be honoured.
@@ -20,6 +21,9 @@ let nativeEmu: RunningEmulator;
 let chatEmu: RunningEmulator;
 let broken: RunningEmulator;
 let cutting: RunningEmulator;
+let claudeEmu: RunningEmulator;
+let flaky: RunningEmulator;
+let steady: RunningEmulator;
 let client: OpenAI;
 
 beforeAll(async () => {
@@ -29,6 +33,9 @@ beforeAll(async () => {
     startEmulator({ faults: { error_rate: 1, error_status: 500 } }),
   ]);
   cutting = await startEmulator({ faults: { latency_scale: 0.02, error_after_tokens: 2 }, defaultOutputTokens: 6 });
+  // Anthropic requests always carry max_tokens; the emulator's own cap makes the answer end naturally at 6.
+  [flaky, steady] = await Promise.all([startEmulator({ faults: { latency_scale: 0.02 }, defaultOutputTokens: 6 }), startEmulator({ faults: { latency_scale: 0.02 }, defaultOutputTokens: 6 })]);
+  claudeEmu = await startEmulator({ apiKey: 'sk-upstream-claude', faults: { latency_scale: 0.02 }, maxOutputTokens: 6, modelName: 'claude-upstream' });
   const config = buildGatewayConfig({
     models: {
       models: [
@@ -36,6 +43,13 @@ beforeAll(async () => {
         { id: 'chat-only', route: [{ base_url: chatEmu.baseUrl }] },
         { id: 'broken', route: [{ base_url: broken.baseUrl, endpoints: ['chat', 'responses'] }] },
         { id: 'cutting', route: [{ base_url: cutting.baseUrl }] },
+        { id: 'claude', route: [{ kind: 'anthropic', base_url: claudeEmu.baseUrl, api_key: 'sk-upstream-claude', provider_model_id: 'claude-upstream' }] },
+        // `home` and `sibling` share a provider key; `other` is on another key of the same provider.
+        { id: 'home', route: [{ base_url: flaky.baseUrl, provider: 'acme', api_key: 'sk-acme-1' }] },
+        { id: 'other', route: [{ base_url: steady.baseUrl, provider: 'acme', api_key: 'sk-acme-2' }] },
+        { id: 'sibling', route: [{ base_url: steady.baseUrl, provider: 'acme', api_key: 'sk-acme-1' }] },
+        { id: 'keyed', routing: { strategy: 'failover', targets: [{ model: 'home' }, { model: 'other' }, { model: 'sibling' }] } },
+        { id: 'to-claude', routing: { strategy: 'failover', targets: [{ model: 'broken' }, { model: 'claude' }] } },
         { id: 'agents', routing: { strategy: 'failover', targets: [{ model: 'broken' }, { model: 'chat-only' }] } },
         { id: 'duo', routing: { strategy: 'round_robin', targets: [{ model: 'native' }, { model: 'chat-only' }] } },
       ],
@@ -52,7 +66,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await gw?.close();
-  await Promise.all([nativeEmu, chatEmu, broken, cutting].map((e) => e?.close()));
+  await Promise.all([nativeEmu, chatEmu, broken, cutting, claudeEmu, flaky, steady].map((e) => e?.close()));
 });
 
 const lastRecord = (emu: RunningEmulator) => emu.log.all().at(-1)!;
@@ -74,8 +88,9 @@ async function streamed(params: OpenAI.Responses.ResponseCreateParamsStreaming) 
 describe.each([
   ['native', '/v1/responses'],
   ['chat-only', '/v1/chat/completions'],
+  ['claude', '/v1/messages'],
 ])('/v1/responses on the %s route', (model, upstreamPath) => {
-  const emu = () => (model === 'native' ? nativeEmu : chatEmu);
+  const emu = () => (model === 'native' ? nativeEmu : model === 'claude' ? claudeEmu : chatEmu);
 
   it('responses.create: output_text, the model as asked, usage, a gateway id; the upstream path', async () => {
     const r = await client.responses.create({ model, input: 'Hello there', instructions: 'Be brief.' });
@@ -90,7 +105,10 @@ describe.each([
     expect(rec.path).toBe(upstreamPath);
     const body = rec.body as Record<string, unknown>;
     if (model === 'native') expect(body).toMatchObject({ store: false, instructions: 'Be brief.' });
-    else expect(body.messages).toEqual([{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Hello there' }]);
+    else if (model === 'claude') {
+      expect(body).toMatchObject({ model: 'claude-upstream', system: 'Be brief.', max_tokens: 4096 });
+      expect(JSON.stringify(body.messages)).toContain('Hello there');
+    } else expect(body.messages).toEqual([{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Hello there' }]);
   });
 
   it('streaming: the Responses event grammar, deltas adding up to the final text', async () => {
@@ -145,6 +163,10 @@ describe.each([
       const messages = body.messages as Array<Record<string, unknown>>;
       expect(messages.at(-2)).toMatchObject({ role: 'assistant', tool_calls: [{ id: call.call_id, function: { name: 'get_weather' } }] });
       expect(messages.at(-1)).toEqual({ role: 'tool', tool_call_id: call.call_id, content: 'sunny' });
+    } else if (model === 'claude') {
+      const messages = body.messages as Array<Record<string, unknown>>;
+      expect(JSON.stringify(messages.at(-2))).toContain('"tool_use"');
+      expect(JSON.stringify(messages.at(-1))).toContain('"tool_result"');
     } else expect(JSON.stringify(body.input)).toContain('"function_call_output"');
   });
 });
@@ -177,6 +199,34 @@ describe('routing of /v1/responses', () => {
     expect(s.final.status).toBe('completed');
     expect(broken.log.all().length).toBe(before + 2);
     expect(broken.log.all().at(-1)!.path).toBe('/v1/responses');
+  });
+
+  it('an alias fails over onto an Anthropic target before the first byte, streaming and not; the follow-up stays there', async () => {
+    const before = claudeEmu.log.all().length;
+    const { data, response } = await client.responses.create({ model: 'to-claude', input: 'Hello there' }).withResponse();
+    expect(data).toMatchObject({ status: 'completed', model: 'to-claude' });
+    expect(response.headers.get('x-switchyard-served-by')).toBe('claude');
+    const s = await streamed({ model: 'to-claude', input: 'Hello there', previous_response_id: data.id, stream: true });
+    expect(s.final.status).toBe('completed');
+    expect(s.final.previous_response_id).toBe(data.id);
+    expect(claudeEmu.log.all().slice(before).map((r) => r.path)).toEqual(['/v1/messages', '/v1/messages']);
+    expect(JSON.stringify(claudeEmu.log.all().at(-1)!.body)).toContain(data.output_text);
+  });
+
+  it('a follow-up turn whose target fails goes to another target on the same provider key, not the next in the strategy order', async () => {
+    const first = await client.responses.create({ model: 'keyed', input: 'Start.' }).withResponse();
+    expect(first.response.headers.get('x-switchyard-served-by')).toBe('home');
+    flaky.setFaults({ error_rate: 1, error_status: 500 });
+    try {
+      const next = await client.responses.create({ model: 'keyed', input: 'Go on.', previous_response_id: first.data.id }).withResponse();
+      expect(next.response.headers.get('x-switchyard-served-by')).toBe('sibling');
+      expect(JSON.stringify(steady.log.all().at(-1)!.body)).toContain(first.data.output_text);
+      // A fresh turn follows the failover order past the failing target.
+      const fresh = await client.responses.create({ model: 'keyed', input: 'Fresh.' }).withResponse();
+      expect(fresh.response.headers.get('x-switchyard-served-by')).toBe('other');
+    } finally {
+      flaky.setFaults({ error_rate: 0 });
+    }
   });
 
   it('a follow-up turn goes back to the target that served its previous response, outside the round robin', async () => {

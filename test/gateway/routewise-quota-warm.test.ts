@@ -17,7 +17,7 @@ import { startGateway, type GatewayOptions, type RunningGateway } from '../../ga
 import { emulatorUsageFetcher } from '../../gateway/routewise/fetchers/emulator-usage.ts';
 import { QuotaFetcherRegistry, registerQuotaFetcher } from '../../gateway/routewise/quota-fetchers.ts';
 import { startEmulator, type EmulatorOptions, type RunningEmulator } from '../../simulator/emulator/emulator.ts';
-import { hello, KEYS } from './harness.ts';
+import { hello, KEYS, servedEndpoint } from './harness.ts';
 
 const DEAR = { input_usd_per_1m: 10, output_usd_per_1m: 20 };
 const HOUR_MS = 3_600_000;
@@ -75,7 +75,7 @@ async function ask(gw: RunningGateway): Promise<string | null> {
   });
   expect(res.status).toBe(200);
   await res.json();
-  return res.headers.get('x-switchyard-served-by');
+  return servedEndpoint(gw, res);
 }
 
 const planner = (gw: RunningGateway) => gw.core.model('rw')!.planner as RouteWisePlanner;

@@ -12,7 +12,7 @@ import { startGateway, type GatewayOptions, type RunningGateway } from '../../ga
 import { parseBudgetAlphaHeader } from '../../gateway/routewise/budget-alpha.ts';
 import { startEmulator, type RunningEmulator } from '../../simulator/emulator/emulator.ts';
 import type { RequestRecord } from '../../simulator/emulator/request-log.ts';
-import { hello, KEYS } from './harness.ts';
+import { hello, KEYS, servedEndpoint } from './harness.ts';
 
 const CHEAP = { input_usd_per_1m: 1, output_usd_per_1m: 2 };
 const DEAR = { input_usd_per_1m: 10, output_usd_per_1m: 20 };
@@ -94,7 +94,7 @@ describe('x-switchyard-budget-alpha', () => {
     const ask = async (client: OpenAI, headers?: Record<string, string>) => {
       const { data, response } = await client.chat.completions.create({ model: 'rw', messages: hello, max_tokens: 4 }, headers ? { headers } : {}).withResponse();
       expect(data.choices[0]!.message.content).toBeTruthy();
-      return response.headers.get('x-switchyard-served-by');
+      return servedEndpoint(stack!.gw, response);
     };
 
     // No header: cold start on the cheapest route at the model's α.
@@ -264,7 +264,7 @@ describe('worker scope', () => {
       expect(() => stack!.gw.reload(two)).toThrow(new RegExp(`model 'rw' \\(router routewise; quota/concurrency routes .*${ids[1]!.replace(/[|.]/g, '\\$&')}.*fix: set server\\.workers: 1`));
       expect(stack.gw.core).toBe(before);
       const { response } = await stack.client().chat.completions.create({ model: 'rw', messages: hello, max_tokens: 2 }).withResponse();
-      expect(stack.ids).toContain(response.headers.get('x-switchyard-served-by'));
+      expect(stack.ids).toContain(await servedEndpoint(stack.gw, response));
 
       await expect(startGateway({ config: two, host: '127.0.0.1', port: 0, logger: pino({ level: 'silent' }) })).rejects.toThrow(/quota\/concurrency routes .* keep process-local reservations\) — fix: set server\.workers: 1/);
 
@@ -302,7 +302,7 @@ describe('hedging through the gateway (hedge: probability)', () => {
     const body = await raw.text();
     const elapsedMs = performance.now() - t0;
     expect(raw.status).toBe(200);
-    expect(raw.headers.get('x-switchyard-served-by')).toBe(dear);
+    expect(await servedEndpoint(stack.gw, raw)).toBe(dear);
     expect(body.trim().endsWith('data: [DONE]')).toBe(true);
     expect(elapsedMs).toBeGreaterThanOrEqual(850); // the hedge waited for its checkpoint …
     expect(elapsedMs).toBeLessThan(4_000); // … and did not wait for the slow primary

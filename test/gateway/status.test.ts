@@ -12,7 +12,7 @@ import { hashKey } from '../../gateway/callers.ts';
 import { buildGatewayConfig, ConfigError, formatProblem, loadGatewayConfig } from '../../gateway/config/load.ts';
 import { startGateway, type RunningGateway } from '../../gateway/gateway.ts';
 import { startEmulator, type RunningEmulator } from '../../simulator/emulator/emulator.ts';
-import { hello, KEYS } from './harness.ts';
+import { hello, KEYS, servedEndpoint } from './harness.ts';
 
 let gw: RunningGateway | null = null;
 let emu: RunningEmulator | null = null;
@@ -106,7 +106,7 @@ describe('GET /status/models', () => {
     const before = Date.now();
     const r = await chat('chat');
     expect(r.status).toBe(200);
-    expect(r.headers.get('x-switchyard-served-by')).toMatch(/^b:/);
+    expect(await servedEndpoint(gw!, r)).toMatch(/^b:/);
     const m = await models();
     expect(m.a).toMatchObject({ status: 'cooldown', status_reason: 'transport_error' });
     const until = Date.parse(m.a!.cooldown_until!);

@@ -4,6 +4,7 @@
 // router_params key of a module's strategy is refused like a built-in's; a module naming itself
 // after a built-in is refused; a planner answering a candidate that does not exist fails only that
 // request, with one 500.
+import { servedEndpoint } from './harness.ts';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -108,7 +109,7 @@ describe('strategy modules in a real gateway', () => {
         body: JSON.stringify({ model: 'cheap', messages: [{ role: 'user', content: 'hi' }], max_tokens: 4 }),
       });
       expect(res.status).toBe(200);
-      expect(res.headers.get('x-switchyard-served-by')).toContain(new URL(cheap.baseUrl).port);
+      expect(await servedEndpoint(gw, res)).toContain(new URL(cheap.baseUrl).port);
       await res.arrayBuffer();
     }
     const plain = await fetch(`${gw.url}/v1/chat/completions`, {
@@ -157,7 +158,7 @@ describe('strategy modules in a real gateway', () => {
         body: JSON.stringify({ model: 'cheap', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 }),
       });
       expect(res.status).toBe(200);
-      expect(res.headers.get('x-switchyard-served-by')).toContain(new URL(dear.baseUrl).port);
+      expect(await servedEndpoint(gw, res)).toContain(new URL(dear.baseUrl).port);
       await res.arrayBuffer();
     } finally {
       writeFileSync(file, original);
@@ -248,7 +249,6 @@ describe('--workers 2: each worker thread imports the modules', () => {
       if (i > 2400 || child.exitCode !== null) throw new Error(`gateway did not start:\n${out}`);
       await new Promise((r) => setTimeout(r, 25));
     }
-    const servedBy: string[] = [];
     for (let i = 0; i < 12; i++) {
       // A fresh connection each time, so the kernel spreads requests over both workers.
       const res = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
@@ -257,10 +257,10 @@ describe('--workers 2: each worker thread imports the modules', () => {
         body: JSON.stringify({ model: 'cheap', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 }),
       });
       expect(res.status).toBe(200);
-      servedBy.push(res.headers.get('x-switchyard-served-by') ?? '');
       await res.arrayBuffer();
     }
-    expect(servedBy.every((s) => s.includes(new URL(cheap.baseUrl).port))).toBe(true);
+    // Two workers: which one served is not this process's to ask; the upstreams' own logs tell.
+    expect(cheap.log.all().filter((r) => r.path.includes('chat')).length).toBe(12);
     expect(dear.log.all().filter((r) => r.path.includes("chat")).length).toBe(0);
   }, 120_000);
 });

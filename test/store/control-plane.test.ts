@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, type RunningGateway } from '../../gateway/gateway.ts';
 import { startEmulator, type RunningEmulator } from '../../simulator/emulator/emulator.ts';
 import { endpointId } from '../../core/index.ts';
-import { hello, KEYS, stackConfig, type UpstreamSpec } from '../gateway/harness.ts';
+import { hello, KEYS, stackConfig, type UpstreamSpec, servedEndpoint } from '../gateway/harness.ts';
 import OpenAI from 'openai';
 import { hashKey } from '../../gateway/callers.ts';
 import { adminCall, freshDatabase, freshPgliteDir, PG_SKIP, PG_URL, weightPath } from './harness.ts';
@@ -28,7 +28,7 @@ function scenario(kind: 'pglite' | 'postgres', makeStore: () => Promise<StoreBlo
   const client = (key: string = KEYS.admin) => new OpenAI({ baseURL: `${gw!.url}/v1`, apiKey: key, maxRetries: 0, timeout: 10_000 });
   const servedBy = async (): Promise<string | null> => {
     const { response } = await client().chat.completions.create({ model: 'demo', messages: hello, max_tokens: 1 }).withResponse();
-    return response.headers.get('x-switchyard-served-by');
+    return servedEndpoint(gw!, response);
   };
 
   beforeAll(async () => {

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { endpointId } from '../../core/index.ts';
 import { startGateway, type RunningGateway } from '../../gateway/gateway.ts';
 import { startEmulator, type RunningEmulator } from '../../simulator/emulator/emulator.ts';
-import { hello, KEYS, stackConfig, type UpstreamSpec } from '../gateway/harness.ts';
+import { hello, KEYS, stackConfig, type UpstreamSpec, servedEndpoint } from '../gateway/harness.ts';
 import { adminCall, freshDatabase, freshPgliteDir, PG_SKIP, PG_URL, weightPath } from './harness.ts';
 
 type StoreBlock = Record<string, unknown> | undefined;
@@ -30,7 +30,7 @@ function scenario(kind: 'pglite' | 'postgres', makeStore: () => Promise<StoreBlo
   const servedBy = async (model: string): Promise<string | null> => {
     const client = new OpenAI({ baseURL: `${gw!.url}/v1`, apiKey: KEYS.admin, maxRetries: 0, timeout: 10_000 });
     const { response } = await client.chat.completions.create({ model, messages: hello, max_tokens: 1 }).withResponse();
-    return response.headers.get('x-switchyard-served-by');
+    return servedEndpoint(gw!, response);
   };
   const bad = async (method: string, path: string, body: unknown, status: number, code: string, param: string | null, pattern?: RegExp) => {
     const r = await call(method, path, { body });
@@ -269,7 +269,7 @@ function scenario(kind: 'pglite' | 'postgres', makeStore: () => Promise<StoreBlo
       while (!b.core.model('replicated') && performance.now() < until) await new Promise((r) => setTimeout(r, 50));
       const client = new OpenAI({ baseURL: `${b.url}/v1`, apiKey: KEYS.admin, maxRetries: 0, timeout: 10_000 });
       const { response } = await client.chat.completions.create({ model: 'replicated', messages: hello, max_tokens: 1 }).withResponse();
-      expect(response.headers.get('x-switchyard-served-by')).toBe(endpointId('replicated', 'openai_compat', spare.baseUrl));
+      expect(await servedEndpoint(b, response)).toBe(endpointId('replicated', 'openai_compat', spare.baseUrl));
     } finally {
       await b.close();
     }
@@ -293,7 +293,7 @@ describe('runtime routing admin, no store', () => {
       expect(r.status).toBe(201);
       const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: KEYS.admin, maxRetries: 0, timeout: 10_000 });
       const { response } = await client.chat.completions.create({ model: 'mem', messages: hello, max_tokens: 1 }).withResponse();
-      expect(response.headers.get('x-switchyard-served-by')).toBe(endpointId('mem', 'openai_compat', emu.baseUrl));
+      expect(await servedEndpoint(gw, response)).toBe(endpointId('mem', 'openai_compat', emu.baseUrl));
     } finally {
       await gw.close();
       await emu.close();

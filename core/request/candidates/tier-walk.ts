@@ -5,7 +5,9 @@
  * stateful strategy (round robin) advances only for tiers that are used. Each target is entered
  * once per request. A request whose conversation context lives on one target
  * (`RouteRequest.preferEndpointId`, seed 003) tries that target first, outside the strategy's
- * order, when it is admitted. A target over its own rate limit is skipped and handed to the life to record
+ * order, when it is admitted; when it cannot serve (not admitted, or failed), the targets on the
+ * same provider key (`provider-key.ts`) come next, in tier and declaration order, before the
+ * strategy's walk. A target over its own rate limit is skipped and handed to the life to record
  * as a failed 429 attempt (`drainRateSkips`).
  */
 import type { Rng } from '../../rng.ts';
@@ -15,6 +17,7 @@ import { planOrder, type Candidate, type Planner } from '../../strategies/planne
 import type { Admission } from '../../admission/admission.ts';
 import { fitsWindow } from './context-floor.ts';
 import type { GateName } from '../../admission/gate.ts';
+import { providerKeyOf } from './provider-key.ts';
 
 /** The runtime filters `when_all_unavailable: try_anyway` lifts (seed 003): cooldown and enforced health checks. */
 const RUNTIME_FILTERS: ReadonlySet<GateName> = new Set<GateName>(['cooldown', 'health_check']);
@@ -34,8 +37,11 @@ export class TierWalk {
   private tierOrder: ResolvedTarget[] | null = null;
   private tierPos = 0;
   private rateSkips: ResolvedTarget[] = [];
-  /** The request's preferred target (`RouteRequest.preferEndpointId`) was looked at. */
-  private preferTried = false;
+  /**
+   * The conversation's targets still to offer before the strategy's walk: the preferred one
+   * (`RouteRequest.preferEndpointId`), then those on its provider key; null until first built.
+   */
+  private preferQueue: ResolvedTarget[] | null = null;
 
   constructor(
     readonly tiers: ReadonlyArray<readonly ResolvedTarget[]>,
@@ -51,11 +57,8 @@ export class TierWalk {
    * limit on the way are marked tried and wait in `drainRateSkips`.
    */
   next(nowMs: number, budgetLeft: boolean): ResolvedTarget | null {
-    if (!this.preferTried) {
-      this.preferTried = true;
-      const p = this.preferred(nowMs, budgetLeft);
-      if (p !== null) return p;
-    }
+    const p = this.preferred(nowMs, budgetLeft);
+    if (p !== null) return p;
     while (this.tierIdx < this.tiers.length) {
       if (this.tierOrder === null) {
         const admissible = this.tiers[this.tierIdx]!.filter((t) => !this.tried.has(t.index) && this.admits(t, nowMs));
@@ -87,27 +90,39 @@ export class TierWalk {
   }
 
   /**
-   * The target holding the request's conversation context (`RouteRequest.preferEndpointId`),
-   * whatever its tier, when it is a candidate, admitted, within the budget and under its rate
-   * limit (its token taken); the reason becomes `conversation`. Null otherwise (a target over its
-   * rate limit waits in `drainRateSkips`), and the strategy's walk follows as usual.
+   * The next of the conversation's targets (`RouteRequest.preferEndpointId`): the one holding
+   * its context, whatever its tier, then the others on the same provider key (highest tier
+   * first, declaration order), each when it is a candidate, untried, admitted, within the budget
+   * and under its rate limit (its token taken; one over it waits in `drainRateSkips`). The
+   * reason becomes `conversation`. Null when none is left; the strategy's walk follows.
    */
   private preferred(nowMs: number, budgetLeft: boolean): ResolvedTarget | null {
-    const id = this.request.preferEndpointId;
-    if (id === undefined || id === null || !budgetLeft) return null;
-    for (const tier of this.tiers) {
-      for (const t of tier) {
-        if (t.endpointId !== id || this.tried.has(t.index) || !this.admits(t, nowMs)) continue;
-        if (!this.admission.gates.rateLimit.take(t, nowMs)) {
-          this.tried.add(t.index);
-          this.rateSkips.push(t);
-          return null;
-        }
-        this.reason = 'conversation';
-        return t;
+    const queue = (this.preferQueue ??= this.conversationTargets());
+    if (!budgetLeft) return null;
+    while (queue.length > 0) {
+      const t = queue.shift()!;
+      if (this.tried.has(t.index) || !this.admits(t, nowMs)) continue;
+      if (!this.admission.gates.rateLimit.take(t, nowMs)) {
+        this.tried.add(t.index);
+        this.rateSkips.push(t);
+        continue;
       }
+      this.reason = 'conversation';
+      return t;
     }
     return null;
+  }
+
+  /** The preferred target and then the others on its provider key, in walk order; empty without one. */
+  private conversationTargets(): ResolvedTarget[] {
+    const id = this.request.preferEndpointId;
+    if (id === undefined || id === null) return [];
+    const all = this.tiers.flat();
+    const home = all.find((t) => t.endpointId === id);
+    if (home === undefined) return [];
+    const key = providerKeyOf(home.route);
+    const sameKey = key === null ? [] : all.filter((t) => t !== home && providerKeyOf(t.route) === key);
+    return [home, ...sameKey];
   }
 
   /** Starts the walk over from the first tier (for `try_anyway`, after setting `ignoreCooldown`). */

@@ -11,7 +11,9 @@
  * - `chat` by translation (`../../translate/`): the OpenAI request becomes a Messages request
  *   (fields without an equivalent are dropped and named in `x-switchyard-dropped-params`, or
  *   refused with a 400 naming them), and the answer comes back as OpenAI chunks or a chat
- *   completion.
+ *   completion;
+ * - `responses` by translation through chat (`anthropic-responses.ts`): OpenAI's Responses API
+ *   on a Messages upstream, its events and response object built by the gateway.
  * A streamed answer that ends without `message_stop` is a reset, as for OpenAI upstreams.
  */
 import { publicModelOf } from '../../auto/auto-request.ts';
@@ -48,8 +50,8 @@ interface Plan {
   translation: AnthropicTranslation;
 }
 
-function planOf(target: UpstreamTarget, req: ClientRequest): Plan | AttemptEnd {
-  const t = translationFor(req, target.upstreamModel);
+function planOf(target: UpstreamTarget, req: ClientRequest, ctx: AttemptContext): Plan | AttemptEnd {
+  const t = translationFor(req, target.upstreamModel, { endpointId: target.endpointId, onResponse: ctx.onResponse });
   if ('kind' in t) return t;
   const path = req.endpoint === 'count_tokens' ? `${target.basePath}/messages/count_tokens` : `${target.basePath}/messages`;
   return { path, body: JSON.stringify(t.body), stream: req.stream, dropped: t.dropped, headers: t.headers, translation: t.translation };
@@ -58,7 +60,7 @@ function planOf(target: UpstreamTarget, req: ClientRequest): Plan | AttemptEnd {
 /** The `anthropic` adapter. */
 export const anthropicAdapter: UpstreamAdapter = {
   kind: 'anthropic',
-  endpoints: ['messages', 'count_tokens', 'chat'],
+  endpoints: ['messages', 'count_tokens', 'chat', 'responses'],
   startAttempt(target, req, ctx, hooks, end) {
     return new AnthropicAttempt(target, req, ctx, hooks, end);
   },
@@ -77,7 +79,7 @@ class AnthropicAttempt implements AttemptHandle {
     private readonly hooks: AttemptHooks,
     private readonly onEnd: (e: AttemptEnd) => void,
   ) {
-    const plan = planOf(target, req);
+    const plan = planOf(target, req, ctx);
     if ('kind' in plan) {
       this.commitHeaders = undefined;
       queueMicrotask(() => this.finish(plan));
@@ -94,7 +96,7 @@ class AnthropicAttempt implements AttemptHandle {
       'anthropic-version': ctx.clientHeaders?.['anthropic-version'] || DEFAULT_ANTHROPIC_VERSION,
     };
     const beta = ctx.clientHeaders?.['anthropic-beta'];
-    if (beta && req.endpoint !== 'chat') headers['anthropic-beta'] = beta;
+    if (beta && (req.endpoint === 'messages' || req.endpoint === 'count_tokens')) headers['anthropic-beta'] = beta;
     const apiKey = ctx.apiKey ?? target.apiKey;
     if (apiKey) headers['x-api-key'] = apiKey;
     if (ctx.traceHeaders) Object.assign(headers, ctx.traceHeaders);

@@ -1,7 +1,8 @@
 /**
  * What the `anthropic` adapter sends and how it reads the answer, per endpoint family of the
  * client's request: `messages` and `count_tokens` pass through (model name rewritten both
- * ways), `chat` is translated (`../../translate/`). A request the translation refuses ends the
+ * ways), `chat` is translated (`../../translate/`), `responses` through chat
+ * (`anthropic-responses.ts`). A request the translation refuses ends the
  * attempt as the upstream's 400 would, so the client gets a 400 naming the field.
  */
 import { TOKEN_COUNT_HEADER } from '../../endpoints/messages/count-tokens.ts';
@@ -13,6 +14,8 @@ import type { TranslatedEvent } from '../../translate/translated.ts';
 import type { AttemptEnd } from '../adapter.ts';
 import { stripThinkingBlocks } from '../../auto/auto-request.ts';
 import { isAnthropicOutput } from './anthropic-events.ts';
+import { newResponseId } from '../../endpoints/responses/response-ids.ts';
+import { responsesOnAnthropic } from './anthropic-responses.ts';
 
 /** Output limit sent to Anthropic for a chat request that names none (Anthropic requires one). */
 export const DEFAULT_MAX_TOKENS = 4096;
@@ -61,8 +64,22 @@ function refused(param: string, message: string): AttemptEnd {
   return { kind: 'failed', outcome: { kind: 'http_status', status: 400, errorClass: 'client_error', retryAfterMs: null }, errorBody };
 }
 
+/** What a `/v1/responses` plan needs beyond the request: the serving endpoint and who keeps the final response. */
+export interface ResponsesPlanContext {
+  /** The endpoint the attempt goes to (the response id names it). */
+  readonly endpointId: string;
+  /** Told the final response object (`AttemptContext.onResponse`), or absent. */
+  readonly onResponse?: ((response: Record<string, unknown>) => void) | undefined;
+}
+
 /** The plan of `req` on an Anthropic upstream serving `upstreamModel`, or the refusal. */
-export function translationFor(req: ClientRequest, upstreamModel: string): AnthropicPlan | AttemptEnd {
+export function translationFor(req: ClientRequest, upstreamModel: string, responses?: ResponsesPlanContext): AnthropicPlan | AttemptEnd {
+  if (req.endpoint === 'responses') {
+    const frame = { id: newResponseId(responses?.endpointId ?? 'anthropic'), createdAtSec: Math.floor(Date.now() / 1000), model: req.model, request: req.body };
+    const t = responsesOnAnthropic(req, upstreamModel, frame, DEFAULT_MAX_TOKENS, responses?.onResponse);
+    if (!t.ok) return refused(t.param, t.message);
+    return { body: t.body, dropped: t.dropped, headers: [], translation: t.translation };
+  }
   if (req.endpoint === 'chat') {
     const t = chatRequestToMessages(req.body, upstreamModel, { defaultMaxTokens: DEFAULT_MAX_TOKENS });
     if (!t.ok) return refused(t.param, t.message);

@@ -12,6 +12,8 @@ export interface DirectSpec {
   /** The direct model's `health_check:` block. */
   healthCheck?: Record<string, unknown>;
   provider?: string;
+  /** The route's `api_key` (its provider key, with `provider`). */
+  apiKey?: string;
 }
 
 /** Direct models `d.id` with one route `sim://{id}` each (endpoint id `{id}:{id}`), plus `extra` models. */
@@ -26,6 +28,7 @@ export function makeMtCore(directs: Array<DirectSpec | string>, extra: Array<Rec
           ...(d.price && { pricing: { input_usd_per_1m: d.price[0], output_usd_per_1m: d.price[1] } }),
           ...(d.modalities && { input_modalities: d.modalities }),
           ...(d.provider && { provider: d.provider }),
+          ...(d.apiKey && { api_key: d.apiKey }),
         },
       ],
       ...(d.cooldown && { cooldown: d.cooldown }),
