@@ -1,11 +1,11 @@
 /**
  * The commit the working directory is on, as `git rev-parse HEAD` prints it, read from the
- * repository's files: starting `git` costs a process (about 0.1–0.2 s of CPU on a small machine)
- * at every `switchyard sim`, beside the replay. Covers what a checkout here looks like — `.git`
- * as a directory or as a `gitdir:` file (a worktree or submodule), `HEAD` naming a branch or
- * holding a commit (detached), the branch as a loose ref or in `packed-refs`, a worktree's refs
- * in its `commondir` — and asks `git` itself for anything else (GIT_DIR set, a symbolic ref to a
- * symbolic ref, a ref not found).
+ * repository's files: starting `git` costs a process start (tens of milliseconds, more on a busy
+ * machine) at every `switchyard sim`, on the results thread beside the replay. Covers what a
+ * checkout here looks like — `.git` as a directory or as a `gitdir:` file (a worktree or
+ * submodule), `HEAD` naming a branch or holding a commit (detached), the branch as a loose ref or
+ * in `packed-refs`, a worktree's refs in its `commondir` — and asks `git` itself for anything else
+ * (GIT_DIR set, a symbolic ref to a symbolic ref, a ref not found).
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, statSync } from 'node:fs';
