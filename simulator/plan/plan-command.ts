@@ -16,7 +16,7 @@
  * gets the same tables as Parquet files, `DIR/<table>/<plan id>.parquet`, which the dashboard
  * and DuckDB read in place (results/parquet-dir.ts).
  */
-import { execFileSync } from 'node:child_process';
+import { gitRevision } from '../results/git-revision.ts';
 import { randomUUID } from 'node:crypto';
 import cliProgress from 'cli-progress';
 import type { CliCommand } from '../../bin/command.ts';
@@ -67,14 +67,6 @@ const interval = (m: MeanInterval) => {
   const d = a >= 100 ? 0 : a >= 1 ? 2 : 3;
   return `${m.mean.toFixed(d)} [${m.low.toFixed(d)}, ${m.high.toFixed(d)}]`;
 };
-
-function gitRevision(): string {
-  try {
-    return execFileSync('git', ['rev-parse', 'HEAD'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-  } catch {
-    return 'unknown';
-  }
-}
 
 /** Requests per second of the replayed rows at rate_scale 1 (count over arrival span). */
 function baseRequestsPerSec(rows: readonly { arrivalMs: number }[]): number {

@@ -7,7 +7,7 @@
  * Parquet files (parquet-dir.ts). The same class runs in the thread that replays (tests, tsx) or
  * in its own thread (results-thread.ts), where DuckDB loads and writes beside the replay.
  */
-import { execFileSync } from 'node:child_process';
+import { gitRevision } from './git-revision.ts';
 import { checkResultsOutput } from './output-check.ts';
 import { compareInStore, type StoreCompareOptions } from '../compare/paired-comparison.ts';
 import type { ColumnarRows } from './columnar-rows.ts';
@@ -31,14 +31,6 @@ export interface FinishedCell {
   readonly run: Omit<RunRow, 'nodeVersion' | 'gitRevision'>;
   readonly label: string;
   readonly summary: SummaryOptions;
-}
-
-function gitRevision(): string {
-  try {
-    return execFileSync('git', ['rev-parse', 'HEAD'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-  } catch {
-    return 'unknown';
-  }
 }
 
 /** An experiment's results being written; see the module doc. */
