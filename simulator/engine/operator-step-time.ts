@@ -17,8 +17,8 @@
  * underprice prefill.
  *
  * where T = prefill tokens + decode sequences is the step's token count, and GEMM(T) is the table's
- * per-layer GEMM time under its split envelope ({@link splitEnvelope}: never more per token than at
- * a smaller measured size). Every term is a lookup in
+ * per-layer GEMM time — for FP8 under its split envelope ({@link splitEnvelope}: never more per
+ * token than at a smaller measured size). Every term is a lookup in
  * the committed operator tables (`operator-tables.ts`), precomputed at construction into dense
  * arrays indexed by token count and into log₂ grids with an O(1) index (the axes are half-octave
  * geometric, so the cell of x is ⌊2·log₂ x⌋), so `stepMs` does no search and allocates nothing.
@@ -158,7 +158,7 @@ export class OperatorStepTime implements StepTimeModel {
     const L = arch.layers;
     const toks = tables.tokens;
     const at = (ys: readonly number[], m: number) => lerpProportional(toks, ys, m);
-    const layerGemmMs = splitEnvelope(toks, g.layerGemmMs);
+    const layerGemmMs = gemmDtype === 'fp8' ? splitEnvelope(toks, g.layerGemmMs) : g.layerGemmMs;
     const arMs = (m: number, graph: boolean) =>
       ar ? 2 * logLogInterp(ar.elements, graph ? ar.graphMs : ar.eagerMs, m * arch.hiddenSize) : 0;
     const ew = this.elementwiseScale;
@@ -311,10 +311,12 @@ function lookup(grid: Float64Array, nB: number, nL: number, batch: number, len: 
  * A GEMM over m tokens can always run as m / m₀ GEMMs of m₀ tokens, so its time per token never
  * needs to exceed the best per-token time measured at a smaller size; a deployment's kernel
  * dispatch (cuBLASLt heuristics, vLLM's and SGLang's M-bucketed FP8 kernel configs) picks tiles
- * that keep it there. Measured tables can rise above it at large m (the H100 FP8 GEMMs rise by
- * up to 45 % per token from 1,024 to 8,192 tokens while the bf16 ones stay flat), which would
- * price long FP8 prefills above what the engines run. Sizes at which per-token time still falls
- * are unchanged.
+ * that keep it there. The committed H100 FP8 GEMMs (SGLang 0.5.9's kernels, borrowed for vLLM,
+ * see the tables' notes) rise by 30–45 % per token from 1,024 to 8,192 tokens, which priced a lone
+ * 8,192-token Llama-3.1-70B FP8 prefill at TP 2 20 % above the measured TTFT; under the envelope it
+ * is within 3 %. The bf16 tables rise by at most ~8 % there, within what power-limited clocks under
+ * sustained large GEMMs explain (a limit that splitting does not escape), so they are used as
+ * measured. Sizes at which per-token time still falls are unchanged.
  */
 export function splitEnvelope(xs: readonly number[], ys: readonly number[]): number[] {
   let bestPerX = Infinity;
