@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { loadArchitecture } from '../../../simulator/engine/architecture.ts';
-import { OperatorStepTime } from '../../../simulator/engine/operator-step-time.ts';
+import { OperatorStepTime, splitEnvelope } from '../../../simulator/engine/operator-step-time.ts';
 import { loadOperatorTables, OPERATOR_TABLE_NAMES } from '../../../simulator/engine/operator-tables.ts';
 import type { BatchShape } from '../../../simulator/engine/step-time.ts';
 import { cutDecodeRun, fillDecodeRunEnds, walkDecodeRun } from '../../../simulator/engine/decode-run.ts';
@@ -141,6 +141,25 @@ describe('OperatorStepTime', () => {
     // 32 heads / 4 KV heads (Qwen3-32B at TP 2), bf16: batch 1 × 4,096 tokens 0.300 ms; batch 1 × 1,024: 0.043 ms (per layer).
     expect(qwenTp2.contextAttentionMs(1, 4096) / 64).toBeCloseTo(0.3001, 2);
     expect(qwenTp2.contextAttentionMs(1, 1024) / 64).toBeCloseTo(0.043, 2);
+  });
+
+  it('GEMM time per token never rises with the token count (split envelope), so long FP8 prefills cost no more per token than 1,024 tokens', () => {
+    expect(splitEnvelope([1, 2, 4, 8], [1, 1.5, 4, 10])).toEqual([1, 1.5, 3, 6]);
+    expect(splitEnvelope([1, 2, 4], [2, 3, 5])).toEqual([2, 3, 5]);
+    const llamaFp8 = new OperatorStepTime({ tables: vllmH100, arch: loadArchitecture('llama-3.1-70b'), tp: 2, gemmDtype: 'fp8', maxTokens: 16_384 });
+    const perTokenMs = (n: number) => (llamaFp8.stepMs(shape(n, 0, 0, 0)) - llamaFp8.contextAttentionMs(1, n)) / n;
+    // The committed FP8 table rises by ~30 % per token from 1,024 to 8,192; the envelope holds it within a few percent (all-reduce, LM head).
+    expect(perTokenMs(8192) / perTokenMs(1024)).toBeLessThan(1.05);
+    fc.assert(
+      fc.property(fc.array(fc.double({ min: 1e-3, max: 1e3, noNaN: true }), { minLength: 1, maxLength: 12 }), (ys) => {
+        const xs = ys.map((_, i) => 2 ** i);
+        const e = splitEnvelope(xs, ys);
+        e.forEach((v, i) => {
+          expect(v).toBeLessThanOrEqual(ys[i]!);
+          if (i > 0) expect(v / xs[i]!).toBeLessThanOrEqual(e[i - 1]! / xs[i - 1]! + 1e-12);
+        });
+      }),
+    );
   });
 
   it('per-step and per-sequence overheads add linearly', () => {
