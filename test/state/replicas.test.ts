@@ -1,10 +1,13 @@
 // Three gateways in one process, each with its own Redis clients (`state: {backend: redis}`),
 // over one failing upstream (weight 1000, always 500) and a healthy fallback: the failing one is
 // shut by all three once the failures counted across them reach the threshold, and after the
-// cooldown exactly one half-open probe reaches it across the replicas.
+// cooldown exactly one half-open probe reaches it across the replicas. Then Redis is killed
+// under load: no request fails, and the replicas reconnect and reconcile when it returns.
+import { spawnSync } from 'node:child_process';
 import { afterAll, describe, expect, inject, it, vi } from 'vitest';
 import { hello, KEYS, rawJson, startRawStack, startRawUpstream, type RawStack, type RawUpstream } from '../gateway/harness.ts';
 import { startEmulator, type RunningEmulator } from '../../simulator/emulator/emulator.ts';
+import { startRedis } from './redis-server.ts';
 
 const url = inject('redisUrl');
 const skip = inject('redisSkip');
@@ -79,5 +82,29 @@ describe.skipIf(!!skip)('three replicas sharing breakers through Redis', () => {
     expect(badHits).toBe(4);
     const deep = await fetch(`${stacks[0]!.gw.url}/health/deep`, { headers: { authorization: `Bearer ${KEYS.admin}` } });
     expect(((await deep.json()) as { shared_state: { status: string } }).shared_state.status).toBe('up');
+  });
+
+  // Last: it stops and restarts the run's server.
+  it('lose no request when Redis dies under load, report it, and reconnect when it returns', async () => {
+    const deep = async (s: RawStack) => (await (await fetch(`${s.gw.url}/health/deep`, { headers: { authorization: `Bearer ${KEYS.admin}` } })).json()) as { status: string; shared_state: { status: string } };
+    const statuses: number[] = [];
+    const load = async (n: number) => {
+      const rs = await Promise.all(Array.from({ length: n }, (_, i) => ask(stacks[i % 3]!).then(async (r) => (await r.text(), r.status))));
+      statuses.push(...rs);
+    };
+    await load(30);
+    const port = inject('redisPort');
+    const during = load(60);
+    spawnSync('redis-cli', ['-p', String(port), 'shutdown', 'nosave']);
+    await during;
+    await vi.waitFor(async () => expect((await Promise.all(stacks.map(deep))).map((d) => d.shared_state.status)).toEqual(['down', 'down', 'down']));
+    expect((await deep(stacks[0]!)).status).not.toBe('ok');
+    await load(30); // served on local state
+    const server = await startRedis(inject('redisBin'), port, inject('redisDir'));
+    server.unref();
+    await vi.waitFor(async () => expect((await Promise.all(stacks.map(deep))).map((d) => d.shared_state.status)).toEqual(['up', 'up', 'up']), { timeout: 15_000, interval: 100 });
+    await load(30);
+    expect(statuses).toHaveLength(150);
+    expect(statuses.filter((st) => st !== 200)).toEqual([]);
   });
 });
