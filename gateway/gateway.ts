@@ -223,13 +223,15 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   quotaPoller = poller;
   // The first poll before the listeners open, so an unresolved source is reported at start.
   await poller.poll();
-  // Shared routing state (breakers, probe claim) with the other replicas; never fails the start
+  // Shared routing state (breakers, probe claim, affinity pins) with the other replicas; never fails the start
   // because Redis is down: the replica then serves on local state and reconnects.
   sharedState = await openSharedState(s.state, {
     replicaId: `${hostname()}-${process.pid}-${worker}-${randomUUID().slice(0, 8)}`,
     health: () => ctx.gen.core.health,
     now: () => ctx.gen.now(),
     endpoints: () => ctx.gen.routes.keys(),
+    affinity: () => ctx.gen.core.affinity,
+    affinityTtlMs: () => ctx.gen.core.settings.affinityTtlSec * 1000,
     log,
     registry: metrics.registry,
   });

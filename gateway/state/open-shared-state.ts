@@ -1,12 +1,15 @@
 /**
  * Starts the shared routing state `state:` asks for: nothing for `backend: local`; for `redis`, a
  * `SharedState` (its own clients, started on local state when Redis cannot be reached within
- * `connect_timeout_ms`) bridged to the core's breakers by a `BreakerSync`.
+ * `connect_timeout_ms`) bridged to the core's breakers by a `BreakerSync` and to its affinity pins
+ * by an `AffinitySync`.
  */
 import type { Logger } from 'pino';
 import { Gauge, type Registry } from 'prom-client';
 import type { HealthRegistry } from '../../core/health/health-registry.ts';
 import type { StateConfig } from '../config/gateway-settings.ts';
+import type { AffinityTable } from '../../core/affinity/affinity-table.ts';
+import { AffinitySync } from './affinity-sync.ts';
 import { BreakerSync } from './breaker-sync.ts';
 import { SharedState, type SharedStateHealth } from './shared-state.ts';
 
@@ -26,6 +29,9 @@ export interface SharedStateWiring {
   health: () => HealthRegistry;
   /** The core's clock, ms. */
   now: () => number;
+  /** The affinity table in force and its pin TTL, ms. */
+  affinity: () => AffinityTable;
+  affinityTtlMs: () => number;
   /** The configured endpoint ids. */
   endpoints: () => Iterable<string>;
   log: Pick<Logger, 'warn'>;
@@ -41,12 +47,16 @@ export async function openSharedState(cfg: StateConfig, w: SharedStateWiring): P
   if (cfg.backend === 'local') return null;
   const h = w.health();
   let sync: BreakerSync | null = null;
+  let pins: AffinitySync | null = null;
   const shared = new SharedState(cfg, {
     replicaId: w.replicaId,
     failureThreshold: h.options.failureThreshold,
     cooldownMs: h.options.cooldownMs,
     warn: (m) => w.log.warn({ backend: 'redis', url: redact(cfg.url) }, m),
-    listener: { onBreakerOpen: (ep) => sync?.onSharedOpen(ep) },
+    listener: {
+      onBreakerOpen: (ep) => sync?.onSharedOpen(ep),
+      onPin: (key, ep, expiresAtMs) => pins?.onSharedPin(key, ep, expiresAtMs, Date.now()),
+    },
   });
   sync = new BreakerSync(shared, {
     health: w.health,
@@ -55,6 +65,7 @@ export async function openSharedState(cfg: StateConfig, w: SharedStateWiring): P
     pollMs: Math.max(5, Math.min(25, cfg.max_staleness_ms / 4)),
     leadMs: cfg.acquire_timeout_ms * 2,
   });
+  pins = new AffinitySync(shared, w.affinity, w.now, w.affinityTtlMs, 100);
   await shared.start();
   if (w.registry) {
     const reg = [w.registry];
@@ -68,6 +79,7 @@ export async function openSharedState(cfg: StateConfig, w: SharedStateWiring): P
     health: () => shared.health(),
     close: async () => {
       sync?.close();
+      pins?.close();
       await shared.close();
     },
   };
