@@ -40,7 +40,9 @@
  * registered quota fetchers once (routewise/quota-poller.ts), so an unresolved `quota_source` is
  * reported at start; then it polls on a timer, across generations.
  */
-import { randomInt } from 'node:crypto';
+import { randomInt, randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import { openSharedState, type RunningSharedState } from './state/open-shared-state.ts';
 import uWS from '@trufflesuite/uws-js-unofficial';
 import type { TemplatedApp, us_listen_socket } from '@trufflesuite/uws-js-unofficial';
 import pino from 'pino';
@@ -129,6 +131,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     : null;
 
   let metrics: GatewayMetrics;
+  let sharedState: RunningSharedState | null = null;
   let quotaPoller: QuotaPoller | null = null;
   const ctx: ServerContext = {
     gen: null as unknown as Generation, // set right below
@@ -146,6 +149,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     admin: null,
     metricsWithoutKey: s.server.metrics_without_key,
     storeHealth: () => control.health(),
+    sharedStateHealth: () => sharedState?.health() ?? null,
     live: new IntrusiveList(),
     configStatus: new ConfigStatus(Date.now()),
     // With a store every replica and worker shares the stored responses; else this process keeps them.
@@ -222,6 +226,18 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   quotaPoller = poller;
   // The first poll before the listeners open, so an unresolved source is reported at start.
   await poller.poll();
+  // Shared routing state (breakers, probe claim, affinity pins) with the other replicas; never fails the start
+  // because Redis is down: the replica then serves on local state and reconnects.
+  sharedState = await openSharedState(s.state, {
+    replicaId: `${hostname()}-${process.pid}-${worker}-${randomUUID().slice(0, 8)}`,
+    health: () => ctx.gen.core.health,
+    now: () => ctx.gen.now(),
+    endpoints: () => ctx.gen.routes.keys(),
+    affinity: () => ctx.gen.core.affinity,
+    affinityTtlMs: () => ctx.gen.core.settings.affinityTtlSec * 1000,
+    log,
+    registry: metrics.registry,
+  });
   /** The YAML configuration in force (the overlay is applied on top of it). */
   let base = config;
   let generation = 1;
@@ -246,6 +262,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   // writer thread, upstream pools), so the process has nothing left keeping it alive.
   const abandon = async (e: unknown, what: string): Promise<never> => {
     (app as TemplatedApp & { close(): void }).close();
+    await sharedState?.close();
     await pools.close();
     await requestLog?.close();
     await control.close();
@@ -375,6 +392,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       checker?.stop();
       poller.stop();
       stopHealthSampling();
+      await sharedState?.close();
       (app as TemplatedApp & { close(): void }).close();
       if (admin) (admin.app as TemplatedApp & { close(): void }).close();
       // Exchanges cut by the close report on the next turns; let them land in the log.

@@ -219,6 +219,46 @@ export const HealthChecksSchema = z
   })
   .strict();
 
+/**
+ * Routing state shared between gateway replicas (`gateway/state/`). `local` (the default): each
+ * process keeps its own breakers and affinity pins. `redis`: replicas share breaker failure counts,
+ * the single half-open probe claim and affinity pins through one Redis (or Valkey) server; each
+ * replica reads a local mirror and writes asynchronously, so a request never waits on Redis except
+ * to claim a scarce unit (the probe), and then at most `acquire_timeout_ms`.
+ */
+export const StateSchema = z.discriminatedUnion('backend', [
+  z.object({ backend: z.literal('local') }).strict(),
+  z
+    .object({
+      backend: z.literal('redis'),
+      /** `redis://[user:password@]host:port[/db]` (or `rediss://` for TLS). */
+      url: z.string().regex(/^rediss?:\/\/[^/\s]+/, 'must be a redis:// or rediss:// URL, e.g. redis://127.0.0.1:6379'),
+      /**
+       * Key prefix, so that several deployments can share one server. Every key is
+       * `<prefix>{<tag>}:…`, one hash tag per script's keys so that it also runs on Redis Cluster.
+       */
+      prefix: z
+        .string()
+        .min(1)
+        .max(64)
+        .regex(/^[A-Za-z0-9_.:-]+$/, 'may hold only letters, digits and _ . : - (no braces: the hash tag is added by the gateway)')
+        .default('switchyard:'),
+      /** The longest a request waits on Redis to claim a shared unit before using local state, ms. */
+      acquire_timeout_ms: z.number().int().min(1).max(10_000).default(50),
+      /**
+       * The staleness bound, ms: how old a mirrored fact may be before the mirror is re-read in
+       * full (pub/sub keeps it fresh in between; this bounds the damage of a lost message).
+       */
+      max_staleness_ms: z.number().int().min(10).max(600_000).default(1_000),
+      /** How long a connection attempt may take before the replica starts on local state, ms. */
+      connect_timeout_ms: z.number().int().positive().max(60_000).default(1_000),
+    })
+    .strict(),
+]);
+
+/** The validated `StateSchema` value (defaults applied). */
+export type StateConfig = z.infer<typeof StateSchema>;
+
 /** `store:` extras shared by both kinds. */
 export const StorePollSchema = z.number().int().min(100).default(2_000);
 
@@ -246,6 +286,8 @@ export const GatewaySettingsSchema = z
     store_poll_ms: StorePollSchema,
     tracing: TracingSchema.default(TracingSchema.parse({})),
     health_checks: HealthChecksSchema.default(HealthChecksSchema.parse({})),
+    /** Routing state shared between replicas; `local` (per process) by default. */
+    state: StateSchema.default({ backend: 'local' }),
     /**
      * The runtime setting that makes the registry's `auto:` profiles exist (seed 000 "Auto 模型"):
      * off by default; while off, `auto` and `auto-<name>` get 404 and are absent from

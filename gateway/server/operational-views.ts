@@ -85,10 +85,11 @@ export function deepHealthView(ctx: ServerContext): DeepHealth {
     })
     .map((m) => m.id);
   const store = ctx.storeHealth();
+  const sharedState = ctx.sharedStateHealth?.() ?? null;
   const modelOf = new Map<string, string>();
   for (const m of g.core.allModels()) if (!m.multiTarget) for (const r of m.routes) modelOf.set(r.endpointId, m.id);
   const checks = g.core.healthChecks.snapshot().map((c) => ({ ...c, model: modelOf.get(c.endpointId) ?? 'none' }));
-  const degraded = endpoints.some((e) => e.state !== 'closed') || checks.some((c) => c.excluded) || store?.status === 'down';
+  const degraded = endpoints.some((e) => e.state !== 'closed') || checks.some((c) => c.excluded) || store?.status === 'down' || sharedState?.status === 'down';
   const status = ctx.draining ? 'draining' : modelsUnavailable.length > 0 ? 'unavailable' : degraded ? 'degraded' : 'ok';
   const exclusions = g.core.routeExclusions();
   return {
@@ -100,5 +101,6 @@ export function deepHealthView(ctx: ServerContext): DeepHealth {
     route_exclusions: exclusions,
     health_checks: checks,
     ...(store && { store }),
+    ...(sharedState && { shared_state: sharedState }),
   };
 }

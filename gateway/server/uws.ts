@@ -42,6 +42,7 @@ import type { ExchangeContext } from './exchange-context.ts';
 import { Exchange } from './exchange.ts';
 import { BUDGET_ALPHA_HEADER, parseBudgetAlphaHeader } from '../routewise/budget-alpha.ts';
 import type { DeepHealth, StoreHealth } from './worker-aggregate.ts';
+import type { SharedStateHealth } from '../state/shared-state.ts';
 import type { AdminApi } from '../admin/admin-api.ts';
 import { ADMIN_PATHS, mountAdminRoutes } from './admin-routes.ts';
 import type { ConfigStatus } from '../config-status.ts';
@@ -95,6 +96,8 @@ export interface ServerContext {
   readonly metricsWithoutKey: boolean;
   /** The store's last known state for `/health/deep`, or null without a store. */
   readonly storeHealth: () => StoreHealth | null;
+  /** The shared routing state's health for `/health/deep`, or null with `backend: local`. */
+  readonly sharedStateHealth?: () => SharedStateHealth | null;
   /** Exchanges running now (a drain cuts those left when its grace runs out). */
   readonly live: IntrusiveList<Exchange>;
   /** The last configuration load / reload and the generation in force (`GET /status/config`). */

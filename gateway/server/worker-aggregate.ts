@@ -17,6 +17,7 @@
  * `switchyard_workers_missing`.
  */
 import { AggregatorRegistry, type MetricObjectWithValues, type MetricValue } from 'prom-client';
+import type { SharedStateHealth } from '../state/shared-state.ts';
 import type { EndpointHealthSnapshot, HealthCheckStatus, RouteExclusion } from '../../core/index.ts';
 import { providersMap, type ProviderHealth } from './operational-views.ts';
 
@@ -47,6 +48,8 @@ export interface DeepHealth {
   health_checks: Array<HealthCheckStatus & { model: string }>;
   /** The store (absent without `store:`): `ok`, or `down` with the error of the last check. */
   store?: StoreHealth;
+  /** The shared routing state (absent with `state: {backend: local}`): `up`, or `down` while serving on local state. */
+  shared_state?: SharedStateHealth;
   /** Multi-worker only: each worker's own status and in-flight count, by worker index. */
   workers?: Array<{ worker: number; status: DeepHealth['status']; in_flight: number }>;
   /** Multi-worker only: workers that did not answer in time (their numbers are missing). */
