@@ -549,7 +549,7 @@ export function routeServeProblems(r: { kind: string; base_url: string; endpoint
 }
 
 function describeIssue(issue: z.core.$ZodIssue, root: z.ZodType): { message: string; fix: string | null } {
-  const i = issue as z.core.$ZodIssue & { keys?: string[]; values?: unknown[]; expected?: string; input?: unknown; minimum?: unknown; maximum?: unknown; origin?: string };
+  const i = issue as z.core.$ZodIssue & { keys?: string[]; values?: unknown[]; expected?: string; input?: unknown; minimum?: unknown; maximum?: unknown; inclusive?: boolean; origin?: string };
   switch (i.code) {
     case 'unrecognized_keys': {
       const allowed = allowedKeys(root, issue.path as (string | number)[]);
@@ -568,9 +568,9 @@ function describeIssue(issue: z.core.$ZodIssue, root: z.ZodType): { message: str
     case 'invalid_value':
       return { message: `${describeValue(i.input)} is not allowed`, fix: `use one of: ${(i.values ?? []).map((v) => JSON.stringify(v)).join(', ')}` };
     case 'too_small':
-      return { message: issue.message, fix: i.origin === 'array' ? `list at least ${String(i.minimum)} item(s)` : i.origin === 'string' ? 'write a non-empty value' : `use a value ≥ ${String(i.minimum)}` };
+      return { message: issue.message, fix: i.origin === 'array' ? `list at least ${String(i.minimum)} item(s)` : i.origin === 'string' ? 'write a non-empty value' : `use a value ${i.inclusive === false ? '>' : '≥'} ${String(i.minimum)}` };
     case 'too_big':
-      return { message: issue.message, fix: `use a value ≤ ${String(i.maximum)}` };
+      return { message: issue.message, fix: `use a value ${i.inclusive === false ? '<' : '≤'} ${String(i.maximum)}` };
     default:
       return { message: issue.message, fix: null };
   }
