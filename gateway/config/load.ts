@@ -419,7 +419,7 @@ export function workerSafeModules(strategies: readonly StrategyModuleRecord[]): 
 }
 
 /** How to mend a configuration refused for its worker count (`workerScopeError`, `checkConfig`). */
-export const WORKER_SCOPE_FIX = `set server.workers: 1 (or --workers 1), or route those models with ${WORKER_SAFE_STRATEGIES.join(' / ')}`;
+export const WORKER_SCOPE_FIX = `set server.workers: 1 (or --workers 1), or route those models with ${WORKER_SAFE_STRATEGIES.join(' / ')} (or a strategy module that exports workerSafe: true because its state may be split per worker)`;
 
 /**
  * The refusal of `models` under `workers` gateway workers, or null when they may run so. Used at
