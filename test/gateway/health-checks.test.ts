@@ -109,6 +109,9 @@ describe('background health checks', () => {
     const routeOf = (body: any) => body.models.find((m: any) => m.id === 'b').routes[0];
     expect(routeOf(routing)).toMatchObject({ effective_weight: 0, exclusion_reasons: ['health_check'] });
     expect(routeOf(await getJson(`${gw!.adminUrl}/admin/routing`))).toMatchObject({ effective_weight: 0, exclusion_reasons: ['health_check'] });
+    // The console's live read carries the check per endpoint: mode, state, held out or not.
+    const live = (await getJson(`${gw!.adminUrl}/admin/health/endpoints`)).endpoints.find((e: any) => e.endpoint_id === ids[1]);
+    expect(live.health_check).toMatchObject({ mode: 'enforce', state: 'unhealthy', excluded: true, last_failure_reason: 'http_503', last_checked_age_ms: expect.any(Number) });
     // Times are wall-clock ISO strings, not the process's monotonic milliseconds.
     const checkB = d1.health_checks.find((c: any) => c.endpointId === ids[1]);
     expect(checkB.last_checked_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
