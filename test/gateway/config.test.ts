@@ -105,6 +105,14 @@ describe('problems name file, line, field and fix', () => {
     expect(() => loadGatewayConfig(configDir({ 'models.yaml': models(false), 'gateway.yaml': OPEN }), {})).not.toThrow();
   });
 
+  it('quota fields on a non-RouteWise model are a warning; a quota_source without a registered fetcher too', () => {
+    const route = `      - base_url: http://127.0.0.1:9001/v1\n        provider_type: quota\n        quota: { limit: 100, window_sec: 3600 }\n        quota_source: { provider: nobody-fetches, usage_label: x, unit: requests }\n`;
+    const fixed = loadGatewayConfig(configDir({ 'models.yaml': `models:\n  - id: q\n    router: fixed\n    route:\n${route}`, 'gateway.yaml': OPEN }), {});
+    expect(fixed.warnings).toContain("models.0 (id 'q').route.0: provider_type, quota, quota_source are read by router routewise only; this model's router is fixed, which ignores them — set router: routewise or remove them");
+    const rw = loadGatewayConfig(configDir({ 'models.yaml': `models:\n  - id: q\n    router: routewise\n    route:\n${route}      - base_url: http://127.0.0.1:9002/v1\n        pricing: { input_usd_per_1m: 1, output_usd_per_1m: 2 }\n`, 'gateway.yaml': OPEN }), {});
+    expect(rw.warnings.join('\n')).toContain("quota_source.provider 'nobody-fetches' has no registered quota fetcher");
+  });
+
   it('wrong types, ranges and enums; several problems at once; routing.yaml is its own file', () => {
     const dir = configDir({
       'models.yaml': MODELS + '        weight: -1\n        input_modalities: [text, video]\n',
