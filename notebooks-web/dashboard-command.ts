@@ -5,6 +5,8 @@
  * gateway's admin listener) it also serves the operator's console, forwarding `/gateway/…` to
  * that listener (server/gateway-proxy.ts). Prints the URL and runs until interrupted.
  */
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { UsageError, type CliCommand } from '../bin/command.ts';
 import { ensureAppBuilt } from './server/app-build.ts';
@@ -17,7 +19,10 @@ export const DEFAULT_PORT = 8090;
 
 /** Parsed command line of `switchyard dashboard`. */
 export interface DashboardArgs {
-  /** Results files or folders, as given (default `['results']`). */
+  /**
+   * Results files or folders, as given (default `['results']`; none when `--gateway` is given,
+   * no path is, and there is no `results/` folder: the console needs no results).
+   */
   paths: string[];
   port: number;
   host: string;
@@ -29,8 +34,9 @@ export interface DashboardArgs {
  * Parses the command's arguments.
  * @throws UsageError (exit 2) for an unknown option, a port that is not an integer 0–65535 or a
  *   `--gateway` that is not an http(s) URL.
+ * @param cwd where the default `results/` folder is looked for.
  */
-export function parseDashboardArgs(args: string[]): DashboardArgs {
+export function parseDashboardArgs(args: string[], cwd = process.cwd()): DashboardArgs {
   let parsed;
   try {
     parsed = parseArgs({
@@ -55,7 +61,9 @@ export function parseDashboardArgs(args: string[]): DashboardArgs {
       throw new UsageError((err as Error).message);
     }
   }
-  return { paths: positionals.length > 0 ? positionals : ['results'], port, host: values.host ?? '127.0.0.1', ...(gateway !== undefined && { gateway }) };
+  // The operator console of a fresh install has no results yet; only a named path must exist.
+  const defaults = gateway !== undefined && !existsSync(resolve(cwd, 'results')) ? [] : ['results'];
+  return { paths: positionals.length > 0 ? positionals : defaults, port, host: values.host ?? '127.0.0.1', ...(gateway !== undefined && { gateway }) };
 }
 
 /** Options of {@link startDashboard}. */

@@ -112,6 +112,7 @@ interface SchemaDef {
   type?: string;
   innerType?: unknown;
   in?: unknown;
+  out?: unknown;
   element?: unknown;
   shape?: Record<string, unknown>;
   valueType?: unknown;
@@ -123,7 +124,12 @@ function unwrap(x: unknown): { def?: SchemaDef } {
   for (let guard = 0; guard < 10 && cur?.def; guard++) {
     const t = cur.def.type;
     if (t === 'default' || t === 'optional' || t === 'nullable' || t === 'prefault' || t === 'readonly' || t === 'catch') cur = cur.def.innerType as typeof cur;
-    else if (t === 'pipe') cur = cur.def.in as typeof cur;
+    else if (t === 'pipe') {
+      // A pipe from a loose record into a strict object (pre-checks, then the real shape, as
+      // RouteWise's router_params) has its fields on the out side.
+      const into = unwrap(cur.def.in).def?.type === 'record' && unwrap(cur.def.out).def?.type === 'object';
+      cur = (into ? cur.def.out : cur.def.in) as typeof cur;
+    }
     else break;
   }
   return cur;

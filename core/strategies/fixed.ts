@@ -20,10 +20,11 @@ import type { RouteRequest } from '../lifecycle/seam.ts';
 import type { Rng } from '../rng.ts';
 
 /**
- * Why `router_params.hybrid_composition: true` is refused at config load (and what to do).
+ * Why `router_params.hybrid_composition: true` is refused at config load (and what to do); the
+ * message follows the field path, which already names `hybrid_composition`.
  */
 export const HYBRID_COMPOSITION_REFUSED =
-  'hybrid_composition: true is refused: the seeds do not specify what hybrid composition does, so Switchyard has no behaviour to give it; remove hybrid_composition from router_params';
+  'true is refused: the seeds do not specify what hybrid composition does, so Switchyard has no behaviour to give it; remove hybrid_composition from router_params';
 
 /** `router_params` of `fixed`. */
 export const FixedParamsSchema = z

@@ -158,7 +158,15 @@ export function strategyFromModule(namespace: unknown, path: string, taken: Read
     description: (d.description as string | undefined) ?? `external strategy (${path})`,
     paramsSchema: schema!,
     create(params, routes, context) {
-      return checkedPlanner(factory(params, routes, context), path);
+      // A throw inside the module's own create() would otherwise reach the operator without
+      // saying which file raised it (several modules may be configured).
+      let planner: unknown;
+      try {
+        planner = factory(params, routes, context);
+      } catch (e) {
+        throw new Error(`strategy module ${path}: create() threw: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+      }
+      return checkedPlanner(planner, path);
     },
   };
   return { definition, workerSafe: d.workerSafe === true };

@@ -188,7 +188,10 @@ export class AdminApi {
     return { answer: { status: 404, body: error('not_found', `Unknown admin URL: ${method} ${path}.`, null) } };
   }
 
-  /** `GET /admin/routing`: every model (unpublished too), routes with weights, reasons and overrides. */
+  /**
+   * `GET /admin/routing`: every model (unpublished too), routes with weights, reasons and
+   * overrides; a route an enforcing health check holds out reads weight 0, reason `health_check`.
+   */
   routingView(): Record<string, unknown> {
     const core = this.d.core();
     const ov = this.d.overlay();
@@ -209,8 +212,10 @@ export class AdminApi {
             provider: r.provider,
             base_url: maskedUrl(r.baseUrl),
             configured_weight: r.configuredWeight,
-            effective_weight: r.effectiveWeight,
-            exclusion_reasons: r.exclusionReasons,
+            // An enforcing health check reading unhealthy holds the route out of selection.
+            ...(core.healthChecks.excludes(r.endpointId)
+              ? { effective_weight: 0, exclusion_reasons: [...r.exclusionReasons, 'health_check'] }
+              : { effective_weight: r.effectiveWeight, exclusion_reasons: r.exclusionReasons }),
             weight_override: o ? { weight: o.weight, version: o.version, updated_by: o.updatedBy, updated_at: o.updatedAt } : null,
           };
         }),

@@ -114,6 +114,21 @@ export interface EndpointLive {
   outbound: { key: string; limit: number; held: number; waiting: number } | null;
   /** The engine hold (null: no hold configured, or none used yet). */
   hold: { limit: number; held: number; waiting: number } | null;
+  /**
+   * The background health check (`health_check:` on the route; null when it has none): `mode`
+   * (`report_only` only reports, `enforce` holds the route out while unhealthy), `state`,
+   * `excluded` (held out of selection now), the current runs, the last failure's reason and
+   * the time since the last probe, ms.
+   */
+  health_check: {
+    mode: string;
+    state: string;
+    excluded: boolean;
+    consecutive_failures: number;
+    consecutive_passes: number;
+    last_failure_reason: string | null;
+    last_checked_age_ms: number | null;
+  } | null;
 }
 
 /**
@@ -166,6 +181,7 @@ export function endpointsView(d: LiveViewDeps): { at_unix_ms: number; endpoints:
     const cd = core.cooldowns.status(id, now);
     const pool = e.outboundKey === null ? undefined : pools.get(e.outboundKey);
     const hold = holds.get(id);
+    const hc = core.healthChecks.status(id);
     return {
       endpoint_id: id,
       models: e.models,
@@ -180,6 +196,17 @@ export function endpointsView(d: LiveViewDeps): { at_unix_ms: number; endpoints:
       cooldown: { state: cd.state, reason: cd.reason, remaining_ms: cd.untilMs === null ? null : Math.max(0, cd.untilMs - now) },
       outbound: e.outboundKey === null ? null : { key: e.outboundKey, limit: pool?.limit ?? 0, held: pool?.held ?? 0, waiting: pool?.waiting ?? 0 },
       hold: hold ? { limit: hold.limit, held: hold.held, waiting: hold.waiting } : null,
+      health_check: hc
+        ? {
+            mode: hc.mode,
+            state: hc.state,
+            excluded: hc.excluded,
+            consecutive_failures: hc.consecutiveFailures,
+            consecutive_passes: hc.consecutivePasses,
+            last_failure_reason: hc.lastFailureReason,
+            last_checked_age_ms: hc.lastCheckedAtMs === null ? null : Math.max(0, now - hc.lastCheckedAtMs),
+          }
+        : null,
     };
   });
   return { at_unix_ms: d.nowUnixMs(), endpoints, probes: d.probes?.() ?? null };

@@ -24,6 +24,7 @@ import { interpolateEnv } from './interpolate.ts';
 import { applySeedEnv, readSeedEnv, type SettingSource } from './seed-env.ts';
 import { endpointFamilies, endpointFamily } from '../endpoints/families.ts';
 import { adapterFor, defaultEndpoints, routeKinds } from '../upstream/adapters.ts';
+import { quotaFetchers } from '../routewise/quota-fetchers.ts';
 import { loadStrategyModules, strategyModulePaths, strategyRegistry } from './strategy-modules.ts';
 
 /** One thing wrong with the configuration. */
@@ -403,6 +404,17 @@ function checkConfig(
   if (problems.length > 0) throw new ConfigError(problems);
   for (const m of models.models) {
     for (const r of m.route) if (r.local === false && !r.api_key) warnings.push(`model '${m.id}': remote route ${r.base_url} has no api_key`);
+    const router = m.router ?? models.routing.default_router;
+    m.route.forEach((r, ri) => {
+      const at = `models.${models.models.indexOf(m)} (id '${m.id}').route.${ri}`;
+      // Quota and concurrency routes are RouteWise's: any other router routes them as on-demand.
+      if (router !== 'routewise') {
+        const fields = (['provider_type', 'quota', 'quota_pool', 'concurrency', 'concurrency_pool', 'quota_source', 'local_quota_fallback'] as const).filter((f) => r[f] !== undefined && !(f === 'provider_type' && r[f] === 'on_demand'));
+        if (fields.length > 0) warnings.push(`${at}: ${fields.join(', ')} ${fields.length > 1 ? 'are' : 'is'} read by router routewise only; this model's router is ${router}, which ignores ${fields.length > 1 ? 'them' : 'it'} — set router: routewise or remove ${fields.length > 1 ? 'them' : 'it'}`);
+      } else if (r.quota_source !== undefined && !quotaFetchers.get(r.quota_source.provider)) {
+        warnings.push(`${at}: quota_source.provider '${r.quota_source.provider}' has no registered quota fetcher, so the route stays unready — register one (registerQuotaFetcher), or replace quota_source with local_quota_fallback: true`);
+      }
+    });
   }
   // 7. Auto profiles: a bad block turns auto models off (listed here and logged at start), never refuses the file.
   const auto = checkAutoBlock(models.auto, models.models);
@@ -419,7 +431,7 @@ export function workerSafeModules(strategies: readonly StrategyModuleRecord[]): 
 }
 
 /** How to mend a configuration refused for its worker count (`workerScopeError`, `checkConfig`). */
-export const WORKER_SCOPE_FIX = `set server.workers: 1 (or --workers 1), or route those models with ${WORKER_SAFE_STRATEGIES.join(' / ')}`;
+export const WORKER_SCOPE_FIX = `set server.workers: 1 (or --workers 1), or route those models with ${WORKER_SAFE_STRATEGIES.join(' / ')} (or a strategy module that exports workerSafe: true because its state may be split per worker)`;
 
 /**
  * The refusal of `models` under `workers` gateway workers, or null when they may run so. Used at
@@ -549,7 +561,7 @@ export function routeServeProblems(r: { kind: string; base_url: string; endpoint
 }
 
 function describeIssue(issue: z.core.$ZodIssue, root: z.ZodType): { message: string; fix: string | null } {
-  const i = issue as z.core.$ZodIssue & { keys?: string[]; values?: unknown[]; expected?: string; input?: unknown; minimum?: unknown; maximum?: unknown; origin?: string };
+  const i = issue as z.core.$ZodIssue & { keys?: string[]; values?: unknown[]; expected?: string; input?: unknown; minimum?: unknown; maximum?: unknown; inclusive?: boolean; origin?: string };
   switch (i.code) {
     case 'unrecognized_keys': {
       const allowed = allowedKeys(root, issue.path as (string | number)[]);
@@ -568,9 +580,9 @@ function describeIssue(issue: z.core.$ZodIssue, root: z.ZodType): { message: str
     case 'invalid_value':
       return { message: `${describeValue(i.input)} is not allowed`, fix: `use one of: ${(i.values ?? []).map((v) => JSON.stringify(v)).join(', ')}` };
     case 'too_small':
-      return { message: issue.message, fix: i.origin === 'array' ? `list at least ${String(i.minimum)} item(s)` : i.origin === 'string' ? 'write a non-empty value' : `use a value ≥ ${String(i.minimum)}` };
+      return { message: issue.message, fix: i.origin === 'array' ? `list at least ${String(i.minimum)} item(s)` : i.origin === 'string' ? 'write a non-empty value' : `use a value ${i.inclusive === false ? '>' : '≥'} ${String(i.minimum)}` };
     case 'too_big':
-      return { message: issue.message, fix: `use a value ≤ ${String(i.maximum)}` };
+      return { message: issue.message, fix: `use a value ${i.inclusive === false ? '<' : '≤'} ${String(i.maximum)}` };
     default:
       return { message: issue.message, fix: null };
   }

@@ -18,8 +18,8 @@
  */
 import { AggregatorRegistry, type MetricObjectWithValues, type MetricValue } from 'prom-client';
 import type { SharedStateHealth } from '../state/shared-state.ts';
-import type { EndpointHealthSnapshot, HealthCheckStatus, RouteExclusion } from '../../core/index.ts';
-import { providersMap, type ProviderHealth } from './operational-views.ts';
+import type { RouteExclusion } from '../../core/index.ts';
+import { providersMap, type DeepEndpointHealth, type DeepHealthCheck, type ProviderHealth } from './operational-views.ts';
 
 /** The store's state as `/health/deep` reports it. */
 export interface StoreHealth {
@@ -36,7 +36,8 @@ export interface DeepHealth {
   status: 'ok' | 'degraded' | 'unavailable' | 'draining';
   in_flight: number;
   models_unavailable: string[];
-  endpoints: EndpointHealthSnapshot[];
+  /** Every configured endpoint's breaker (times as wall-clock ISO strings and ages in ms). */
+  endpoints: DeepEndpointHealth[];
   route_exclusions: RouteExclusion[];
   /** `endpoints` keyed by endpoint id, each with `excluded_from_models` and `exclusion_reasons` merged in. */
   providers: Record<string, ProviderHealth>;
@@ -45,7 +46,7 @@ export interface DeepHealth {
    * the core's `HealthCheckStatus` plus the route's model. `report_only` ones never change
    * routing; an `enforce` one reading unhealthy (`excluded: true`) holds its route out.
    */
-  health_checks: Array<HealthCheckStatus & { model: string }>;
+  health_checks: DeepHealthCheck[];
   /** The store (absent without `store:`): `ok`, or `down` with the error of the last check. */
   store?: StoreHealth;
   /** The shared routing state (absent with `state: {backend: local}`): `up`, or `down` while serving on local state. */
@@ -95,11 +96,11 @@ export async function aggregateMetricsText(answers: readonly PeerAnswer[]): Prom
 export function mergeDeepHealth(answers: readonly PeerAnswer[]): DeepHealth {
   const snapshots = answers.filter(isSnapshot).sort((a, b) => a.worker - b.worker);
   const missing = answers.filter((a) => !isSnapshot(a)).map((a) => a.worker).sort((a, b) => a - b);
-  const worst = new Map<string, EndpointHealthSnapshot>();
+  const worst = new Map<string, DeepEndpointHealth>();
   for (const s of snapshots) {
     for (const e of s.deep.endpoints) {
       const cur = worst.get(e.endpointId);
-      const rank = (x: EndpointHealthSnapshot) => BREAKER_RANK[x.state] ?? 0;
+      const rank = (x: DeepEndpointHealth) => BREAKER_RANK[x.state] ?? 0;
       if (!cur || rank(e) > rank(cur) || (rank(e) === rank(cur) && e.availability < cur.availability)) worst.set(e.endpointId, e);
     }
   }

@@ -26,6 +26,17 @@ export function fmtPct(v: number | null | undefined): string {
   return `${Math.abs(p) < 1 && p !== 0 ? p.toFixed(2) : p.toFixed(1)} %`;
 }
 
+/**
+ * A route weight, rounded for reading: at most three decimals, trailing zeros dropped (`1`,
+ * `0.333`, `2.5`); a positive weight too small for that shows as `<0.001` so that it never reads
+ * as a drained route. The exact value stays in the API body.
+ */
+export function fmtWeight(v: number | null | undefined): string {
+  if (v === null || v === undefined || !Number.isFinite(v)) return DASH;
+  if (v > 0 && v < 0.0005) return '<0.001';
+  return String(Number(v.toFixed(3)));
+}
+
 /** US dollars: `$0`, `$0.00123`, `$0.50`, `$12.35`. */
 export function fmtUsd(v: number | null | undefined): string {
   if (v === null || v === undefined || !Number.isFinite(v)) return DASH;

@@ -2,7 +2,7 @@
 // comparison arms and intervals, breaker / fault intervals.
 import { describe, expect, it } from 'vitest';
 import type { ComparisonRow, RunInfo, RunMetrics } from '../../notebooks-web/shared/api-types.ts';
-import { durationUnit, fmtInUnit, fmtMs, fmtPct, fmtUsd } from '../../notebooks-web/app/format.ts';
+import { durationUnit, fmtInUnit, fmtMs, fmtPct, fmtUsd, fmtWeight } from '../../notebooks-web/app/format.ts';
 import { groupArms, pairKeysOf } from '../../notebooks-web/app/model/arms.ts';
 import { armInterval, chooseBaseline } from '../../notebooks-web/app/model/comparison-intervals.ts';
 import { flattenParams, sweepGrid, sweepKeys } from '../../notebooks-web/app/model/sweep-grid.ts';
@@ -230,5 +230,11 @@ describe('breaker and fault intervals', () => {
       { endpointId: 'a', fromMs: 10, toMs: 20, status: 503 },
       { endpointId: 'b', fromMs: 30, toMs: 100, status: 429 },
     ]);
+  });
+});
+
+describe('fmtWeight', () => {
+  it('rounds a route weight to three decimals without trailing zeros; a tiny positive one never reads 0', () => {
+    expect([1, 0, 2.5, 1 / 3, 0.1 + 0.2, 1e-7, null].map(fmtWeight)).toEqual(['1', '0', '2.5', '0.333', '0.3', '<0.001', '–']);
   });
 });

@@ -6,7 +6,7 @@
 // on 127.0.0.1 that echoes what it got.
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -103,5 +103,19 @@ describe('dashboard → gateway forwarding', () => {
   it('--gateway takes an http(s) base URL', () => {
     expect(parseDashboardArgs(['--gateway', 'http://127.0.0.1:8081/'])).toMatchObject({ gateway: 'http://127.0.0.1:8081' });
     for (const bad of ['127.0.0.1:8081', 'ftp://x', 'http://h:1/?k=v', 'http://u:p@h:1']) expect(() => parseDashboardArgs(['--gateway', bad]), bad).toThrow(UsageError);
+  });
+
+  it('--gateway without a results/ folder serves the console over no results; a folder that exists is used', () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'switchyard-dash-cwd-'));
+    try {
+      const args = parseDashboardArgs(['--gateway', 'http://127.0.0.1:8081'], cwd);
+      expect(args.paths).toEqual([]);
+      expect(ResultsCatalog.create(args.paths, cwd).entries()).toEqual([]);
+      expect(parseDashboardArgs([], cwd).paths).toEqual(['results']); // the results view alone still asks for them
+      mkdirSync(join(cwd, 'results'));
+      expect(parseDashboardArgs(['--gateway', 'http://127.0.0.1:8081'], cwd).paths).toEqual(['results']);
+    } finally {
+      rmSync(cwd, { recursive: true, force: true });
+    }
   });
 });

@@ -101,20 +101,31 @@ describe('problems name file, line, field and fix', () => {
     expect(p).toMatchObject({ field: 'models.0.router_params' });
     expect(p!.message).toContain('hybrid_composition: true is refused: the seeds do not specify what hybrid composition does');
     expect(p!.message).toContain('remove hybrid_composition from router_params');
+    expect(p!.message).not.toContain('hybrid_composition: hybrid_composition');
     expect(() => loadGatewayConfig(configDir({ 'models.yaml': models(false), 'gateway.yaml': OPEN }), {})).not.toThrow();
+  });
+
+  it('quota fields on a non-RouteWise model are a warning; a quota_source without a registered fetcher too', () => {
+    const route = `      - base_url: http://127.0.0.1:9001/v1\n        provider_type: quota\n        quota: { limit: 100, window_sec: 3600 }\n        quota_source: { provider: nobody-fetches, usage_label: x, unit: requests }\n`;
+    const fixed = loadGatewayConfig(configDir({ 'models.yaml': `models:\n  - id: q\n    router: fixed\n    route:\n${route}`, 'gateway.yaml': OPEN }), {});
+    expect(fixed.warnings).toContain("models.0 (id 'q').route.0: provider_type, quota, quota_source are read by router routewise only; this model's router is fixed, which ignores them — set router: routewise or remove them");
+    const rw = loadGatewayConfig(configDir({ 'models.yaml': `models:\n  - id: q\n    router: routewise\n    route:\n${route}      - base_url: http://127.0.0.1:9002/v1\n        pricing: { input_usd_per_1m: 1, output_usd_per_1m: 2 }\n`, 'gateway.yaml': OPEN }), {});
+    expect(rw.warnings.join('\n')).toContain("quota_source.provider 'nobody-fetches' has no registered quota fetcher");
   });
 
   it('wrong types, ranges and enums; several problems at once; routing.yaml is its own file', () => {
     const dir = configDir({
       'models.yaml': MODELS + '        weight: -1\n        input_modalities: [text, video]\n',
       'routing.yaml': 'default_router: fixed\nlocal_weight_share: 2\n',
-      'gateway.yaml': 'server:\n  port: eighty\nauth:\n  mode: none\n',
+      'gateway.yaml': 'server:\n  port: eighty\n  body_limit_mb: 0\nauth:\n  mode: none\n',
     });
     const ps = problems(() => loadGatewayConfig(dir, {}));
     const by = (field: string) => ps.find((p) => p.field === field);
     expect(by('models.0.route.0.weight')).toMatchObject({ line: 5, fix: 'use a value ≥ 0' });
     expect(by('models.0.route.0.input_modalities.1')!.fix).toMatch(/"text", "image", "audio"/);
-    expect(by('local_weight_share')).toMatchObject({ file: join(dir, 'routing.yaml'), line: 2 });
+    expect(by('local_weight_share')).toMatchObject({ file: join(dir, 'routing.yaml'), line: 2, fix: 'use a value ≤ 1' });
+    // An exclusive bound (positive()) says so: 0 itself is out.
+    expect(by('server.body_limit_mb')).toMatchObject({ file: join(dir, 'gateway.yaml'), line: 3, fix: 'use a value > 0' });
     expect(by('server.port')).toMatchObject({ file: join(dir, 'gateway.yaml'), line: 2, message: 'expected number, got the string "eighty"', fix: 'write a number' });
   });
 

@@ -103,7 +103,22 @@ describe('background health checks', () => {
     expect([d1.status, d1.models_unavailable]).toEqual(['unavailable', ['b']]);
     // The probes touched no breaker: b's breaker is closed with no failure counted.
     expect(d1.providers[ids[1]!]).toMatchObject({ state: 'closed', consecutiveFailures: 0 });
-    expect((await getJson(`${gw!.url}/routing`)).endpoint_health[ids[1]!]).toMatchObject({ mode: 'enforce', state: 'unhealthy', excluded: true, last_failure_reason: 'http_503' });
+    const routing = await getJson(`${gw!.url}/routing`);
+    expect(routing.endpoint_health[ids[1]!]).toMatchObject({ mode: 'enforce', state: 'unhealthy', excluded: true, last_failure_reason: 'http_503' });
+    // The weights a request sees: the held-out route reads 0, with the reason, in both views.
+    const routeOf = (body: any) => body.models.find((m: any) => m.id === 'b').routes[0];
+    expect(routeOf(routing)).toMatchObject({ effective_weight: 0, exclusion_reasons: ['health_check'] });
+    expect(routeOf(await getJson(`${gw!.adminUrl}/admin/routing`))).toMatchObject({ effective_weight: 0, exclusion_reasons: ['health_check'] });
+    // The console's live read carries the check per endpoint: mode, state, held out or not.
+    const live = (await getJson(`${gw!.adminUrl}/admin/health/endpoints`)).endpoints.find((e: any) => e.endpoint_id === ids[1]);
+    expect(live.health_check).toMatchObject({ mode: 'enforce', state: 'unhealthy', excluded: true, last_failure_reason: 'http_503', last_checked_age_ms: expect.any(Number) });
+    // Times are wall-clock ISO strings, not the process's monotonic milliseconds.
+    const checkB = d1.health_checks.find((c: any) => c.endpointId === ids[1]);
+    expect(checkB.last_checked_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    expect(Math.abs(Date.parse(checkB.last_checked_at) - Date.now())).toBeLessThan(3_600_000);
+    expect(checkB).not.toHaveProperty('lastCheckedAtMs');
+    expect(d1.endpoints[0]).toHaveProperty('opened_at');
+    expect(d1.endpoints[0]).not.toHaveProperty('openedAtMs');
     const status = await getJson(`${gw!.adminUrl}/status/models`);
     expect(status.find((m: any) => m.model === 'ring').targets[1]).toMatchObject({ model: 'b', status: 'unhealthy', status_reason: 'health_check_failed' });
     expect(status.find((m: any) => m.model === 'b')).toMatchObject({ status: 'unhealthy', status_reason: 'health_check_failed' });

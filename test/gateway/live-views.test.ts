@@ -30,7 +30,7 @@ describe('live admin views', () => {
     expect(r.body.at_unix_ms).toBeGreaterThan(0);
     const byId = new Map(r.body.endpoints.map((e: { endpoint_id: string }) => [e.endpoint_id, e]));
     for (const id of ids) {
-      expect(byId.get(id)).toMatchObject({ endpoint_id: id, models: ['demo'], breaker: 'closed', availability: 1, consecutive_failures: 0, open_for_ms: null, probe_in_flight: false, claims_in_flight: 0, cooldown: { state: 'not_configured', reason: null, remaining_ms: null } });
+      expect(byId.get(id)).toMatchObject({ endpoint_id: id, models: ['demo'], breaker: 'closed', availability: 1, consecutive_failures: 0, open_for_ms: null, probe_in_flight: false, claims_in_flight: 0, cooldown: { state: 'not_configured', reason: null, remaining_ms: null }, health_check: null });
     }
     // The one request so far was served by one of the two.
     expect(ids.map((id) => (byId.get(id) as { requests_served: number }).requests_served).sort()).toEqual([0, 1]);
@@ -55,7 +55,7 @@ describe('live admin views', () => {
       for (const field of ['breaker', 'availability', 'claims_in_flight', 'requests_served', 'waiting']) expect(s[field], field).toHaveLength(r.body.at_unix_ms.length);
       expect(s.breaker[0]).toBe('closed');
     }
-    const row = (id: string, served: number): EndpointLive => ({ endpoint_id: id, models: ['m'], provider: 'p', breaker: 'closed', availability: 1, consecutive_failures: 0, open_for_ms: null, probe_in_flight: false, claims_in_flight: 0, requests_served: served, cooldown: { state: 'not_configured', reason: null, remaining_ms: null }, outbound: { key: 'k', limit: 4, held: 1, waiting: 2 }, hold: null });
+    const row = (id: string, served: number): EndpointLive => ({ endpoint_id: id, models: ['m'], provider: 'p', breaker: 'closed', availability: 1, consecutive_failures: 0, open_for_ms: null, probe_in_flight: false, claims_in_flight: 0, requests_served: served, cooldown: { state: 'not_configured', reason: null, remaining_ms: null }, outbound: { key: 'k', limit: 4, held: 1, waiting: 2 }, hold: null, health_check: null });
     const h = new HealthHistory(2);
     h.record(1, [row('a', 1)]);
     h.record(2, [row('a', 2), row('b', 5)]);

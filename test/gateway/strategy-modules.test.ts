@@ -220,7 +220,10 @@ describe('strategy module checks at load', () => {
       'gateway.yaml': 'strategies: [./learner.mjs]\nauth: { mode: none }\nserver: { workers: 2, port: 18080 }\n',
       'learner.mjs': `export const name = 'learner';\nexport function create() { return { pick: () => ({ candidate: 0, reason: 'x' }) }; }\n`,
     });
-    expect(await problemsOf(bad)).toContain(`2 workers, but routing state would be split per worker for: model 'a' (router learner)`);
+    const refused = await problemsOf(bad);
+    expect(refused).toContain(`2 workers, but routing state would be split per worker for: model 'a' (router learner)`);
+    // The fix names the module's own way out, not only the built-ins.
+    expect(refused).toContain('a strategy module that exports workerSafe: true');
   });
 });
 

@@ -114,7 +114,7 @@ describe('--workers 2: one operational view', () => {
 
 describe('merging worker snapshots', () => {
   const deep = (over: Partial<DeepHealth>): DeepHealth => ({ status: 'ok', in_flight: 0, models_unavailable: [], endpoints: [], route_exclusions: [], providers: {}, health_checks: [], ...over });
-  const endpoint = (state: 'closed' | 'half_open' | 'open', availability: number) => ({ endpointId: 'm:a', state, availability, consecutiveFailures: 0, openedAtMs: null, probeInFlight: false, claimsInFlight: 0 });
+  const endpoint = (state: 'closed' | 'half_open' | 'open', availability: number) => ({ endpointId: 'm:a', state, availability, consecutiveFailures: 0, opened_at: null, open_for_ms: null, probeInFlight: false, claimsInFlight: 0 });
 
   it('/health/deep: worst status and breaker, summed in-flight, a missing worker named (status at least degraded)', () => {
     const a: WorkerSnapshot = { worker: 0, metrics: [], deep: deep({ in_flight: 2, endpoints: [endpoint('closed', 1)] }) };

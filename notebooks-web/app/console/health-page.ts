@@ -1,7 +1,8 @@
 /**
  * Console · Health: per endpoint its breaker state, availability EWMA, consecutive failures,
  * probe and attempts in flight, cooldown, the outbound pool of its provider key and its engine
- * hold, and which models exclude it and why; the gateway's verdict (`ok` / `degraded` /
+ * hold, its background health check (mode `report_only` / `enforce`, state, whether it holds
+ * the route out), and which models exclude it and why; the gateway's verdict (`ok` / `degraded` /
  * `unavailable` / `draining`) on top. Refreshed every {@link POLL_MS} ms while the page is shown.
  *
  * History: the gateway samples its endpoints itself (`GET /admin/health/history`: every 2 s, the
@@ -33,6 +34,7 @@ interface EndpointLive {
   cooldown: { state: string; reason: string | null; remaining_ms: number | null };
   outbound: { key: string; limit: number; held: number; waiting: number } | null;
   hold: { limit: number; held: number; waiting: number } | null;
+  health_check: { mode: string; state: string; excluded: boolean; consecutive_failures: number; consecutive_passes: number; last_failure_reason: string | null; last_checked_age_ms: number | null } | null;
 }
 interface EndpointsBody {
   at_unix_ms: number;
@@ -64,6 +66,19 @@ const present = (xs: ReadonlyArray<number | null> | undefined): number[] => (xs 
 const perSample = (served: readonly number[]): number[] => served.slice(1).map((v, i) => Math.max(0, v - served[i]!));
 
 const breakerKind = (s: string) => (s === 'closed' ? 'ok' : s === 'open' ? 'bad' : 'warn');
+/** The health-check cell: none, or mode and state (an enforcing unhealthy check holds the route out). */
+function healthCheckCell(e: EndpointLive): Node | string {
+  const c = e.health_check;
+  if (!c) return 'none';
+  const kind = c.state === 'healthy' ? 'ok' : c.excluded ? 'bad' : 'warn';
+  const detail = [
+    c.excluded ? 'held out' : c.state === 'unhealthy' ? 'reported only' : null,
+    c.last_failure_reason ? `last failure ${c.last_failure_reason}` : null,
+    c.last_checked_age_ms !== null ? `checked ${fmtMs(c.last_checked_age_ms)} ago` : 'not checked yet',
+  ].filter((x): x is string => x !== null);
+  return h('span', { 'data-health-check': e.endpoint_id, 'data-mode': c.mode, 'data-state': c.state }, `${c.mode}: `, stateBadge(c.state, kind), ` (${detail.join(', ')})`);
+}
+
 const verdictKind = (s: string) => (s === 'ok' ? 'ok' : s === 'unavailable' ? 'bad' : 'warn');
 
 function view(body: EndpointsBody, deep: DeepHealth, hist: HistoryBody): Node[] {
@@ -86,6 +101,7 @@ function view(body: EndpointsBody, deep: DeepHealth, hist: HistoryBody): Node[] 
       e.cooldown.state === 'cooldown' ? stateBadge(`cooling down (${e.cooldown.reason ?? '?'}, ${fmtMs(e.cooldown.remaining_ms)} left)`, 'warn') : e.cooldown.state === 'not_configured' ? 'not configured' : 'none',
       e.outbound ? `${e.outbound.held} / ${e.outbound.limit} held, ${e.outbound.waiting} waiting` : 'exempt (local)',
       e.hold ? `${e.hold.held} / ${e.hold.limit} held, ${e.hold.waiting} waiting` : 'none',
+      healthCheckCell(e),
       h('span', { 'data-excluded': e.endpoint_id }, ex && ex.excluded_from_models.length ? `excluded from ${ex.excluded_from_models.join(', ')} (${ex.exclusion_reasons.join(', ')})` : 'in rotation'),
     ];
   });
@@ -99,7 +115,7 @@ function view(body: EndpointsBody, deep: DeepHealth, hist: HistoryBody): Node[] 
       deep.models_unavailable.length ? ` · no route admits: ${deep.models_unavailable.join(', ')}` : '',
       body.probes ? ` · prober ${body.probes.active ? 'on' : 'off'}${body.probes.sent !== undefined ? `, ${body.probes.sent} probes sent` : ''}` : '',
     ),
-    simpleTable('health', `Endpoints, refreshed every ${POLL_MS / 1000} s; sparklines: the gateway's last ${samples} sample(s), one every ${hist.interval_ms / 1000} s`, ['endpoint', 'models', 'breaker', 'availability (EWMA)', 'requests served (per sample)', 'consecutive failures', 'probe', 'attempts in flight', 'cooldown', 'outbound limit', 'engine hold', 'rotation'], rows),
+    simpleTable('health', `Endpoints, refreshed every ${POLL_MS / 1000} s; sparklines: the gateway's last ${samples} sample(s), one every ${hist.interval_ms / 1000} s`, ['endpoint', 'models', 'breaker', 'availability (EWMA)', 'requests served (per sample)', 'consecutive failures', 'probe', 'attempts in flight', 'cooldown', 'outbound limit', 'engine hold', 'health check', 'rotation'], rows),
   ];
 }
 

@@ -7,6 +7,7 @@
  *
  * Reads `GET /admin/routing` and `GET /admin/routing/provider-routes`.
  */
+import { fmtWeight } from '../format.ts';
 import { h } from '../ui/dom.ts';
 import type { PageContext } from '../pages/page-kit.ts';
 import { enc, gatewayGet } from './console-client.ts';
@@ -87,11 +88,11 @@ function modelSection(c: ConsoleHandle, m: RoutingModel, origin: OriginModel | u
       h('code', {}, r.endpoint_id),
       r.provider,
       sourceOf.get(r.endpoint_id) ?? (m.multi_target ? 'target' : '–'),
-      String(r.configured_weight),
-      h('span', { 'data-effective': r.endpoint_id }, String(r.effective_weight)),
+      h('span', { title: String(r.configured_weight) }, fmtWeight(r.configured_weight)),
+      h('span', { 'data-effective': r.endpoint_id, 'data-weight': r.effective_weight, title: String(r.effective_weight) }, fmtWeight(r.effective_weight)),
       inRotation ? stateBadge('in rotation', 'ok') : stateBadge('excluded', 'off'),
       r.exclusion_reasons.length ? r.exclusion_reasons.join(', ') : 'none',
-      r.weight_override ? `${r.weight_override.weight} (v${r.weight_override.version}, by ${r.weight_override.updated_by})` : 'none',
+      r.weight_override ? `${fmtWeight(r.weight_override.weight)} (v${r.weight_override.version}, by ${r.weight_override.updated_by})` : 'none',
       m.multi_target
         ? '–'
         : h(

@@ -2,7 +2,7 @@
 // valid path to suggest in its place.
 import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
-import { closestPath, unknownPathSegment } from '../../../core/index.ts';
+import { BUILTIN_STRATEGIES, StrategyRegistry, closestPath, unknownPathSegment } from '../../../core/index.ts';
 
 const Schema = z.object({
   name: z.string(),
@@ -40,5 +40,14 @@ describe('closestPath', () => {
     expect(closestPath(Schema, 'replicas.count')).toBeNull();
     expect(closestPath(Schema, 'zzz.qqq')).toBeNull();
     expect(closestPath(Schema, 'nope.nmae')).toBeNull();
+  });
+});
+
+describe('allowed keys behind a pipe', () => {
+  it("lists RouteWise's router_params keys for an unknown key, not 'takes no router_params'", () => {
+    const msg = new StrategyRegistry([...BUILTIN_STRATEGIES]).paramsProblem('routewise', { budget_alpah: 0.5 });
+    expect(msg).toContain("(did you mean 'budget_alpha'?)");
+    expect(msg).toMatch(/allowed keys: .*budget_alpha/);
+    expect(msg).not.toContain('takes no router_params');
   });
 });

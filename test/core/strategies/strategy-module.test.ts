@@ -45,6 +45,14 @@ describe('strategyFromModule', () => {
     expect(() => strategyFromModule(ns, '/m.mjs', BUILTINS)).toThrow(message);
   });
 
+  it('names the module path when its create() throws', () => {
+    const throwing = { name: 'mine', create: () => { throw new Error('no price table'); } };
+    const { definition } = strategyFromModule(throwing, '/srv/strategies/mine.mjs', BUILTINS);
+    expect(() => definition.create({}, [])).toThrow('strategy module /srv/strategies/mine.mjs: create() threw: no price table');
+    const throwsString = { name: 'mine', create: () => { throw 'bare'; } };
+    expect(() => strategyFromModule(throwsString, '/m.mjs', BUILTINS).definition.create({}, [])).toThrow('strategy module /m.mjs: create() threw: bare');
+  });
+
   it('checks the planner create() returns: pick, and the arity of its hooks', () => {
     const build = (planner: unknown) => strategyFromModule({ name: 'mine', create: () => planner }, '/m.mjs', BUILTINS).definition.create({}, []);
     expect(() => build(null)).toThrow('strategy module /m.mjs: create() returned null, not a planner object with pick()');
