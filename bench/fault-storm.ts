@@ -10,8 +10,9 @@
  *
  *   npx tsx --expose-gc bench/fault-storm.ts [--requests 100000] [--concurrency 32] [--seed 42] [--warmup 0.3]
  *
- * Warm-up is long on purpose: RSS and heapUsed climb for the first ~30,000 requests (pools,
- * JIT, the health and statistics tables filling) and are flat after.
+ * heapUsed climbs for the first ~30,000 requests (pools, JIT, tables filling) and is flat after;
+ * RSS moves by ±20 MB between samples (native memory of uWS, undici and the allocator), so
+ * compare heapUsed and external across runs before calling RSS growth a leak.
  *
  * Malformed SSE is not among the faults yet (the emulator has no knob for it).
  */
