@@ -94,7 +94,41 @@ export function readClientRequest(endpoint: Endpoint, text: string): ClientReque
     return { code: 'invalid_json', message: `We could not parse the JSON body of your request: ${(e as Error).message}`, param: null };
   }
   if (!isRecord(parsed)) return { code: 'invalid_json', message: 'The request body must be a JSON object.', param: null };
+  if (nestsDeeperThan(parsed, MAX_BODY_DEPTH)) {
+    return { code: 'invalid_request', message: `The request body nests arrays and objects more than ${MAX_BODY_DEPTH} levels deep; flatten it.`, param: null };
+  }
   return checkedRequest(endpoint, parsed, {});
+}
+
+/**
+ * Deepest nesting of arrays and objects accepted in a JSON body (the body itself is level 1).
+ * The gateway's own walks (prompt-size estimates, translation, `JSON.stringify` of the body sent
+ * upstream) recurse, and V8 overflows its stack a few thousand levels down; a real request —
+ * tool schemas included — stays far below this.
+ */
+export const MAX_BODY_DEPTH = 128;
+
+/**
+ * True when `root` holds arrays or objects nested more than `limit` levels deep. Iterative, and
+ * it visits containers only (a string or number costs one step), so it is cheap next to the
+ * `JSON.parse` that produced `root`.
+ */
+function nestsDeeperThan(root: object, limit: number): boolean {
+  const values: unknown[] = [root];
+  const depths: number[] = [1];
+  while (values.length > 0) {
+    const v = values.pop() as object;
+    const d = depths.pop()!;
+    if (d > limit) return true;
+    const children = Array.isArray(v) ? (v as unknown[]) : Object.values(v);
+    for (const c of children) {
+      if (c !== null && typeof c === 'object') {
+        values.push(c);
+        depths.push(d + 1);
+      }
+    }
+  }
+  return false;
 }
 
 /**

@@ -200,7 +200,25 @@ function readYaml(file: string, problems: ConfigProblem[]): SourceFile {
     const r = yamlSyntaxReport(text, err);
     problems.push({ file, line: r.line, column: r.column, snippet: r.snippet, field: '(yaml)', message: r.reason, fix: 'fix the YAML syntax (indentation, quotes, a missing colon)' });
   }
-  return { name: file, doc, lines, value: doc.errors.length > 0 ? null : doc.toJS() };
+  if (doc.errors.length > 0) return { name: file, doc, lines, value: null };
+  try {
+    return { name: file, doc, lines, value: doc.toJS() };
+  } catch (e) {
+    // The parser accepts an alias to an anchor defined nowhere (or later), and an alias
+    // expansion past its limit; building the value then throws. Reported like a syntax error.
+    const message = (e as Error).message;
+    const alias = /alias[^:]*: (\S+)/i.exec(message)?.[1];
+    const at = alias === undefined ? -1 : text.search(new RegExp(`\\*${alias.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?![\\w-])`));
+    const pos = at >= 0 ? lines.linePos(at) : null;
+    problems.push({
+      file,
+      line: pos?.line ?? null,
+      field: '(yaml)',
+      message,
+      fix: alias === undefined ? 'use fewer aliases (each `*name` copies its anchor)' : `define the anchor &${alias} before the alias *${alias}, or write the value out`,
+    });
+    return { name: file, doc, lines, value: null };
+  }
 }
 
 function checkConfig(

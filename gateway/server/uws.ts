@@ -139,13 +139,11 @@ export function createApp(ctx: ServerContext): TemplatedApp {
     const requestId = takeRequestId(req);
     const caller = ctx.gen.callers.authenticate(req.getHeader('authorization'));
     if (!caller) return sendNow(res, 401, requestId, errorJson('invalid_api_key', 'Incorrect or missing API key.'));
-    retrieveStoredResponse(ctx, caller, res, requestId, decodeURIComponent(req.getUrl().slice('/v1/responses/'.length)));
+    retrieveStoredResponse(ctx, caller, res, requestId, decodePathSegment(req.getUrl().slice('/v1/responses/'.length)));
   });
   app.get('/health', (res, req) => sendNow(res, 200, takeRequestId(req), JSON.stringify(liveness(ctx))));
   mountAdminRoutes(app, ctx, 'public');
-  app.any('/*', (res, req) => {
-    sendNow(res, 404, takeRequestId(req), errorJson('not_found', `Unknown request URL: ${req.getMethod().toUpperCase()} ${req.getUrl()}.`));
-  });
+  app.any('/*', (res, req) => sendUnknownUrl(res, req));
   return app;
 }
 
@@ -159,7 +157,7 @@ export function createAdminApp(ctx: ServerContext): TemplatedApp {
   const app = uWS.App();
   app.get('/health', (res, req) => sendNow(res, 200, takeRequestId(req), JSON.stringify(liveness(ctx))));
   mountAdminRoutes(app, ctx, 'admin');
-  app.any('/*', (res, req) => sendNow(res, 404, takeRequestId(req), errorJson('not_found', `Unknown request URL: ${req.getMethod().toUpperCase()} ${req.getUrl()}.`)));
+  app.any('/*', (res, req) => sendUnknownUrl(res, req));
   return app;
 }
 
@@ -184,11 +182,41 @@ function retrieveStoredResponse(ctx: ServerContext, caller: Caller, res: HttpRes
   );
 }
 
+/**
+ * `segment` with its percent-escapes decoded; malformed escapes (a `%` not followed by two hex
+ * digits, or bytes that are not UTF-8) leave it as it is, so it matches no stored id and gets a
+ * 404, as `/v1/models/{id}` and `/v1/videos/{id}` do. (`decodeURIComponent` throws on them, and
+ * a throw inside a uWS handler ends the process.)
+ */
+function decodePathSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+}
+
 /** `GET /health`: liveness, in-flight count, routes configured (no topology). */
 function liveness(ctx: ServerContext): Record<string, unknown> {
   let routes = 0;
   for (const m of ctx.gen.core.allModels()) if (!m.multiTarget) routes += m.routes.length;
   return { status: ctx.draining ? 'draining' : 'ok', in_flight: ctx.inFlight, routes_configured: routes };
+}
+
+/**
+ * The 404 of a URL no route serves. A HEAD request gets the status and headers only: a response
+ * to HEAD carries no body (RFC 9110 §9.3.2), and one would be read as the start of the next
+ * response on a kept-alive connection. (No Content-Length either: this uWS build aborts the
+ * process when `endWithoutBody` is given a length.)
+ */
+function sendUnknownUrl(res: HttpResponse, req: HttpRequest): void {
+  const method = req.getMethod().toUpperCase();
+  const requestId = takeRequestId(req);
+  const body = errorJson('not_found', `Unknown request URL: ${method} ${req.getUrl()}.`);
+  if (method !== 'HEAD') return sendNow(res, 404, requestId, body);
+  res.cork(() => {
+    res.writeStatus(statusLine(404)).writeHeader('x-request-id', requestId).writeHeader(JSON_TYPE[0], JSON_TYPE[1]).endWithoutBody();
+  });
 }
 
 /** Answers synchronously inside a handler (no onAborted needed). */
