@@ -74,6 +74,8 @@ export function mountAdminRoutes(app: TemplatedApp, ctx: ServerContext, listener
     const remoteAddr = remoteOf(res);
     const caller = gate(ctx, listener, req, res, requestId, method, path, remoteAddr);
     if (!caller) return;
+    // The admin API has no HEAD form; a response to HEAD carries no body (RFC 9110 §9.3.2).
+    if (method === 'HEAD') return send(res, 405, requestId, '', 'HEAD');
     const admin = ctx.admin;
     if (!admin) return send(res, 404, requestId, errorJson('not_found', 'The admin API is off in this gateway.'));
     let aborted = false;
@@ -117,14 +119,14 @@ function gate(ctx: ServerContext, listener: 'public' | 'admin', req: HttpRequest
   const what = `${method} ${path}`;
   if (!caller) {
     void ctx.admin?.refused({ who: refusedWho(authorization), remoteAddr, method, path, status: 401 });
-    send(res, 401, requestId, errorJson('invalid_api_key', 'Incorrect or missing admin key. Send it as "Authorization: Bearer <key>" (a key with admin: true).'));
+    send(res, 401, requestId, errorJson('invalid_api_key', 'Incorrect or missing admin key. Send it as "Authorization: Bearer <key>" (a key with admin: true).'), method);
     return null;
   }
   if (caller.admin) return caller;
   const status = listener === 'public' ? 404 : 403;
   void ctx.admin?.refused({ who: caller.id, remoteAddr, method, path, status });
-  if (status === 404) send(res, 404, requestId, errorJson('not_found', `Unknown request URL: ${what}.`));
-  else send(res, 403, requestId, errorJson('admin_required', `${what} needs a key with admin: true; '${caller.id}' is not an admin.`));
+  if (status === 404) send(res, 404, requestId, errorJson('not_found', `Unknown request URL: ${what}.`), method);
+  else send(res, 403, requestId, errorJson('admin_required', `${what} needs a key with admin: true; '${caller.id}' is not an admin.`), method);
   return null;
 }
 
@@ -154,9 +156,18 @@ function serveOperational(ctx: ServerContext, path: AdminPath, res: HttpResponse
   );
 }
 
-function send(res: HttpResponse, status: number, requestId: string, body: string): void {
+/**
+ * Answers `status` with the JSON `body`; to a HEAD request (`method`), the status and headers
+ * only. (`endWithoutBody` is called without a length: this uWS build ends the process when
+ * given one.)
+ */
+function send(res: HttpResponse, status: number, requestId: string, body: string, method = 'GET'): void {
   res.cork(() => {
-    res.writeStatus(statusLine(status)).writeHeader('x-request-id', requestId).writeHeader('content-type', 'application/json').end(body);
+    res.writeStatus(statusLine(status)).writeHeader('x-request-id', requestId).writeHeader('content-type', 'application/json');
+    if (method === 'HEAD') {
+      if (status === 405) res.writeHeader('allow', 'GET, POST, PUT, DELETE');
+      res.endWithoutBody();
+    } else res.end(body);
   });
 }
 

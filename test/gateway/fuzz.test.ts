@@ -59,4 +59,14 @@ describe('HTTP fuzzing', () => {
     expect(text.startsWith('HTTP/1.1 404')).toBe(true);
     expect(text.slice(text.indexOf('\r\n\r\n') + 4)).toBe('');
   });
+
+  it('HEAD under /admin/ gets status and headers only: 404 to a non-admin, 401 without a key, 405 to an admin', async () => {
+    const head = (key: string | null): Buffer => Buffer.from(`HEAD /admin/routes HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n${key ? `authorization: Bearer ${key}\r\n` : ''}\r\n`, 'latin1');
+    for (const [key, status] of [[KEYS.user, 404], [null, 401], [KEYS.admin, 405]] as const) {
+      const text = (await sendRaw(port, head(key), false, 5_000)).data.toString('latin1');
+      expect(text.startsWith(`HTTP/1.1 ${status}`)).toBe(true);
+      expect(text.slice(text.indexOf('\r\n\r\n') + 4)).toBe('');
+    }
+    expect((await fetch(`${stack.gw.url}/health`)).status).toBe(200);
+  });
 });
