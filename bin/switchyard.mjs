@@ -8,6 +8,15 @@
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 
+// A reader that closes the pipe early (`switchyard validate … | head -1`) ends the command
+// quietly, as it would end a Unix tool; any other write error still surfaces.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (e) => {
+    if (e.code === 'EPIPE') process.exit(0);
+    throw e;
+  });
+}
+
 const SIMULATOR_COMMANDS = new Set(['sim', 'plan', 'compare', 'merge']);
 const command = process.argv[2];
 let started = false;

@@ -67,4 +67,11 @@ describe('switchyard CLI help', () => {
     expect(plainUsageMessage("Option '--seed <value>' argument missing")).toBe("Option '--seed <value>' argument missing");
     expect(plainUsageMessage(`Unknown option '--x'. To specify a positional argument starting with a '-', place it at the end of the command after '--', as in '-- "--x"`)).toMatch(/^unknown option '--x';/);
   }, 60_000);
+
+  it('a reader that closes the pipe early ends the command quietly (no EPIPE stack, exit 0)', () => {
+    // `| true` closes the read end at once, before validate prints.
+    const r = spawnSync('bash', ['-c', `"${process.execPath}" bin/switchyard.mjs validate gateway/example | true; echo "exit=\${PIPESTATUS[0]}"`], { cwd: repoRoot, encoding: 'utf8', timeout: 60_000 });
+    expect(r.stderr).not.toMatch(/EPIPE/);
+    expect(r.stdout.trim()).toBe('exit=0');
+  }, 60_000);
 });

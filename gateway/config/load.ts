@@ -368,13 +368,21 @@ function checkConfig(
       const msg = (e as Error).message;
       const m = /^models\[(\d+)\] \(id '[^']*'\)(?:\.route\[(\d+)\])?: (.*)$/s.exec(msg);
       if (m) {
-        const path: (string | number)[] = ['models', fileIndex[Number(m[1])] ?? Number(m[1])];
-        if (m[2] !== undefined) path.push('route', Number(m[2]));
-        else if (/router_params/.test(m[3]!)) path.push('router_params');
-        else if (/unknown router/.test(m[3]!)) path.push('router');
-        // An unknown router_params key is reported on its own line.
-        const key = path.at(-1) === 'router_params' ? /unknown key\(s\) '([^']+)'/.exec(m[3]!)?.[1] : undefined;
-        at(src.models, path, m[3]!, null, key);
+        const index = fileIndex[Number(m[1])] ?? Number(m[1]);
+        const unknownRouter = m[2] === undefined && /unknown router/.test(m[3]!);
+        if (unknownRouter && seeded.models.models[index]?.router === undefined) {
+          // The model took the routing file's default: that line is the one to fix.
+          const [file, field] = !routingInModels && src.routing ? [src.routing, ['default_router']] : [src.models, ['routing', 'default_router']];
+          at(file, field, m[3]!, 'set default_router to one of the known routers');
+        } else {
+          const path: (string | number)[] = ['models', index];
+          if (m[2] !== undefined) path.push('route', Number(m[2]));
+          else if (/router_params/.test(m[3]!)) path.push('router_params');
+          else if (unknownRouter) path.push('router');
+          // An unknown router_params key is reported on its own line.
+          const key = path.at(-1) === 'router_params' ? /unknown key\(s\) '([^']+)'/.exec(m[3]!)?.[1] : undefined;
+          at(src.models, path, m[3]!, null, key);
+        }
       } else {
         at(src.gateway ?? src.models, [], msg, null);
       }
@@ -593,14 +601,14 @@ function describeIssue(issue: z.core.$ZodIssue, root: z.ZodType): { message: str
       };
     }
     case 'invalid_type':
-      if (i.input === undefined) return { message: `required field is missing (expected ${i.expected})`, fix: `add it` };
-      return { message: `expected ${i.expected}, got ${describeValue(i.input)}`, fix: `write a ${i.expected}` };
+      if (i.input === undefined) return { message: `required field is missing (expected ${typeNoun(i.expected)})`, fix: `add it` };
+      return { message: `expected ${typeNoun(i.expected)}, got ${describeValue(i.input)}`, fix: `write ${withArticle(typeNoun(i.expected))}` };
     case 'invalid_value':
       return { message: `${describeValue(i.input)} is not allowed`, fix: `use one of: ${(i.values ?? []).map((v) => JSON.stringify(v)).join(', ')}` };
     case 'too_small':
-      return { message: issue.message, fix: i.origin === 'array' ? `list at least ${String(i.minimum)} item(s)` : i.origin === 'string' ? 'write a non-empty value' : `use a value ${i.inclusive === false ? '>' : '≥'} ${String(i.minimum)}` };
+      return { message: rangeMessage(issue.message), fix: i.origin === 'array' ? `list at least ${String(i.minimum)} item(s)` : i.origin === 'string' ? 'write a non-empty value' : `use a value ${i.inclusive === false ? '>' : '≥'} ${String(i.minimum)}` };
     case 'too_big':
-      return { message: issue.message, fix: `use a value ${i.inclusive === false ? '<' : '≤'} ${String(i.maximum)}` };
+      return { message: rangeMessage(issue.message), fix: `use a value ${i.inclusive === false ? '<' : '≤'} ${String(i.maximum)}` };
     default:
       return { message: issue.message, fix: null };
   }
@@ -614,3 +622,21 @@ function describeValue(v: unknown): string {
   return `${typeof v} ${String(v)}`;
 }
 
+
+/** zod's type name as a noun a config author reads: `int` → `integer`. */
+function typeNoun(expected: string | undefined): string {
+  return expected === 'int' ? 'integer' : (expected ?? 'value');
+}
+
+/** `noun` with its indefinite article: `an integer`, `an array`, `a number`. */
+function withArticle(noun: string): string {
+  return /^[aeiou]/.test(noun) ? `an ${noun}` : `a ${noun}`;
+}
+
+/** zod's `Too small: expected number to be >0` as `too small: must be > 0` (the bound spaced, ≥/≤ spelt out). */
+function rangeMessage(message: string): string {
+  const m = /^Too (small|big): expected \w+ to be (>=|<=|>|<)\s*(.+)$/.exec(message);
+  if (!m) return message;
+  const op = m[2] === '>=' ? '≥' : m[2] === '<=' ? '≤' : m[2];
+  return `too ${m[1]}: must be ${op} ${m[3]}`;
+}

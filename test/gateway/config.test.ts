@@ -127,6 +127,24 @@ describe('problems name file, line, field and fix', () => {
     // An exclusive bound (positive()) says so: 0 itself is out.
     expect(by('server.body_limit_mb')).toMatchObject({ file: join(dir, 'gateway.yaml'), line: 3, fix: 'use a value > 0' });
     expect(by('server.port')).toMatchObject({ file: join(dir, 'gateway.yaml'), line: 2, message: 'expected number, got the string "eighty"', fix: 'write a number' });
+    // Range messages read as English, with the bound spaced.
+    expect(by('server.body_limit_mb')!.message).toBe('too small: must be > 0');
+    expect(by('local_weight_share')!.message).toBe('too big: must be ≤ 1');
+  });
+
+  it('an integer field names the type as a word and the fix takes its article', () => {
+    const [p] = problems(() => loadGatewayConfig(configDir({ 'models.yaml': MODELS + '        context_length: 40.5\n', 'gateway.yaml': OPEN }), {}));
+    expect(p).toMatchObject({ message: 'expected integer, got number 40.5', fix: 'write an integer' });
+  });
+
+  it("an unknown default_router is reported on the routing file's line, not on a model", () => {
+    const dir = configDir({ 'models.yaml': MODELS, 'routing.yaml': 'local_weight_share: 0.5\ndefault_router: fxed\n', 'gateway.yaml': OPEN });
+    const [p] = problems(() => loadGatewayConfig(dir, {}));
+    expect(p).toMatchObject({ file: join(dir, 'routing.yaml'), line: 2, field: 'default_router', fix: 'set default_router to one of the known routers' });
+    expect(p!.message).toContain("unknown router 'fxed'; known routers:");
+    // A model's own misspelt router is still that model's line.
+    const [q] = problems(() => loadGatewayConfig(configDir({ 'models.yaml': MODELS.replace('  - id: demo\n', '  - id: demo\n    router: fxed\n'), 'gateway.yaml': OPEN }), {}));
+    expect(q).toMatchObject({ field: 'models.0.router' });
   });
 
   it('YAML syntax errors carry file, line, column and the offending line', () => {
