@@ -26,6 +26,7 @@ export type GatewayOwnCode =
   | 'endpoint_not_supported'
   | 'video_not_found'
   | 'store_unavailable'
+  | 'upstream_stream_interrupted'
   | 'internal_error';
 
 /** Every code a client may see. */
@@ -49,6 +50,8 @@ const OWN_STATUS: Readonly<Record<GatewayOwnCode, number>> = {
   // A video id the gateway did not hand out, or of a model the key may not use.
   video_not_found: 404,
   store_unavailable: 503,
+  // A committed stream whose upstream went away or went silent (only ever sent in-band).
+  upstream_stream_interrupted: 502,
   internal_error: 500,
 };
 
@@ -149,4 +152,17 @@ export function clientMessage(code: string, alias: string, coreMessage: string):
     default:
       return `Request to model '${alias}' failed (${code}).`;
   }
+}
+
+/**
+ * The in-band message of a committed stream whose upstream disconnected (`timedOut` false) or
+ * went silent past its deadline (`timedOut` true) after `contentChunks` content chunks (content
+ * or tool-call deltas, each usually one token) had been relayed. Once a stream has started the
+ * gateway tries no other route, so the text says the stream broke, not that every route failed.
+ * Names the model the client asked for, never the upstream endpoint (that goes to the log).
+ */
+export function midStreamMessage(alias: string, contentChunks: number, timedOut: boolean): string {
+  const what = timedOut ? 'stopped sending' : 'disconnected';
+  const sent = `${contentChunks} content chunk${contentChunks === 1 ? ' was' : 's were'} already sent`;
+  return `The upstream of model '${alias}' ${what} mid-stream (${sent}); a started stream is not retried on another route.`;
 }

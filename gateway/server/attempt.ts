@@ -25,11 +25,13 @@ export interface Attempt {
   errorBody: string | null;
   /** The attempt's final response object, when its family reports one (`AttemptContext.onResponse`), else null. */
   response: Record<string, unknown> | null;
+  /** Content frames (content or tool-call deltas) received from the upstream so far. */
+  contentFrames: number;
 }
 
 /** A fresh attempt `id` on `target`, not yet started. */
 export function newAttempt(id: number, target: RouteTarget): Attempt {
-  return { id, target, handle: null, pending: [], closed: false, body: null, bytes: null, errorBody: null, response: null };
+  return { id, target, handle: null, pending: [], closed: false, body: null, bytes: null, errorBody: null, response: null, contentFrames: 0 };
 }
 
 /**

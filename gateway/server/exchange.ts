@@ -23,7 +23,7 @@
 import { wakeupsFor } from './wakeups.ts';
 import type { AttemptKey, LifecycleAction, LifecycleEvent, ListLinks, RequestLife, RoutingMetadata } from '../../core/index.ts';
 import { roleOf, type Caller } from '../callers.ts';
-import { clientMessage, statusOf } from '../errors.ts';
+import { clientMessage, midStreamMessage, statusOf } from '../errors.ts';
 import type { ClientRequest } from '../request-body.ts';
 import type { RelayEvent } from '../sse-relay.ts';
 import type { RequestTrace } from '../tracing/tracing.ts';
@@ -43,6 +43,8 @@ const NO_CACHE = ['cache-control', 'no-cache'] as const;
 const NO_BUFFERING = ['x-accel-buffering', 'no'] as const;
 const JSON_TYPE = ['content-type', 'application/json'] as const;
 const NO_HEADERS: HeaderPairs = [];
+/** Core codes that, on a committed stream with no upstream error body, mean the upstream broke off mid-stream. */
+const MID_STREAM_CODES: ReadonlySet<string> = new Set(['upstream_unavailable', 'upstream_server_error', 'upstream_timeout']);
 const ZERO_USAGE = { inputTokens: 0, outputTokens: 0, cachedTokens: 0 } as const;
 
 /** One request's life in the gateway. */
@@ -315,6 +317,7 @@ export class Exchange implements ListLinks<Exchange> {
     for (const ev of events) {
       if (att.closed) break;
       if (ev.kind === 'frame') {
+        if (ev.token) att.contentFrames++;
         if (this.committed === att) {
           this.out += ev.text;
           chunked = true;
@@ -423,8 +426,17 @@ export class Exchange implements ListLinks<Exchange> {
     const upstreamBody = maskServedNames(this.req, attemptId === undefined ? null : (this.attempts.get(attemptId)?.errorBody ?? null));
     const message = maskServedNames(this.req, clientMessage(code, publicModelOf(this.req), coreMessage));
     if (this.client.headersSent) {
-      // Committed stream: an in-band error, then the end — never the terminator.
-      this.client.end(this.takeOut() + this.req.wire.streamError(code, upstreamMessage(upstreamBody) ?? message, status, retryAfterSec));
+      // Committed stream: an in-band error, then the end — never the terminator. The upstream's
+      // own error message when it sent one; a transport cut or stall of the committed attempt is
+      // told as such (no other route was tried), not as "every route failed".
+      const fromUpstream = upstreamMessage(upstreamBody);
+      const live = this.committed;
+      if (fromUpstream === null && live !== null && MID_STREAM_CODES.has(code)) {
+        const text = maskServedNames(this.req, midStreamMessage(publicModelOf(this.req), live.contentFrames, code === 'upstream_timeout'));
+        this.client.end(this.takeOut() + this.req.wire.streamError('upstream_stream_interrupted', text, statusOf('upstream_stream_interrupted'), retryAfterSec));
+        return;
+      }
+      this.client.end(this.takeOut() + this.req.wire.streamError(code, fromUpstream ?? message, status, retryAfterSec));
       return;
     }
     const unserved = code === 'endpoint_not_served' ? this.req.family.answerWhenUnserved?.(this.req) : undefined;

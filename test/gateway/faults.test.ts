@@ -237,14 +237,18 @@ describe('faults inside a committed stream: an in-band error, never a truncated 
     stack = await startStack([{ faults: { disconnect_after_tokens: 2 } }]);
     const r = await ask(stack, { stream: true, max_tokens: 6 });
     expect(r.status).toBe(200);
-    inBandError(sseData(await r.text()));
+    const frames = sseData(await r.text());
+    inBandError(frames);
+    expect(JSON.parse(frames.at(-1)!).error).toMatchObject({ code: 'upstream_stream_interrupted', message: expect.stringContaining('disconnected mid-stream (2 content chunks were already sent)') });
   });
 
   it('stream stall past the body deadline', async () => {
     stack = await startStack([{ faults: { stall_after_tokens: 2, stall_ms: 10_000 } }], { upstream: { body_timeout_ms: 300 } });
     const r = await ask(stack, { stream: true, max_tokens: 6 });
     expect(r.status).toBe(200);
-    inBandError(sseData(await r.text()));
+    const frames = sseData(await r.text());
+    inBandError(frames);
+    expect(JSON.parse(frames.at(-1)!).error).toMatchObject({ code: 'upstream_stream_interrupted', message: expect.stringContaining('stopped sending mid-stream (2 content chunks were already sent)') });
   });
 
   it('an invalid JSON event', async () => {

@@ -176,14 +176,32 @@ describe('fallback before commit', () => {
 });
 
 describe('after commit', () => {
+  it('a Messages stream cut mid-answer ends with an error event that says the upstream disconnected', async () => {
+    const s = await primaryAndBackup({ disconnect_after_tokens: 2 });
+    const res = await s.post('/v1/messages', { model: 'demo', max_tokens: 6, stream: true, messages: [{ role: 'user', content: 'Hello' }] });
+    expect(res.status).toBe(200);
+    const text = await res.text();
+    const events = text.split('\n\n').filter((b) => b.startsWith('event: '));
+    const last = events.at(-1)!;
+    expect(last.split('\n')[0]).toBe('event: error');
+    expect(JSON.parse(last.split('\n')[1]!.slice('data: '.length))).toEqual({
+      type: 'error',
+      error: { type: 'api_error', message: "The upstream of model 'demo' disconnected mid-stream (2 content chunks were already sent); a started stream is not retried on another route." },
+    });
+    expect(text).not.toContain('message_stop');
+    expect(s.emus[1]!.log.all()).toHaveLength(0); // the backup was never asked
+  });
+
   it('no fallback: the client sees an in-band error, one role chunk, and no [DONE]', async () => {
     const s = await primaryAndBackup({ disconnect_after_tokens: 2 });
     const res = await s.post('/v1/chat/completions', { model: 'demo', messages: hello, max_tokens: 6, stream: true });
     expect(res.status).toBe(200);
     const data = sseData(await res.text());
     expect(data).not.toContain('[DONE]');
-    const last = JSON.parse(data.at(-1)!) as { error: { code: string; type: string } };
-    expect(last.error).toMatchObject({ type: 'server_error', code: 'upstream_unavailable' });
+    const last = JSON.parse(data.at(-1)!) as { error: { code: string; type: string; message: string } };
+    // The stream broke on its one route; the message says so (not "every route tried failed").
+    expect(last.error).toMatchObject({ type: 'server_error', code: 'upstream_stream_interrupted' });
+    expect(last.error.message).toBe("The upstream of model 'demo' disconnected mid-stream (2 content chunks were already sent); a started stream is not retried on another route.");
     const roles = data.filter((d) => d.includes('"role":"assistant"'));
     expect(roles).toHaveLength(1);
     expect(s.emus[1]!.log.all()).toHaveLength(0); // the backup was never asked
@@ -194,7 +212,7 @@ describe('after commit', () => {
       (async () => {
         for await (const c of await s.client().chat.completions.create({ model: 'demo', messages: hello, max_tokens: 6, stream: true })) seen.push(c.choices[0]?.delta.content ?? '');
       })(),
-    ).rejects.toThrow(/interrupted|unavailable|failed/i);
+    ).rejects.toThrow(/disconnected mid-stream/);
     expect(seen.join('')).toBe('The quick');
   });
 
