@@ -50,7 +50,7 @@ const OWN_STATUS: Readonly<Record<GatewayOwnCode, number>> = {
   // A video id the gateway did not hand out, or of a model the key may not use.
   video_not_found: 404,
   store_unavailable: 503,
-  // A committed stream whose upstream went away or went silent (only ever sent in-band).
+  // A committed stream whose upstream went away (only ever sent in-band; a stall keeps upstream_timeout).
   upstream_stream_interrupted: 502,
   internal_error: 500,
 };

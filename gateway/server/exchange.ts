@@ -432,8 +432,11 @@ export class Exchange implements ListLinks<Exchange> {
       const fromUpstream = upstreamMessage(upstreamBody);
       const live = this.committed;
       if (fromUpstream === null && live !== null && MID_STREAM_CODES.has(code)) {
-        const text = maskServedNames(this.req, midStreamMessage(publicModelOf(this.req), live.contentFrames, code === 'upstream_timeout'));
-        this.client.end(this.takeOut() + this.req.wire.streamError('upstream_stream_interrupted', text, statusOf('upstream_stream_interrupted'), retryAfterSec));
+        // A stall keeps its own code (upstream_timeout, as before the stream started); a cut is upstream_stream_interrupted.
+        const timedOut = code === 'upstream_timeout';
+        const text = maskServedNames(this.req, midStreamMessage(publicModelOf(this.req), live.contentFrames, timedOut));
+        const outCode = timedOut ? code : 'upstream_stream_interrupted';
+        this.client.end(this.takeOut() + this.req.wire.streamError(outCode, text, timedOut ? status : statusOf(outCode), retryAfterSec));
         return;
       }
       this.client.end(this.takeOut() + this.req.wire.streamError(code, fromUpstream ?? message, status, retryAfterSec));

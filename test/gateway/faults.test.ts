@@ -248,7 +248,7 @@ describe('faults inside a committed stream: an in-band error, never a truncated 
     expect(r.status).toBe(200);
     const frames = sseData(await r.text());
     inBandError(frames);
-    expect(JSON.parse(frames.at(-1)!).error).toMatchObject({ code: 'upstream_stream_interrupted', message: expect.stringContaining('stopped sending mid-stream (2 content chunks were already sent)') });
+    expect(JSON.parse(frames.at(-1)!).error).toMatchObject({ code: 'upstream_timeout', message: expect.stringContaining('stopped sending mid-stream (2 content chunks were already sent)') });
   });
 
   it('an invalid JSON event', async () => {
