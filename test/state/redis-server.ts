@@ -5,10 +5,10 @@
 // and `redisDir` tell them how.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
+import { freePort } from '../free-port.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -21,17 +21,6 @@ declare module 'vitest' {
     redisPort: number;
     redisDir: string;
   }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 /** The argv of a persistence-free server on `port` in `dir`. */
