@@ -1,6 +1,7 @@
 /**
  * `npm run bench`: prints every benchmark table (micro, routing quality, simulator speed, the
- * request log's per-row costs, and a short gateway-overhead run: direct vs a bare proxy vs
+ * request log's per-row costs, the shared routing state's cost (`state.backend: redis` vs
+ * `local`, `bench/shared-state-overhead.ts`), and a short gateway-overhead run: direct vs a bare proxy vs
  * Switchyard's gateway vs the Portkey peer, 2 s per run —
  * `npx tsx bench/gateway-overhead.ts` runs the longer default). The gateway table is printed
  * only; it is not part of `npm run bench:check` (too noisy on a shared machine for a CI gate).
@@ -11,6 +12,7 @@ import { peerGatewayInstalled } from './peer-gateway.ts';
 import { runQuality } from './quality.ts';
 import { runMetricsBench } from './metrics.bench.ts';
 import { runRequestLogBench } from './request-log.bench.ts';
+import { runSharedStateOverhead } from './shared-state-overhead.ts';
 
 const fmt = (n: number) => (n >= 100 ? n.toFixed(0) : n.toPrecision(3));
 console.log('micro (ns per operation; ratio = median / reference median, same run)');
@@ -23,6 +25,8 @@ console.log('\nrequest log (gateway-thread append, writer thread, prefix hashes)
 await runRequestLogBench(20_000);
 console.log('\ngateway metrics (per-request observe, scrape)');
 await runMetricsBench(100_000);
+console.log('\nshared routing state (gateway state.backend redis vs local, side by side)');
+await runSharedStateOverhead({ seconds: 2, rateRps: 400, rounds: 3, connections: 16 });
 // Last: it pins this process to CPU 1 while it runs (restored afterwards).
 console.log('\ngateway overhead (short run)');
 try {

@@ -30,7 +30,7 @@ export const COMMANDS: readonly CommandEntry[] = [
   },
   {
     name: 'merge',
-    summary: 'merge the Parquet files of a sharded sweep (sim --shard) into one results DuckDB file',
+    summary: 'merge the Parquet files of a sharded sweep (sim --shard) or plan round (plan --shard) into one results DuckDB file',
     load: async () => (await import('../simulator/results/merge.ts')).mergeCommand,
   },
   {

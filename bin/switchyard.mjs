@@ -19,6 +19,22 @@ for (const stream of [process.stdout, process.stderr]) {
 
 const SIMULATOR_COMMANDS = new Set(['sim', 'plan', 'compare', 'merge']);
 const command = process.argv[2];
+
+// A server started through a wrapper (`npm run dashboard &`, then `kill $!`) is orphaned when the
+// wrapper dies without passing the signal on: npm does not forward SIGTERM to its script. When
+// the parent goes (this process is re-parented), the server stops as on SIGTERM — drain, flush,
+// exit — instead of holding its port.
+const SERVER_COMMANDS = new Set(['gateway', 'demo', 'dashboard', 'emulate']);
+if (SERVER_COMMANDS.has(command)) {
+  const parent = process.ppid;
+  const watch = setInterval(() => {
+    if (process.ppid === parent) return;
+    clearInterval(watch);
+    process.stderr.write(`switchyard ${command}: parent process ${parent} exited; stopping as on SIGTERM\n`);
+    process.kill(process.pid, 'SIGTERM');
+  }, 1_000);
+  watch.unref();
+}
 let started = false;
 if (command === 'gateway' && process.env.SWITCHYARD_BUNDLE !== '0') {
   try {

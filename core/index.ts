@@ -23,6 +23,7 @@ export type { MultiTargetConfig, TargetConfig, CooldownConfig, HealthCheckConfig
 export { QuotaWindowConfigSchema } from './config/models-config.ts';
 export { endpointId, endpointLocation } from './config/endpoint-id.ts';
 export { allowedKeys, closestName, closestPath, unknownPathSegment, type UnknownSegment } from './config/field-names.ts';
+export { readableIssue, type ReadableIssue } from './config/readable-issue.ts';
 export { yamlSyntaxReport, formatYamlSyntaxError, type YamlErrorLike, type YamlSyntaxReport } from './config/yaml-syntax.ts';
 export {
   DEFAULT_ROUTING_SETTINGS,
@@ -69,7 +70,7 @@ export { classifyFailure, type FailureClass, type RetryCause, type RetryRules } 
 export { DeadlineBook, type DeadlineKind } from './request/deadline-book.ts';
 
 // Outcomes: the classification table, health meaning, the client-facing error catalogue.
-export { isHealthFailure, type Outcome } from './lifecycle/outcome.ts';
+export { isHealthFailure, type Outcome, type SharedUnitKind } from './lifecycle/outcome.ts';
 export { classifyStatus, classifyUpstreamError, OUTCOME_RULES, CONTEXT_LENGTH_WORDING, type HttpErrorClass, type OutcomeRule, type FailureAction, type UpstreamErrorReport } from './lifecycle/outcome-table.ts';
 export { ERROR_STATUS, errorForOutcome, type ErrorCode } from './lifecycle/errors.ts';
 
@@ -165,7 +166,7 @@ export { LatencyProfile, type LatencyProfileOptions, type ProfileCounts } from '
 export { HedgeGrid, planHedge, planHedgeArrays, hedgeCheckpointsMs, hedgeSuccessProbability, primaryOnlyProbability, type CdfSource, type HedgeBackup, type HedgePlan } from './strategies/routewise/hedge.ts';
 export { OutputLengthPredictor, lengthBucket, DEFAULT_OUTPUT_LENGTH_OPTIONS, type OutputLengthOptions } from './strategies/routewise/output-length.ts';
 export { CostEnvelope, floorEnvelope, ENVELOPE_FLOOR_RATIO, type Envelope, type CostEnvelopeOptions } from './strategies/routewise/cost-envelope.ts';
-export { ResourceLedger, DEFAULT_QUOTA_BLOCK_MS, DEFAULT_CONCURRENCY_BLOCK_MS, type QuotaSnapshot, type QuotaUnit, type QuotaWindow, type RouteResources, type Reservation } from './strategies/routewise/resources.ts';
+export { ResourceLedger, DEFAULT_QUOTA_BLOCK_MS, DEFAULT_CONCURRENCY_BLOCK_MS, type SharedQuotaFact, type QuotaSnapshot, type QuotaUnit, type QuotaWindow, type RouteResources, type Reservation } from './strategies/routewise/resources.ts';
 export { explorationProbability, ExplorationLeases, ProbeGate, ProbeScheduler } from './strategies/routewise/cold-start.ts';
 export { routeEndpointFamilies, type DefaultEndpoints } from './model/route-endpoints.ts';
 
@@ -185,3 +186,6 @@ export { selectCandidate, skipReason, requestRejection, autoContextNeedTokens, s
 export { AutoSessions, autoSessionKey, openingMessagesHash, type AutoSessionEntry } from './auto/auto-sessions.ts';
 export { AutoRouter, type AutoDecision, type AutoMetadata, type AutoRequest, type AutoSessionAction, type ThinkingStrip } from './auto/auto-router.ts';
 export { autoModelFacts, autoWorld, modelAdmits } from './auto/auto-world.ts';
+
+// Shared state between gateway replicas as data: sync events, breaker reports, applying shared facts.
+export { applySharedOpen, applySharedPin, breakerReports, UNSEEN_BREAKER, type BreakerReport, type BreakerSeen, type SyncEvent } from './sync/sync-events.ts';

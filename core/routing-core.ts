@@ -70,6 +70,14 @@ export interface RoutingCoreOptions {
    * options; a cooldown or rate limit's own settings) starts fresh.
    */
   carryFrom?: RoutingCore;
+  /**
+   * Another core whose adaptive outbound limiter this core uses instead of its own: several
+   * gateway replicas modelled with one replica-wide limit per provider key (the simulator's
+   * shared-state replicas). Slots it grants to this core's lives are announced by that core's
+   * `drainWakeups`, so a driver drains every core that shares it. Takes precedence over
+   * `carryFrom` for the limiter.
+   */
+  outboundFrom?: RoutingCore;
 }
 
 /** The core. Construct once from a validated config; throws on unknown strategies or params. */
@@ -135,7 +143,7 @@ export class RoutingCore {
     this.affinity = carry ? prev.affinity : new AffinityTable(this.settings);
     const sink = (t: SlotTicket) => this.wakeups.push(t);
     const st = this.settings;
-    this.limiter = carry ? prev.limiter : new OutboundLimiter(
+    this.limiter = options.outboundFrom ? options.outboundFrom.limiter : carry ? prev.limiter : new OutboundLimiter(
       {
         enabled: st.upstreamConcurrencyEnabled,
         initialLimit: st.upstreamConcurrencyInitialLimit,

@@ -20,6 +20,7 @@ export type GatewayOwnCode =
   | 'invalid_json'
   | 'invalid_request'
   | 'body_too_large'
+  | 'request_timeout'
   | 'overloaded'
   | 'draining'
   | 'not_found'
@@ -42,6 +43,8 @@ const OWN_STATUS: Readonly<Record<GatewayOwnCode, number>> = {
   invalid_json: 400,
   invalid_request: 400,
   body_too_large: 413,
+  // The body did not arrive whole within `server.body_read_timeout_ms` (`server/body-read-watch.ts`).
+  request_timeout: 408,
   overloaded: 503,
   draining: 503,
   not_found: 404,

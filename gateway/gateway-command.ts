@@ -170,7 +170,9 @@ export const gatewayCommand: CliCommand = {
       };
     } else {
       // The threads share the port (SO_REUSEPORT); make sure no other process holds it first.
-      await assertPortFree(server.host, server.port);
+      await assertPortFree(server.host, server.port).catch((e: unknown) => {
+        throw new Error(`${(e as Error).message} — fix: stop what listens there, or choose another port with --port N or server.port in gateway.yaml (gateway/example reads SWITCHYARD_PORT)`);
+      });
       const started = await startWorkers(config, server.workers, seed);
       const workers = started.workers;
       adminUrl = started.adminUrl;

@@ -110,6 +110,8 @@ export interface RunningGateway {
    * requests only.
    */
   servedEndpoint(requestId: string): Promise<string | null>;
+  /** Shared units (Redis quota, concurrency and rate-limit takes) held by attempts now; 0 without shared state. */
+  sharedUnitsLive(): number;
   /** Requests admitted and not yet over. */
   inFlight(): number;
   /** The RouteWise prober's state and counters (probes are not counted in `inFlight`). */

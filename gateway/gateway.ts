@@ -43,6 +43,7 @@
 import { randomInt, randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { openSharedState, type RunningSharedState } from './state/open-shared-state.ts';
+import { wakeupsFor } from './server/wakeups.ts';
 import uWS from '@trufflesuite/uws-js-unofficial';
 import type { TemplatedApp, us_listen_socket } from '@trufflesuite/uws-js-unofficial';
 import pino from 'pino';
@@ -192,7 +193,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   let providerKeys: ProviderKeysAdmin | null = null;
   const build = (c: GatewayConfig, prev: Generation | null): Generation => {
     const composed = withOverlay(c, control.overlay);
-    const gen = buildGeneration(composed, { seed, worker, pools, log, metrics, requestLog, logPrompts, overlay: control.routeOverlay(), carryFrom: prev?.core ?? null, tracing, keySecrets, served, autoModeEnabled: effectiveAutoModeEnabled(control.overlay, c.settings.auto_mode_enabled) });
+    const gen = buildGeneration(composed, { seed, worker, pools, log, metrics, requestLog, logPrompts, overlay: control.routeOverlay(), carryFrom: prev?.core ?? null, tracing, keySecrets, served, sharedUnits: () => sharedState?.units ?? null, autoModeEnabled: effectiveAutoModeEnabled(control.overlay, c.settings.auto_mode_enabled) });
     keyRoutes = composed.models.models.flatMap((m) => m.route);
     providerKeys?.apply();
     // At start the check waits for the warm start (below); later generations carry the envelopes.
@@ -235,8 +236,14 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     endpoints: () => ctx.gen.routes.keys(),
     affinity: () => ctx.gen.core.affinity,
     affinityTtlMs: () => ctx.gen.core.settings.affinityTtlSec * 1000,
+    keyPools: () => ctx.gen.core.keyPools,
     log,
     registry: metrics.registry,
+    limiter: () => ctx.gen.core.limiter,
+    deliverWakeups: () => {
+      if (ctx.gen.core.hasWakeups) wakeupsFor(ctx.gen.core).deliver(ctx.gen.core);
+    },
+    overallDeadlineMs: () => ctx.gen.core.settings.overallDeadlineSec * 1000,
   });
   /** The YAML configuration in force (the overlay is applied on top of it). */
   let base = config;
@@ -269,7 +276,9 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     await stopTracing();
     throw new Error(`${what}${(e as Error).message}`);
   };
-  const { port, socket } = await listen(app, host, opts.port ?? s.server.port, !opts.sharedPort).catch((e: unknown) => abandon(e, ''));
+  const { port, socket } = await listen(app, host, opts.port ?? s.server.port, !opts.sharedPort).catch((e: unknown) =>
+    abandon(new Error(`${(e as Error).message} — fix: stop what listens there, or choose another port with --port N or server.port in gateway.yaml (gateway/example reads SWITCHYARD_PORT)`), ''),
+  );
   let admin: { app: TemplatedApp; socket: us_listen_socket; url: string } | null = null;
   if (opts.adminPort !== undefined && opts.adminPort !== null) {
     const adminHost = opts.adminHost ?? s.server.admin_host;
@@ -278,7 +287,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       const a = await listen(aapp, adminHost, opts.adminPort, true);
       admin = { app: aapp, socket: a.socket, url: `http://${bracket(adminHost)}:${a.port}` };
     } catch (e) {
-      await abandon(e, 'gateway: admin listener: ');
+      await abandon(new Error(`${(e as Error).message} — fix: choose another with --admin-port N (or off) or server.admin_port in gateway.yaml (gateway/example reads SWITCHYARD_ADMIN_PORT)`), 'gateway: admin listener: ');
     }
   }
   let prober = startProber(ctx.gen);
@@ -417,6 +426,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     metrics,
     requestLog,
     servedEndpoint: (requestId) => served.endpointOf(requestId),
+    sharedUnitsLive: () => sharedState?.units?.live ?? 0,
     inFlight: () => ctx.inFlight,
     probes: () => ({ active: prober?.active ?? false, tickMs: prober?.active ? prober.tickMs : null, ...probeCounters }),
     upstreamStats: () => pools.stats(),

@@ -4,6 +4,7 @@
  * routing streams, the caller keys and the request-log hook. Every start, SIGHUP reload and
  * admin change of the overlay builds one.
  */
+import type { SharedUnits } from './state/shared-units.ts';
 import type { ServedLedger } from './server/served-ledger.ts';
 import { KeySecrets, unrestrictedKey } from './upstream/key-secrets.ts';
 import type { Logger } from 'pino';
@@ -93,6 +94,8 @@ export interface GenerationDeps {
    * when one is set, `admin/runtime-settings-admin.ts`); absent ⇒ gateway.yaml's value.
    */
   autoModeEnabled?: boolean;
+  /** The limits shared with other replicas, once the shared state is open (`state/shared-units.ts`); absent ⇒ all local. */
+  sharedUnits?: () => SharedUnits | null;
 }
 
 /**
@@ -260,9 +263,11 @@ export function buildGeneration(config: GatewayConfig, d: GenerationDeps): Gener
     tracing: d.tracing,
     onFinished,
     keySecret: (fingerprint) => keySecrets.get(fingerprint),
+    sharedUnits: d.sharedUnits,
     callers: new Callers(s.auth, core),
     bodyLimitBytes: bodyLimitBytes(s),
     maxInFlight: s.server.max_in_flight,
+    bodyReadTimeoutMs: s.server.body_read_timeout_ms,
     overloadRetryAfterSec: s.server.overload_retry_after_sec,
     routingHeaders: [...routingHeaders],
     routingCookies,

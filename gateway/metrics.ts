@@ -12,7 +12,9 @@
  * counters. Latency buckets (seconds) span 5 ms … 120 s: LLM TTFTs run from tens of ms (small
  * prompts, warm caches) to tens of seconds (long prompts behind a queue).
  */
+import { readdirSync } from 'node:fs';
 import { Counter, Gauge, Histogram, Registry, type Metric } from 'prom-client';
+import { bodiesWatched } from './server/body-read-watch.ts';
 import type { RoutingCore } from '../core/index.ts';
 import type { RequestLog } from './request-log/request-log.ts';
 
@@ -241,6 +243,23 @@ export class GatewayMetrics {
       },
     });
     new Gauge({
+      name: 'switchyard_open_descriptors',
+      help: 'File descriptors this process holds (client and upstream connections, files), read from /proc/self/fd at scrape; absent where there is none',
+      registers,
+      collect() {
+        const n = openDescriptors();
+        if (n !== null) this.set(n);
+      },
+    });
+    new Gauge({
+      name: 'switchyard_bodies_being_read',
+      help: 'Request bodies being read now, each under server.body_read_timeout_ms (slow-body clients show here)',
+      registers,
+      collect() {
+        this.set(bodiesWatched());
+      },
+    });
+    new Gauge({
       name: 'switchyard_in_flight_requests',
       help: 'Requests admitted and not yet answered',
       registers,
@@ -407,5 +426,14 @@ export class GatewayMetrics {
   /** Counts a reload attempt. */
   observeReload(ok: boolean): void {
     this.reloads.inc({ result: ok ? 'ok' : 'invalid' });
+  }
+}
+
+/** File descriptors this process holds (entries of /proc/self/fd), or null where it cannot be read (not Linux). */
+export function openDescriptors(): number | null {
+  try {
+    return readdirSync('/proc/self/fd').length;
+  } catch {
+    return null;
   }
 }

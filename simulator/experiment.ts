@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { LineCounter, parseDocument } from 'yaml';
 import { z } from 'zod';
-import { allowedKeys, closestName, closestPath, formatYamlSyntaxError, unknownPathSegment, yamlSyntaxReport, type StrategyModuleRecord } from '../core/index.ts';
+import { allowedKeys, closestName, readableIssue, closestPath, formatYamlSyntaxError, unknownPathSegment, yamlSyntaxReport, type StrategyModuleRecord } from '../core/index.ts';
 import type { HealthOptions } from '../core/health/health-options.ts';
 import { applyCalibration } from './calibrate/calibration-file.ts';
 import { ClientSchema } from './client-behaviour.ts';
@@ -17,6 +17,7 @@ import { METRIC_NAMES } from './compare/metrics.ts';
 import { CostsSchema } from './costs.ts';
 import { ReplicasSchema } from './engine/replica-config.ts';
 import { FaultSchema } from './faults/fault-config.ts';
+import { effectiveGatewayReplicas, gatewayReplicasProblems, GatewayReplicasSchema, RunGatewayReplicasSchema } from './gateway-replicas.ts';
 import { MultiTargetBlockSchema, OffloadBlockSchema, RunMultiTargetSchema } from './experiment-routing.ts';
 import { ProviderEntrySchema, resolveProvider, type ResolvedProvider } from './providers/provider-config.ts';
 import { PlanSchema } from './plan/plan-config.ts';
@@ -41,6 +42,8 @@ export const RunSchema = z
     style: z.enum(['per_model', 'multi_target']).default('per_model'),
     /** Run-level overrides of the experiment's `multi_target:` block (`style: multi_target` only). */
     multi_target: RunMultiTargetSchema.optional(),
+    /** Run-level overrides of the experiment's `gateway_replicas:` block (any of its fields). */
+    gateway_replicas: RunGatewayReplicasSchema.optional(),
   })
   .strict();
 
@@ -77,6 +80,11 @@ export const ExperimentSchema = z
     model: z.string().min(1).default('default'),
     /** Local replicas (`sim://replica-<i>`, routed first). */
     replicas: ReplicasSchema,
+    /**
+     * Gateway replicas in front of the endpoints (`gateway-replicas.ts`): count, load balancer,
+     * local or shared state, propagation delay. Default: one gateway.
+     */
+    gateway_replicas: GatewayReplicasSchema,
     /** Hosted providers (`sim://<name>`, routed after the replicas, in this order). */
     providers: z.array(ProviderEntrySchema).default([]),
     /** Fraction of traffic weight given to local routes (the routing file's `local_weight_share`). */
@@ -188,6 +196,9 @@ export const ExperimentSchema = z
       if (labels.has(label)) ctx.addIssue({ code: 'custom', path: ['runs', i, 'label'], message: `label '${label}' is used twice; give each run its own label` });
       labels.add(label);
       if (r.style === 'multi_target' && !e.multi_target) ctx.addIssue({ code: 'custom', path: ['runs', i, 'style'], message: 'style: multi_target needs the experiment\'s multi_target: block (targets)' });
+      for (const [field, message] of gatewayReplicasProblems(effectiveGatewayReplicas(e.gateway_replicas, r.gateway_replicas))) {
+        if (r.gateway_replicas) ctx.addIssue({ code: 'custom', path: ['runs', i, 'gateway_replicas', field], message });
+      }
       if (r.multi_target && r.style !== 'multi_target') ctx.addIssue({ code: 'custom', path: ['runs', i, 'multi_target'], message: 'applies to style: multi_target runs only' });
       for (const n of Object.keys(r.multi_target?.cooldown ?? {})) {
         if (!names.has(n)) ctx.addIssue({ code: 'custom', path: ['runs', i, 'multi_target', 'cooldown', n], message: `must name an endpoint (${[...names].join(', ')}), got '${n}'` });
@@ -361,7 +372,7 @@ function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
 export function parseExperiment(raw: unknown, file: string, lineOf: LineOf = () => null, modules: readonly StrategyModuleRecord[] = []): Experiment {
   const problems: Problem[] = [];
   const input = applyCalibration(raw, file);
-  const r = ExperimentSchema.safeParse(input);
+  const r = ExperimentSchema.safeParse(input, { reportInput: true });
   // Each module the file names must have been imported in this thread (`loadExperimentAsync`).
   const strategyModules: StrategyModuleRecord[] = [];
   const listed = (raw as { strategies?: unknown } | null)?.strategies;
@@ -386,7 +397,8 @@ export function parseExperiment(raw: unknown, file: string, lineOf: LineOf = () 
         continue;
       }
       if (i.code !== 'unrecognized_keys') {
-        problems.push({ path: i.path, message: i.message });
+        const { message, fix } = readableIssue(i, ExperimentSchema);
+        problems.push({ path: i.path, message: fix ? `${message} — fix: ${fix}` : message });
         continue;
       }
       // One problem per unknown key, at the key itself, with what is allowed there.

@@ -20,14 +20,15 @@
 import { KeyLimits } from './providers/key-limits.ts';
 import type { CallerRole } from '../core/index.ts';
 import { deriveRng } from '../core/rng.ts';
-import { RoutingCore } from '../core/routing-core.ts';
-import { strategyRegistry } from './strategy-modules.ts';
+import type { RoutingCore } from '../core/routing-core.ts';
 import type { TraceRow } from '../traces/trace-row.ts';
 import { replicaApiServer } from './engine/replica-config.ts';
 import type { EngineEvent, EngineModel } from './engine/engine-model.ts';
 import { EngineEndpoint } from './engine-endpoint.ts';
 import { EventQueue, Popped } from './event-queue.ts';
-import { healthOptions, resolveProviders, runLabel, type Experiment } from './experiment.ts';
+import { resolveProviders, runLabel, type Experiment } from './experiment.ts';
+import { effectiveGatewayReplicas } from './gateway-replicas.ts';
+import { buildGateways, GatewayPicker, onProbeClaim, onSync, pollBreakers, publishPins, replicaSync } from './replay/gateways.ts';
 import { FaultPlan } from './faults/fault-plan.ts';
 import { HostedProvider } from './providers/hosted-provider.ts';
 import { planClients } from './client-behaviour.ts';
@@ -37,7 +38,6 @@ import { apply, drainEngineEvents, failAttempt, onFinished, onFirstToken } from 
 import { onAbandon, onArrival, onClientTimeout, onRetry } from './replay/client.ts';
 import { onFaultEdge } from './replay/faults.ts';
 import { directEndpointIdsOf, endpointIdsOf, endpointNames, simulatedModelsConfig, type RunSpec } from './replay/models-config.ts';
-import { simulatedAuto } from './replay/auto-profiles.ts';
 import { onSample } from './replay/sampling.ts';
 import { LANES, type Endpoint, type ReplayState, type RunResult, type SimEvent } from './replay/state.ts';
 
@@ -68,10 +68,11 @@ export interface ReplayOptions {
 function initialState(opts: ReplayOptions): ReplayState {
   const { experiment: exp, rows, run, runId, seed } = opts;
   const config = simulatedModelsConfig(exp, run);
-  const core = new RoutingCore(config, { settings: exp.routing, health: healthOptions(exp), registry: strategyRegistry(exp.strategyModules ?? []) });
+  const gw = effectiveGatewayReplicas(exp.gateway_replicas, exp.runs.find((r) => runLabel(r) === run.label)?.gateway_replicas);
+  const gateways = buildGateways(exp, gw, config, run.strategy, seed, `${exp.file} (runs: ${run.label})`);
+  const core = gateways[0]!.core;
   const names = endpointNames(exp);
   const endpointIds = endpointIdsOf(core, exp, run);
-  const auto = simulatedAuto(config, core, `${exp.file} (runs: ${run.label})`);
   // Auto candidates are the endpoints' own direct models: their endpoint ids lead to the same endpoints.
   const epOf = new Map(endpointIds.map((id, i) => [id, i]));
   directEndpointIdsOf(core, exp, run).forEach((id, i) => id !== null && epOf.set(id, i));
@@ -88,7 +89,11 @@ function initialState(opts: ReplayOptions): ReplayState {
   // BlockRemoved from a vLLM block pool or an SGLang radix cache), as Dynamo's KvIndexer does;
   // others skip the cost (an engine with no sink counts nothing).
   if (core.model(exp.model)?.planner.readsEngineSignals) {
-    for (const ep of endpoints) ep.engine?.setKvEventSink((e) => core.engineSignals.applyKvEvent(ep.endpointId, e));
+    for (const ep of endpoints) {
+      ep.engine?.setKvEventSink(gateways.length === 1 ? (e) => core.engineSignals.applyKvEvent(ep.endpointId, e) : (e) => {
+        for (const g of gateways) g.core.engineSignals.applyKvEvent(ep.endpointId, e);
+      });
+    }
   }
   const faults = exp.faults.length > 0 ? new FaultPlan(exp.faults, new Map(names.map((n, i) => [n, i])), names.length, seed) : null;
   const arrivalsMs = new Float64Array(rows.length);
@@ -103,18 +108,19 @@ function initialState(opts: ReplayOptions): ReplayState {
   const callers = assignCallers(rows.map((r) => r.sessionId), exp.callers.count, exp.callers.zipf_s, deriveRng(seed, 'workload/callers'));
   // Tiers for key pools when the experiment declares them; else every request is unrestricted.
   const tiers: { callers: readonly string[]; roles: readonly (CallerRole | null)[] } = exp.callers.roles ? assignCallerRoles(callers, exp.callers.roles) : { callers, roles: [] };
-  return {
+  const state: ReplayState = {
     exp,
     rows,
     runId,
     core,
+    gateways,
+    picker: new GatewayPicker(gw.load_balancer, gw.count, seed),
+    sync: replicaSync(gw, gateways, [...epOf.keys()]),
     endpoints,
     epOf,
-    auto,
     faults,
     client: exp.client,
     plan: planClients(rows.map((r) => r.stream), exp.client, seed),
-    strategyRng: deriveRng(seed, `strategy/${run.strategy}`),
     callers: tiers.callers,
     callerRoles: tiers.roles,
     keyLimits: new KeyLimits(exp.providers, (name) => endpoints.find((e) => e.name === name)?.endpointId),
@@ -143,6 +149,8 @@ function initialState(opts: ReplayOptions): ReplayState {
     now: 0,
     lastEndMs: 0,
   };
+  if (state.sync) publishPins(state);
+  return state;
 }
 
 /** A heap or lane event. */
@@ -177,14 +185,29 @@ function onEvent(s: ReplayState, d: SimEvent): void {
     case 'sample':
       onSample(s);
       break;
+    case 'sync':
+      onSync(s, d.from, d.ev);
+      break;
+    case 'probe_claim':
+      onProbeClaim(s, d.gateway, d.endpointId, d.openedAtMs);
+      break;
   }
 }
 
-/** After every event: engine events, slots the core granted meanwhile, breaker transitions. */
+/**
+ * After every event: engine events, slots each replica's core granted meanwhile, breaker
+ * transitions, and (shared state) the replicas' breaker reports.
+ */
 function afterEvent(s: ReplayState): void {
   if (s.emitted.length > 0) drainEngineEvents(s);
+  if (s.gateways.length === 1) afterEventOn(s, s.core, null);
+  else for (const g of s.gateways) afterEventOn(s, g.core, g.index);
+  if (s.sync) pollBreakers(s);
+}
+
+/** `afterEvent` for one replica's core (`gateway`: its index in the rows; null with one replica). */
+function afterEventOn(s: ReplayState, core: RoutingCore, gateway: number | null): void {
   // Slots the core granted to queued attempts: tell their lives (which then dispatch).
-  const { core } = s;
   while (core.hasWakeups) {
     for (const { life, event } of core.drainWakeups()) {
       const reqIdx = s.reqOfLife.get(life);
@@ -195,7 +218,8 @@ function afterEvent(s: ReplayState): void {
   }
   if (core.health.hasTransitions) {
     for (const t of core.health.drainTransitions()) {
-      s.result.events.push({ runId: s.runId, atMs: t.atMs, kind: 'breaker', endpointId: t.endpointId, detailJson: JSON.stringify({ from: t.from, to: t.to, reason: t.reason }) });
+      const detail = gateway === null ? { from: t.from, to: t.to, reason: t.reason } : { from: t.from, to: t.to, reason: t.reason, gateway };
+      s.result.events.push({ runId: s.runId, atMs: t.atMs, kind: 'breaker', endpointId: t.endpointId, detailJson: JSON.stringify(detail) });
     }
   }
 }
@@ -206,7 +230,7 @@ function checkAll(s: ReplayState): void {
     ep.engine?.invariants();
     ep.provider?.invariants();
   }
-  s.core.health.invariants();
+  for (const g of s.gateways) g.core.health.invariants();
   s.faults?.invariants();
   for (const lr of s.reqs) lr?.life?.invariants();
   s.endpoints.forEach((ep, i) => {

@@ -5,6 +5,7 @@
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { UsageError } from '../bin/command.ts';
+import { resolveShard, type Shard } from './sweep/shard.ts';
 
 /** What every experiment-running command reads from its arguments. */
 export interface RunArgs {
@@ -69,4 +70,23 @@ export function parseRunArgs(command: string, args: readonly string[], extra: No
     out.jobs = jobs;
   }
   return out;
+}
+
+/** The `--shard i/N|env` and `--shard-count N` options, as `parseRunArgs`' `extra`. */
+export const SHARD_OPTIONS = { shard: { type: 'string' }, 'shard-count': { type: 'string' } } as const;
+
+/**
+ * The shard named by `--shard` / `--shard-count` in parsed `values` (sweep/shard.ts
+ * `resolveShard`, reading the batch engine's variables from `env` for `--shard env`).
+ * @returns undefined without `--shard`.
+ * @throws UsageError for `--shard-count` without `--shard`, or a shard that does not resolve.
+ */
+export function shardFromArgs(values: RunArgs['values'], env: NodeJS.ProcessEnv): Shard | undefined {
+  if (values['shard-count'] !== undefined && values.shard === undefined) throw new UsageError('--shard-count goes with --shard env');
+  if (values.shard === undefined) return undefined;
+  try {
+    return resolveShard(values.shard as string, values['shard-count'] as string | undefined, env);
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
 }

@@ -11,7 +11,7 @@ import { basename, isAbsolute, relative } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import cliProgress from 'cli-progress';
 import { UsageError, type CliCommand } from '../bin/command.ts';
-import { parseRunArgs } from './run-args.ts';
+import { parseRunArgs, SHARD_OPTIONS, shardFromArgs } from './run-args.ts';
 import { cellSummaryOptions, TraceCache, type SortedTrace } from './sweep/cell-runner.ts';
 import { describeReplicas } from './engine/replica-config.ts';
 import { experimentOutputPath, loadExperimentAsync, resolveProviders, type Experiment } from './experiment.ts';
@@ -20,7 +20,7 @@ import { STORE_LEVELS, tablesOfLevel, type StoreLevel } from './results/store-le
 import { inThreadSink, threadSink, type ResultsSink } from './results/results-sink.ts';
 import { checkOutputShape, prepareOutputFolder } from './results/output-shape.ts';
 import { expandGrid } from './sweep/grid.ts';
-import { resolveShard, shardCells, shardExperimentId, writeShardManifest, type Shard } from './sweep/shard.ts';
+import { shardCells, shardExperimentId, writeShardManifest, type Shard } from './sweep/shard.ts';
 import { defaultJobs, runCells } from './sweep/worker-pool.ts';
 import { formatComparisons } from './compare/paired-comparison.ts';
 import { checkTraceFiles, traceNotFound, validateCellRouting } from './preflight.ts';
@@ -341,18 +341,10 @@ export const simCommand: CliCommand = {
   summary: 'replay a trace through the routing strategies (and sweep grid) of an experiment; results in DuckDB',
   usage: SIM_USAGE,
   async run(args) {
-    const { file, seed, jobs, values } = parseRunArgs('sim', args, { shard: { type: 'string' }, 'shard-count': { type: 'string' }, store: { type: 'string' } });
+    const { file, seed, jobs, values } = parseRunArgs('sim', args, { ...SHARD_OPTIONS, store: { type: 'string' } });
     const store = values.store as string | undefined;
     if (store !== undefined && !STORE_LEVELS.includes(store as StoreLevel)) throw new UsageError(`--store must be one of ${STORE_LEVELS.join(', ')}, got '${store}'`);
-    if (values['shard-count'] !== undefined && values.shard === undefined) throw new UsageError('--shard-count goes with --shard env');
-    let shard: Shard | undefined;
-    if (values.shard !== undefined) {
-      try {
-        shard = resolveShard(values.shard as string, values['shard-count'] as string | undefined, process.env);
-      } catch (err) {
-        throw new UsageError((err as Error).message);
-      }
-    }
+    const shard = shardFromArgs(values, process.env);
     await runExperiment(file, {
       ...(shard && { shard }),
       ...(seed !== undefined && { seed }),

@@ -3,7 +3,6 @@
 // loading tsx (so its resident memory is well below the same gateway under tsx).
 import { spawn } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,6 +13,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { ResultsStore } from '../simulator/results/results-store.ts';
 import { mooncakeConversation } from './simulator/fixtures.ts';
+import { freePort } from './free-port.ts';
 
 const repoRoot = join(import.meta.dirname, '..');
 
@@ -86,14 +86,6 @@ describe('simulator bundle', () => {
 });
 
 /** A port that was free a moment ago (127.0.0.1). */
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /**
  * A copy of the example configuration in a temporary directory, its routes' ports (8101-8103

@@ -1,7 +1,7 @@
 // `switchyard` help output: command groups (`trace`) list their subcommands; `sim --help`
 // documents every option; a negative `--seed` parses; the lazy command list matches each module.
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -74,4 +74,20 @@ describe('switchyard CLI help', () => {
     expect(r.stderr).not.toMatch(/EPIPE/);
     expect(r.stdout.trim()).toBe('exit=0');
   }, 60_000);
+
+  it('trace import names a missing source, a directory, and a preset given as the format', () => {
+    const missing = cli('trace', 'import', 'mooncake', '/nonexistent/trace.jsonl', join(tmpdir(), 'never.arrow'));
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain('<src> /nonexistent/trace.jsonl: no such file');
+    expect(cli('trace', 'import', 'mooncake', 'traces', join(tmpdir(), 'never.arrow')).stderr).toContain('<src> traces is a directory');
+    expect(cli('trace', 'import', 'burstgpt', 'x.csv', join(tmpdir(), 'never.arrow')).stderr).toContain('write: switchyard trace import csv <src> <dst> --preset burstgpt');
+  }, 60_000);
+
+  it('emulate --help lists every endpoint the emulator serves', () => {
+    const help = cli('emulate', '--help').stdout;
+    const src = readFileSync(join(repoRoot, 'simulator', 'emulator', 'emulator.ts'), 'utf8');
+    const paths = [...src.matchAll(/app\.(?:post|get)\('(\/(?:v1|tokenize)[^'*]*)/g)].map((m) => m[1]!.replace(/^\/v1\/videos\/$/, '/v1/videos/{id}'));
+    expect(paths.length).toBeGreaterThan(10);
+    for (const p of paths) expect(help, p).toContain(p);
+  });
 });

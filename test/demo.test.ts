@@ -4,23 +4,14 @@
 // with the way out.
 import { spawn } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadEmulatorList } from '../bin/demo-command.ts';
 import { ConfigError, loadGatewayConfig } from '../gateway/config/load.ts';
+import { freePort } from './free-port.ts';
 
 const repoRoot = join(import.meta.dirname, '..');
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /** A copy of gateway/example with the emulators' ports 8101-8103 moved to free ones. */
 async function exampleCopy(): Promise<string> {

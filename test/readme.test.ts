@@ -1,9 +1,12 @@
 // The README works from a clone alone: no path outside the repository, every file it links or
 // names exists, the commands it shows name files that exist, and its statement of which engine
-// validation groups meet their target matches simulator/VALIDATION.md.
+// validation groups meet their target matches simulator/VALIDATION.md, and its list of endpoints
+// has one curl line for every endpoint the gateway serves.
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { endpointFamilies } from '../gateway/endpoints/families.ts';
+import { UNSUPPORTED_ENDPOINTS } from '../gateway/server/unsupported-endpoints.ts';
 
 const root = join(import.meta.dirname, '..');
 const readme = readFileSync(join(root, 'README.md'), 'utf8');
@@ -25,6 +28,15 @@ describe('README', () => {
     const paths = [...new Set([...links.map((l) => l.replace(/#.*$/, '')), ...named, ...inCommands])];
     expect(paths.length).toBeGreaterThan(20);
     expect(paths.filter((p) => !existsSync(join(root, p)))).toEqual([]);
+  });
+
+  it('"Every endpoint, one curl each" has a curl line for every endpoint family and GET endpoint, and names the 501s', () => {
+    const section = /### Every endpoint, one curl each\n([\s\S]*?)\n### /.exec(readme)?.[1] ?? '';
+    const curls = section.split('\n').filter((l) => l.startsWith('curl '));
+    const has = (path: string) => curls.some((l) => l.includes(`$G${path}`));
+    const paths = [...endpointFamilies().map((f) => f.path), '/v1/responses/resp_', '/v1/videos/video_sy', '/v1/models', '/v1/models/demo', '/health'];
+    expect(paths.filter((p) => !has(p))).toEqual([]);
+    for (const { name } of UNSUPPORTED_ENDPOINTS) expect(section).toContain(name);
   });
 
   it('the trace-import example reads the committed raw sample, which has its SOURCE note and licence', () => {

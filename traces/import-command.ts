@@ -8,6 +8,7 @@ import { UsageError, type CliCommand } from '../bin/command.ts';
 import { GENERIC_FORMATS, importGeneric, parseColumnMap, type GenericFormat, type GenericImportOptions } from './import/generic-import.ts';
 import { GENERIC_PRESETS, isPresetName } from './import/generic-presets.ts';
 import { importTrace, isTraceFormat, IMPORT_USAGE, TRACE_FORMATS } from './import.ts';
+import { statSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
 
@@ -50,13 +51,17 @@ export const traceImportCommand: CliCommand = {
     });
     const [format, src, dst, ...extra] = positionals;
     if (!format || !src || !dst || extra.length > 0) throw new UsageError('trace import takes <format> <src> <dst>');
+    if (isPresetName(format)) throw new UsageError(`'${format}' is a preset, not a format; write: switchyard trace import ${GENERIC_PRESETS[format].format} <src> <dst> --preset ${format}`);
+    if (!isTraceFormat(format) && !isGeneric(format)) throw new UsageError(`unknown trace format '${format}'; known formats: ${[...TRACE_FORMATS, ...GENERIC_FORMATS].join(', ')}`);
+    const srcStat = statSync(src, { throwIfNoEntry: false });
+    if (!srcStat) throw new UsageError(`<src> ${src}: no such file; give the path of the ${format} trace to convert`);
+    if (!srcStat.isFile()) throw new UsageError(`<src> ${src} is a directory; give the ${format} trace file inside it`);
     if (isTraceFormat(format)) {
       if (Object.keys(values).length > 0) throw new UsageError(`--map, --preset and the other options are for the generic formats (${GENERIC_FORMATS.join(', ')}), not ${format}`);
       const { meta: _meta, ...stats } = await importTrace(format, src, dst);
       process.stdout.write(`${JSON.stringify(stats)}\n`);
       return 0;
     }
-    if (!isGeneric(format)) throw new UsageError(`unknown trace format '${format}'; known formats: ${[...TRACE_FORMATS, ...GENERIC_FORMATS].join(', ')}`);
     let base: Partial<GenericImportOptions> = {};
     if (values.preset !== undefined) {
       if (!isPresetName(values.preset)) throw new UsageError(`unknown preset '${values.preset}'; presets: ${Object.keys(GENERIC_PRESETS).join(', ')}`);

@@ -3,6 +3,9 @@
  * skipped. Unlike the other check gates this one *takes* (a bucket token per dispatch, same-target
  * retries included), and a refusal is recorded as a failed 429 attempt with no upstream call,
  * so the life calls `take` at the moment it commits to the target, after the pure checks.
+ * Replicas sharing state take the same token from a shared bucket before the attempt leaves; a
+ * refusal there comes back as a failed attempt (`shared_unit_refused`) and the walk goes on, and
+ * the shared level lowers this bucket (`TargetRateLimit.applyShared`).
  */
 import type { AdmissionGate, AdmissionTarget } from './gate.ts';
 

@@ -58,6 +58,15 @@ export const AutoBlockSchema = z
       })
       .strict()
       .default({ idle_timeout_seconds: DEFAULT_SESSION_IDLE_TIMEOUT_SEC, max_sessions: DEFAULT_MAX_SESSIONS }),
+    /**
+     * How the gateway tells a Claude Code tool permission check (a side call asking whether a
+     * tool use may go ahead) from a turn of the conversation: a request whose system prompt
+     * contains any of `system_contains` (case-sensitive substrings) is one. Absent ⇒ none is.
+     */
+    permission_check: z
+      .object({ system_contains: z.array(z.string().min(1, 'write a non-empty substring of the permission check\'s system prompt')).min(1, 'list at least one substring') })
+      .strict()
+      .optional(),
     profiles: z.record(
       z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, 'a profile name is lower-case letters, digits, ".", "_" or "-", e.g. balance'),
       ProfileSchema,
@@ -91,6 +100,8 @@ export interface AutoConfig {
   readonly profiles: ReadonlyMap<string, AutoProfile>;
   readonly sessionIdleTimeoutSec: number;
   readonly maxSessions: number;
+  /** System-prompt substrings that mark a Claude Code permission check (empty: none is marked). */
+  readonly permissionCheckSystemContains: readonly string[];
 }
 
 /** What `checkAutoBlock` found. */
@@ -151,7 +162,7 @@ export function checkAutoBlock(raw: unknown, models: ModelsConfig['models'], ext
     else profiles.set(AUTO_MODEL, d);
   }
   if (problems.length > 0) return { config: null, problems, warnings };
-  return { config: { profiles, sessionIdleTimeoutSec: block.session.idle_timeout_seconds, maxSessions: block.session.max_sessions }, problems, warnings };
+  return { config: { profiles, sessionIdleTimeoutSec: block.session.idle_timeout_seconds, maxSessions: block.session.max_sessions, permissionCheckSystemContains: block.permission_check?.system_contains ?? [] }, problems, warnings };
 }
 
 /** Whether `name` is an auto model's name (`auto` or `auto-…`), served or not. */

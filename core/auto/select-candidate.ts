@@ -144,6 +144,7 @@ export function skipReason(candidate: AutoCandidate, request: AutoRequestFacts, 
  */
 export function selectCandidate(profile: AutoProfile, request: AutoRequestFacts, world: AutoCandidateWorld, first: number | null = null): AutoSelection {
   const skips: AutoSkip[] = [];
+  let fit: WindowFit | null = null;
   const order: number[] = [];
   if (first !== null && first >= 0 && first < profile.candidates.length) order.push(first);
   for (let i = 0; i < profile.candidates.length; i++) if (i !== first) order.push(i);
@@ -157,18 +158,30 @@ export function selectCandidate(profile: AutoProfile, request: AutoRequestFacts,
     }
     // A tool loop's model that cannot serve is recorded once, like the others.
     skips.push({ model: c.model, reason });
+    if (reason === 'context_window') {
+      const model = world.model(c.model)!;
+      const need = autoContextNeedTokens(request, model);
+      const window = smallestWindowTokens(model)!;
+      fit = { needTokens: fit === null ? need : Math.min(fit.needTokens, need), largestWindowTokens: fit === null ? window : Math.max(fit.largestWindowTokens, window) };
+    }
   }
-  return rejection(profile, skips);
+  return rejection(profile, skips, fit);
 }
 
-function rejection(profile: AutoProfile, skips: readonly AutoSkip[]): AutoSelection {
+/** The sizes behind a context-window rejection: the smallest need, the largest window (tokens). */
+interface WindowFit {
+  needTokens: number;
+  largestWindowTokens: number;
+}
+
+function rejection(profile: AutoProfile, skips: readonly AutoSkip[], fit: WindowFit | null): AutoSelection {
   const usable = skips.filter((s) => s.reason !== 'not_registered' && s.reason !== 'caller_not_allowed');
   const name = profile.servedName;
   if (usable.length === 0) return { kind: 'reject', status: 404, code: 'model_not_found', message: `The model '${name}' does not exist or you do not have access to it.`, skips };
   if (usable.some((s) => s.reason === 'no_admitting_endpoint')) {
     return { kind: 'reject', status: 503, code: 'all_candidates_unavailable', message: `No model of '${name}' that could take this request is available right now; retry shortly.`, skips };
   }
-  const reasons = [...new Set(usable.map((s) => REASON_TEXT[s.reason]))];
+  const reasons = [...new Set(usable.map((s) => (s.reason === 'context_window' && fit !== null ? `${REASON_TEXT.context_window} (it needs about ${fit.needTokens} tokens; the largest window is ${fit.largestWindowTokens}; shorten the prompt or lower max_tokens)` : REASON_TEXT[s.reason])))];
   return { kind: 'reject', status: 400, code: 'no_candidate_accepts', message: `No model of '${name}' accepts this request: ${reasons.join('; ')}.`, skips };
 }
 

@@ -6,10 +6,19 @@
  */
 import type { z } from 'zod';
 
-/** Keys an object schema accepts at `path` (best effort through arrays, defaults, optionals). */
+/**
+ * Keys an object schema accepts at `path` (best effort through arrays, defaults, optionals). At a
+ * union of objects (`state: {backend: local | redis, …}`) the keys of every branch, in order.
+ */
 export function allowedKeys(root: z.ZodType, path: readonly (string | number)[]): string[] | null {
   const d = defAt(root, path);
-  return d?.type === 'object' && d.shape ? Object.keys(d.shape) : null;
+  if (d?.type === 'object' && d.shape) return Object.keys(d.shape);
+  if (d?.type === 'union' && d.options) {
+    const keys = new Set<string>();
+    for (const o of d.options) for (const k of Object.keys(unwrap(o).def?.shape ?? {})) keys.add(k);
+    return keys.size > 0 ? [...keys] : null;
+  }
+  return null;
 }
 
 /**
@@ -116,6 +125,7 @@ interface SchemaDef {
   element?: unknown;
   shape?: Record<string, unknown>;
   valueType?: unknown;
+  options?: unknown[];
 }
 
 /** A schema without its default / optional / nullable / pipe wrappers. */
@@ -144,6 +154,7 @@ function defAt(root: z.ZodType, path: readonly (string | number)[]): SchemaDef |
     if (d.type === 'array') s = d.element;
     else if (d.type === 'object' && typeof seg === 'string') s = d.shape?.[seg];
     else if (d.type === 'record') s = d.valueType;
+    else if (d.type === 'union' && typeof seg === 'string') s = d.options?.map((o) => unwrap(o).def?.shape?.[seg]).find((f) => f !== undefined);
     else return undefined;
   }
   return unwrap(s).def;

@@ -47,6 +47,14 @@ export interface KeyPoolOptions {
 /** Five minutes (the seed's key binding) and a bounded table. */
 export const DEFAULT_KEY_POOL_OPTIONS: KeyPoolOptions = Object.freeze({ bindingTtlMs: 5 * 60_000, maxBindings: 10_000 });
 
+/** A caller bound to a key for a role until `expiresAtMs` (the pool's clock), as replicas share it. */
+export interface SharedBinding {
+  readonly callerId: string;
+  readonly fingerprint: string;
+  readonly role: RequestRole;
+  readonly expiresAtMs: number;
+}
+
 interface Binding {
   readonly fingerprint: string;
   readonly role: RequestRole;
@@ -76,6 +84,8 @@ export class KeyPool {
   private readonly bindings = new Map<string, Binding>();
   /** Rotation among the keys of one tier for callers without a binding. */
   private cursor = 0;
+  /** Bindings made by `acquire` since the last `takeNewBindings`; null until `trackBindings`. */
+  private fresh: SharedBinding[] | null = null;
 
   constructor(
     decls: readonly PoolKeyDeclaration[],
@@ -173,6 +183,40 @@ export class KeyPool {
       }
     }
     this.bindings.set(callerId, { fingerprint, role, expiresAtMs: nowMs + this.options.bindingTtlMs });
+    if (this.fresh !== null) {
+      if (this.fresh.length >= this.options.maxBindings) this.fresh.shift();
+      this.fresh.push({ callerId, fingerprint, role, expiresAtMs: nowMs + this.options.bindingTtlMs });
+    }
+  }
+
+  /**
+   * From now on, keeps the bindings `acquire` makes (at most `maxBindings`, oldest dropped) for
+   * `takeNewBindings`: a driver that shares bindings between gateway replicas turns this on.
+   */
+  trackBindings(): void {
+    if (this.fresh === null) this.fresh = [];
+  }
+
+  /** The bindings made since the last call (empty unless `trackBindings`), in the order made. */
+  takeNewBindings(): SharedBinding[] {
+    const f = this.fresh;
+    if (f === null || f.length === 0) return [];
+    this.fresh = [];
+    return f;
+  }
+
+  /**
+   * A binding another replica made (`SharedBinding`, its expiry on this pool's clock): the caller
+   * is bound here too, unless the key is not declared here or the binding has expired. Not
+   * reported by `takeNewBindings`. Deterministic: the binding is plain data.
+   */
+  applyBinding(b: SharedBinding, nowMs: number): void {
+    if (!(b.expiresAtMs > nowMs) || this.key(b.fingerprint) === undefined) return;
+    const fresh = this.fresh;
+    this.fresh = null;
+    this.bind(b.callerId, b.fingerprint, b.role, nowMs);
+    this.fresh = fresh;
+    this.bindings.get(b.callerId)!.expiresAtMs = b.expiresAtMs;
   }
 
   /** The key `callerId` is bound to for `role` at `nowMs`, or null (tests, the admin view). */

@@ -121,6 +121,11 @@ export function errorForOutcome(outcome: Outcome): { status: number; code: Error
       return { status: 499, code: 'client_gone', retryAfterSec: null };
     case 'key_pool_exhausted':
       return { status: 503, code: 'key_pool_exhausted', retryAfterSec: null };
+    case 'shared_unit_refused': {
+      // The limit is spent across the replicas: the same answer the local limit would give.
+      const retryAfterSec = outcome.retryAfterMs === null ? null : Math.max(0, Math.ceil(outcome.retryAfterMs / 1000));
+      return outcome.unit === 'rate_limit' ? { status: 429, code: 'target_rate_limited', retryAfterSec } : { status: 429, code: 'upstream_rate_limited', retryAfterSec };
+    }
   }
   throw new Error(`unhandled outcome ${JSON.stringify(outcome)}`);
 }

@@ -52,6 +52,17 @@ export class TargetRateLimit {
     return true;
   }
 
+  /**
+   * A bucket shared with other gateway replicas held `tokens` at `nowMs` (after this replica's
+   * take): this bucket keeps the lower of its own level and that one, so the next decisions see
+   * what the other replicas spent. Deterministic: the level is passed in.
+   */
+  applyShared(tokens: number, nowMs: number): void {
+    this.refill(nowMs);
+    const t = Number.isFinite(tokens) ? Math.max(0, Math.min(this.burst, tokens)) : this.tokens;
+    if (t < this.tokens) this.tokens = t;
+  }
+
   /** Ms from `nowMs` until one token is available (0 when one is). */
   retryAfterMs(nowMs: number): number {
     this.refill(nowMs);

@@ -39,11 +39,12 @@ function releaseLease(life: RouterLife, a: LiveAttempt): void {
 
 /**
  * Whether an attempt of `life` reached an upstream. A single-route request (`/v1/messages`)
- * still picks another route while every refusal so far was a key pool's (seed 000: it takes the
+ * still picks another route while every refusal so far was a key pool's or a shared limit's (no
+ * upstream call; seed 000: it takes the
  * first adapter holding a key the caller may use), and stops at the first upstream answer.
  */
 function reachedUpstream(life: RouterLife): boolean {
-  for (const a of life.attempts) if (a.outcome.kind !== 'key_pool_exhausted') return true;
+  for (const a of life.attempts) if (a.outcome.kind !== 'key_pool_exhausted' && a.outcome.kind !== 'shared_unit_refused') return true;
   return life.live.length > 0;
 }
 

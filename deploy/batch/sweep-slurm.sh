@@ -8,6 +8,9 @@
 #   sbatch --dependency=afterok:$jid --wrap "node bin/switchyard.mjs merge results/offload-sweep --into results/offload-sweep.duckdb"
 # Run from the repository root on a shared filesystem (node ≥ 20 and `npm ci` done), or replace
 # the command with `apptainer exec switchyard.sif node bin/switchyard.mjs …` for the container image.
+# A planner round runs the same way: replace the command with
+#   node bin/switchyard.mjs plan experiments/plan-max-rate.yaml --shard env --output results/plan-max-rate/ --no-progress
+# (the dashboard reads results/plan-max-rate/ in place once every task has ended).
 #SBATCH --job-name=switchyard-sweep
 #SBATCH --array=0-3
 #SBATCH --cpus-per-task=1

@@ -4,7 +4,7 @@
  * field's dotted path (`weight`, `version`, `limit`).
  */
 import { z } from 'zod';
-import { closestName, MAX_ROUTE_WEIGHT } from '../../core/index.ts';
+import { closestName, MAX_ROUTE_WEIGHT, readableIssue } from '../../core/index.ts';
 
 /** `PUT /admin/routing/weights/{model_id}/{endpoint_id}`. */
 export const WeightBodySchema = z
@@ -73,7 +73,7 @@ function check<T>(schema: z.ZodType<T>, raw: unknown, fixes: Readonly<Record<str
     const field = nul.join('.') || null;
     return { ok: false, problem: { message: `'${field ?? '(body)'}' is invalid: it contains a NUL character (\\u0000), which no field may hold; remove it.`, param: field } };
   }
-  const r = schema.safeParse(raw);
+  const r = schema.safeParse(raw, { reportInput: true });
   if (r.success) return { ok: true, value: r.data };
   // An unknown field is named first: a misspelt one ('wieght') is also why its real one is missing.
   const unknown = r.error.issues.find((i) => i.code === 'unrecognized_keys');
@@ -85,9 +85,10 @@ function check<T>(schema: z.ZodType<T>, raw: unknown, fixes: Readonly<Record<str
   }
   const issue = r.error.issues[0]!;
   const field = issue.path.map(String).join('.') || null;
-  const fix = field ? (fixes[field] ?? FIXES[field]) : undefined;
+  const readable = readableIssue(issue, schema);
+  const fix = (field ? (fixes[field] ?? FIXES[field]) : undefined) ?? readable.fix;
   const missing = issue.code === 'invalid_type' && issue.path.length > 0 && valueAt(raw, issue.path) === undefined;
-  return { ok: false, problem: { message: `'${field ?? '(body)'}' ${missing ? 'is required' : `is invalid: ${issue.message}`}${fix ? `; ${fix}` : ''}.`, param: field } };
+  return { ok: false, problem: { message: `'${field ?? '(body)'}' ${missing ? 'is required' : `is invalid: ${readable.message}`}${fix ? `; ${fix}` : ''}.`, param: field } };
 }
 
 /** The value at `path` inside `raw` (undefined when a step is missing). */

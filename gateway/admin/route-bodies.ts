@@ -6,7 +6,7 @@
  * of the record it is based on (or send `If-Match`).
  */
 import { z } from 'zod';
-import { endpointLocation, MAX_OFFLOAD_WAIT_SEC, MAX_ROUTE_WEIGHT, RouteSchema, type RouteConfig } from '../../core/index.ts';
+import { endpointLocation, MAX_OFFLOAD_WAIT_SEC, MAX_ROUTE_WEIGHT, readableIssue, RouteSchema, type RouteConfig } from '../../core/index.ts';
 import { routeServeProblems } from '../config/load.ts';
 import type { BodyProblem } from './admin-bodies.ts';
 
@@ -164,7 +164,7 @@ export const ROUTE_FIXES: Readonly<Record<string, string>> = {
  * @param prefix the entry's path in the body ('' or 'route.').
  */
 export function checkRoute(raw: unknown, prefix: string): { ok: true; route: RouteConfig } | { ok: false; problem: BodyProblem } {
-  const r = RouteSchema.safeParse(raw);
+  const r = RouteSchema.safeParse(raw, { reportInput: true });
   if (r.success) {
     const serve = routeServeProblems(r.data)[0];
     if (serve) return { ok: false, problem: { message: `'${prefix}${serve.field}' is invalid: ${serve.message}; ${serve.fix}.`, param: `${prefix}${serve.field}` } };
@@ -177,7 +177,8 @@ export function checkRoute(raw: unknown, prefix: string): { ok: true; route: Rou
   }
   const issue = r.error.issues[0]!;
   const field = `${prefix}${issue.path.map(String).join('.')}`.replace(/\.$/, '') || null;
-  return { ok: false, problem: { message: `'${field ?? '(route)'}' is invalid: ${issue.message}.`, param: field } };
+  const readable = readableIssue(issue, RouteSchema);
+  return { ok: false, problem: { message: `'${field ?? '(route)'}' is invalid: ${readable.message}${readable.fix ? `; ${readable.fix}` : ''}.`, param: field } };
 }
 
 /**

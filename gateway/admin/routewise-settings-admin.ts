@@ -22,7 +22,7 @@
  * start of a multi-worker gateway and `db_bootstrap_enabled` the warm start; neither is tunable here.
  */
 import { z } from 'zod';
-import { closestName, overlaidRouterParams, ROUTEWISE_STRATEGY, type ResolvedModel, type RouteOverlay } from '../../core/index.ts';
+import { closestName, overlaidRouterParams, readableIssue, ROUTEWISE_STRATEGY, type ResolvedModel, type RouteOverlay } from '../../core/index.ts';
 import { MOVED_TO_ROUTE, parseRouteWiseParams, RouteWiseParamsObject } from '../../core/strategies/routewise/params.ts';
 import { emptyOverlay, FALLBACK_LAYER, type OverlaySnapshot, type RouteWiseSettingRecord } from '../store/overlay-repo.ts';
 import type { AdminCall, AdminKit, AdminRouteGroup, Routed } from './admin-api.ts';
@@ -104,9 +104,10 @@ export function routeWiseSettingsRoutes(kit: AdminKit): AdminRouteGroup {
   /** The value's problem for `key` (type, range), or null. */
   const valueProblem = (key: string, value: unknown, param: string): Routed | null => {
     if (value === undefined || value === null) return { answer: badRequest({ message: `'${param}' is required: send the new value of '${key}' (default ${JSON.stringify(DEFAULTS[key])}).`, param }) };
-    const r = SHAPE[key]!.safeParse(value);
+    const r = SHAPE[key]!.safeParse(value, { reportInput: true });
     if (r.success) return null;
-    return { answer: badRequest({ message: `'${param}' is invalid for '${key}': ${r.error.issues[0]!.message} (default ${JSON.stringify(DEFAULTS[key])}).`, param }) };
+    const { message, fix } = readableIssue(r.error.issues[0]!, SHAPE[key]!);
+    return { answer: badRequest({ message: `'${param}' is invalid for '${key}': ${message}${fix ? `; ${fix}` : ''} (default ${JSON.stringify(DEFAULTS[key])}).`, param }) };
   };
 
   /**

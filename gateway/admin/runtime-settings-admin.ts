@@ -16,7 +16,7 @@
  * reload of gateway.yaml changes the value only while no runtime value is set.
  */
 import { z } from 'zod';
-import { closestName } from '../../core/index.ts';
+import { closestName, readableIssue } from '../../core/index.ts';
 import type { GatewaySettings } from '../config/gateway-settings.ts';
 import type { OverlaySnapshot, RuntimeSettingRecord } from '../store/overlay-repo.ts';
 import type { AdminCall, AdminKit, AdminRouteGroup, Routed } from './admin-api.ts';
@@ -107,8 +107,11 @@ export function runtimeSettingsRoutes(kit: AdminKit, yaml: () => YamlRuntimeSett
     } else {
       const raw = (body.value as { value?: unknown }).value;
       if (raw === undefined || raw === null) return { answer: badRequest({ message: `'value' is required: send {"value": …} with the new value of '${key}' (DELETE removes the runtime value).`, param: 'value' }) };
-      const parsed = SETTINGS[key].schema.safeParse(raw);
-      if (!parsed.success) return { answer: badRequest({ message: `'value' is invalid for '${key}': ${parsed.error.issues[0]!.message}.`, param: 'value' }) };
+      const parsed = SETTINGS[key].schema.safeParse(raw, { reportInput: true });
+      if (!parsed.success) {
+        const { message, fix } = readableIssue(parsed.error.issues[0]!, SETTINGS[key].schema);
+        return { answer: badRequest({ message: `'value' is invalid for '${key}': ${message}${fix ? `; ${fix}` : ''}.`, param: 'value' }) };
+      }
       value = parsed.data;
     }
     const r = await d.repo.writeSetting(key, value, pre.version, call.caller.id);

@@ -70,11 +70,14 @@ function isToolResult(m: unknown): boolean {
  * as the HTTP layer read them, the prompt estimate and `max_tokens`, tools, `reasoning_effort`
  * (chat only; the Messages API has none), the opening's hash and whether the last message is a
  * tool result. A prompt without `messages` (completions) is its own opening and never a tool loop.
+ * `permissionCheckMarks` (`auto.permission_check.system_contains`): a request whose system prompt
+ * contains one of them is a Claude Code permission check.
  */
-export function autoRequestOf(req: ClientRequest, callerId: string, sessionId: string | null): AutoRequest {
+export function autoRequestOf(req: ClientRequest, callerId: string, sessionId: string | null, permissionCheckMarks: readonly string[] = []): AutoRequest {
   const b = req.body;
   const messages = Array.isArray(b.messages) ? (b.messages as unknown[]) : null;
   return {
+    permissionCheck: permissionCheckMarks.length > 0 && isPermissionCheck(systemText(b, messages), permissionCheckMarks),
     callerId,
     sessionId,
     openingHash: messages ? openingMessagesHash(messages, b.system) : openingMessagesHash([b.prompt ?? b.input ?? null]),
@@ -124,4 +127,25 @@ export function stripThinkingBlocks(messages: unknown, strip: ThinkingStrip): un
     return { ...m, content: content.length > 0 ? content : [{ type: 'text', text: '' }] };
   });
   return changed ? out : messages;
+}
+
+/** Whether `system` contains one of `marks` (case-sensitive substrings). */
+function isPermissionCheck(system: string, marks: readonly string[]): boolean {
+  for (const m of marks) if (system.includes(m)) return true;
+  return false;
+}
+
+/**
+ * The system prompt's text: the Messages API's `system` (a string or text blocks) and the
+ * chat API's `system` / `developer` messages, joined by newlines.
+ */
+function systemText(body: Record<string, unknown>, messages: readonly unknown[] | null): string {
+  const parts: string[] = [];
+  const add = (c: unknown): void => {
+    if (typeof c === 'string') parts.push(c);
+    else if (Array.isArray(c)) for (const b of c) if (isRecord(b) && typeof b.text === 'string') parts.push(b.text);
+  };
+  add(body.system);
+  for (const m of messages ?? []) if (isRecord(m) && (m.role === 'system' || m.role === 'developer')) add(m.content);
+  return parts.join('\n');
 }

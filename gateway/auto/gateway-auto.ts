@@ -23,6 +23,8 @@ export interface GatewayAuto {
   readonly facts: ReadonlyMap<string, AutoModelFacts>;
   /** Names of each model (by id) that must not reach a client of an auto model, longest first. */
   readonly hiddenNames: ReadonlyMap<string, readonly string[]>;
+  /** System-prompt substrings that mark a Claude Code permission check (`auto.permission_check`). */
+  readonly permissionCheckSystemContains: readonly string[];
 }
 
 /** Routers by the core they were built with, so the next generation keeps their conversations. */
@@ -53,7 +55,7 @@ export function buildGatewayAuto(models: ModelsConfig, core: RoutingCore, enable
     }
     hiddenNames.set(m.id, [...names].sort((a, b) => b.length - a.length));
   }
-  return { router, facts: autoModelFacts(core, models), hiddenNames };
+  return { router, facts: autoModelFacts(core, models), hiddenNames, permissionCheckSystemContains: check.config.permissionCheckSystemContains };
 }
 
 /** Whether `caller` may name model `name` directly: published, and allowed by its key. */
@@ -73,7 +75,7 @@ export type AutoOutcome =
  */
 export function decideAuto(auto: GatewayAuto, core: RoutingCore, req: ClientRequest, caller: Caller, sessionId: string | null, nowMs: number): AutoOutcome {
   const world = autoWorld(core, auto.facts, (name) => mayName(core, caller, name), nowMs);
-  const d: AutoDecision = auto.router.decide(req.model, autoRequestOf(req, caller.id, sessionId), world, nowMs);
+  const d: AutoDecision = auto.router.decide(req.model, autoRequestOf(req, caller.id, sessionId, auto.permissionCheckSystemContains), world, nowMs);
   if (d.kind === 'reject') {
     const serving: AutoServing = { publicModel: req.model, hiddenNames: [], stripThinking: 'none', metadata: d.metadata };
     return { kind: 'reject', status: d.status, code: d.code, message: d.message, req: { ...req, auto: serving } };

@@ -24,6 +24,13 @@ export const ServerSchema = z
     body_limit_mb: z.number().positive().max(1024).default(16),
     /** Requests in flight per worker; beyond ⇒ 503 with Retry-After. */
     max_in_flight: z.number().int().positive().default(4096),
+    /**
+     * Longest wait for a request's whole body after its headers, ms; later ⇒ 408
+     * `request_timeout` and the connection closed (a slow-body client holds an in-flight place
+     * meanwhile). uWS itself closes a connection 10–12 s after its last complete request (idle
+     * keep-alive, slow headers, slow bodies; fixed), so this matters below that.
+     */
+    body_read_timeout_ms: z.number().int().positive().max(3_600_000).default(10_000),
     /** Retry-After seconds sent with the 503 of an exceeded in-flight bound. */
     overload_retry_after_sec: z.number().int().nonnegative().default(1),
     /** Root seed of routing draws; absent ⇒ a random one, logged at start. */
@@ -32,10 +39,10 @@ export const ServerSchema = z
     /**
      * Admin listener (`/health` without a key; `/health/deep`, `/routing`, `/metrics`, `/admin/…`
      * with an admin key, as on the public port; `/status/models`, `/status/config` with an admin
-     * key, here only): keep it on a private address. null ⇒ none.
+     * key, here only): keep it on a private address. null or `off` ⇒ none (as `--admin-port off`).
      */
     admin_host: z.string().min(1).default('127.0.0.1'),
-    admin_port: z.number().int().min(0).max(65535).nullable().default(8081),
+    admin_port: z.preprocess((v) => (v === 'off' ? null : v), z.number().int().min(0).max(65535).nullable()).default(8081),
     /**
      * Serve `/metrics` on the admin listener without an admin key, for a Prometheus scraper.
      * Only allowed when `admin_host` is a loopback or private address (checked at load); every

@@ -18,7 +18,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { LineCounter, parseDocument, type Document } from 'yaml';
 import type { z } from 'zod';
-import { allowedKeys, checkAutoBlock, closestName, endpointId, ModelsConfigSchema, RoutingCore, ROUTING_ENV_NAMES, routingSettingsFromEnv, withoutUnavailableModels, type HealthOptions, type ModelsConfig, type RoutingSettings, type StrategyModuleRecord, yamlSyntaxReport } from '../../core/index.ts';
+import { allowedKeys, checkAutoBlock, readableIssue, closestName, endpointId, ModelsConfigSchema, RoutingCore, ROUTING_ENV_NAMES, routingSettingsFromEnv, withoutUnavailableModels, type HealthOptions, type ModelsConfig, type RoutingSettings, type StrategyModuleRecord, yamlSyntaxReport } from '../../core/index.ts';
 import { GatewaySettingsSchema, type GatewaySettings } from './gateway-settings.ts';
 import { interpolateEnv } from './interpolate.ts';
 import { applySeedEnv, readSeedEnv, type SettingSource } from './seed-env.ts';
@@ -274,14 +274,14 @@ function checkConfig(
       const inRouting = head === 'routing' && !routingInModels && src.routing;
       const file = inRouting ? src.routing! : src.models;
       const path = inRouting ? rest : (issue.path as (string | number)[]);
-      const { message, fix } = describeIssue(issue, ModelsConfigSchema);
+      const { message, fix } = readableIssue(issue, ModelsConfigSchema);
       at(file, path, message, fix, unknownKey(issue));
     }
   }
   const settingsParsed = GatewaySettingsSchema.safeParse(gatewayDoc ?? {}, { reportInput: true });
   if (!settingsParsed.success) {
     for (const issue of settingsParsed.error.issues) {
-      const { message, fix } = describeIssue(issue, GatewaySettingsSchema);
+      const { message, fix } = readableIssue(issue, GatewaySettingsSchema);
       at(src.gateway ?? { name: 'gateway.yaml', doc: null, lines: new LineCounter(), value: null }, issue.path as (string | number)[], message, fix, unknownKey(issue));
     }
   }
@@ -586,57 +586,3 @@ export function routeServeProblems(r: { kind: string; base_url: string; endpoint
   return out;
 }
 
-function describeIssue(issue: z.core.$ZodIssue, root: z.ZodType): { message: string; fix: string | null } {
-  const i = issue as z.core.$ZodIssue & { keys?: string[]; values?: unknown[]; expected?: string; input?: unknown; minimum?: unknown; maximum?: unknown; inclusive?: boolean; origin?: string };
-  switch (i.code) {
-    case 'unrecognized_keys': {
-      const allowed = allowedKeys(root, issue.path as (string | number)[]);
-      // gateway.yaml once listed the demo's emulators; they now live in emulators.yaml.
-      if (issue.path.length === 0 && i.keys!.includes('emulators')) {
-        return { message: `unknown field 'emulators' (the gateway starts no emulators)`, fix: 'move the list to emulators.yaml beside models.yaml and start it with switchyard demo' };
-      }
-      return {
-        message: `unknown field${i.keys!.length > 1 ? 's' : ''} ${i.keys!.map((k) => `'${k}'`).join(', ')}`,
-        fix: allowed ? `remove it or fix the spelling; allowed here: ${allowed.join(', ')}` : 'remove it or fix the spelling',
-      };
-    }
-    case 'invalid_type':
-      if (i.input === undefined) return { message: `required field is missing (expected ${typeNoun(i.expected)})`, fix: `add it` };
-      return { message: `expected ${typeNoun(i.expected)}, got ${describeValue(i.input)}`, fix: `write ${withArticle(typeNoun(i.expected))}` };
-    case 'invalid_value':
-      return { message: `${describeValue(i.input)} is not allowed`, fix: `use one of: ${(i.values ?? []).map((v) => JSON.stringify(v)).join(', ')}` };
-    case 'too_small':
-      return { message: rangeMessage(issue.message), fix: i.origin === 'array' ? `list at least ${String(i.minimum)} item(s)` : i.origin === 'string' ? 'write a non-empty value' : `use a value ${i.inclusive === false ? '>' : '≥'} ${String(i.minimum)}` };
-    case 'too_big':
-      return { message: rangeMessage(issue.message), fix: `use a value ${i.inclusive === false ? '<' : '≤'} ${String(i.maximum)}` };
-    default:
-      return { message: issue.message, fix: null };
-  }
-}
-
-function describeValue(v: unknown): string {
-  if (typeof v === 'string') return `the string ${JSON.stringify(v)}`;
-  if (v === null) return 'null';
-  if (Array.isArray(v)) return 'a list';
-  if (typeof v === 'object') return 'a mapping';
-  return `${typeof v} ${String(v)}`;
-}
-
-
-/** zod's type name as a noun a config author reads: `int` → `integer`. */
-function typeNoun(expected: string | undefined): string {
-  return expected === 'int' ? 'integer' : (expected ?? 'value');
-}
-
-/** `noun` with its indefinite article: `an integer`, `an array`, `a number`. */
-function withArticle(noun: string): string {
-  return /^[aeiou]/.test(noun) ? `an ${noun}` : `a ${noun}`;
-}
-
-/** zod's `Too small: expected number to be >0` as `too small: must be > 0` (the bound spaced, ≥/≤ spelt out). */
-function rangeMessage(message: string): string {
-  const m = /^Too (small|big): expected \w+ to be (>=|<=|>|<)\s*(.+)$/.exec(message);
-  if (!m) return message;
-  const op = m[2] === '>=' ? '≥' : m[2] === '<=' ? '≤' : m[2];
-  return `too ${m[1]}: must be ${op} ${m[3]}`;
-}

@@ -4,6 +4,7 @@
  * body (`ExchangeMeta`), and the finished request as the request log and metrics see it
  * (`FinishedExchange`).
  */
+import type { SharedUnits } from '../state/shared-units.ts';
 import type { Logger } from 'pino';
 import type { RoutingCore, RoutingMetadata, Rng } from '../../core/index.ts';
 import type { ClientRequest, Endpoint } from '../request-body.ts';
@@ -36,6 +37,8 @@ export interface ExchangeContext {
   onFinished?(f: FinishedExchange): void;
   /** The secret of a pooled key by fingerprint (`upstream/key-secrets.ts`); absent ⇒ no pools. */
   keySecret?(fingerprint: string): string | undefined;
+  /** The limits shared with other replicas (`state/shared-units.ts`); absent or null ⇒ every limit is local. */
+  sharedUnits?(): SharedUnits | null;
 }
 
 /** A finished exchange, as the request log and the metrics see it. */

@@ -37,6 +37,7 @@ import { routeRequestOf } from './route-request.ts';
 import { PASS_THROUGH_CODES, upstreamMessage } from './upstream-error-body.ts';
 import { DROPPED_PARAMS_HEADER } from '../upstream/dropped-params.ts';
 import { maskServedNames, publicModelOf } from '../auto/auto-request.ts';
+import type { SharedGrant } from '../state/shared-units.ts';
 
 const SSE_TYPE = ['content-type', 'text/event-stream'] as const;
 const NO_CACHE = ['cache-control', 'no-cache'] as const;
@@ -79,6 +80,12 @@ export class Exchange implements ListLinks<Exchange> {
   private wakeable = false;
   /** The request's spans; null when tracing is off. */
   private readonly trace: RequestTrace | null;
+  /** The request's prompt estimate (tokens), for shared token quotas. */
+  private inputTokens = 0;
+  /** Attempts waiting for a shared unit (`dispatchShared`), by id: `closed` once the core cancelled one meanwhile. */
+  private readonly holding = new Map<number, { closed: boolean }>();
+  /** Shared units held by attempts, by id; each released exactly once when its attempt ends. */
+  private readonly grants = new Map<number, SharedGrant>();
 
   constructor(
     private readonly ctx: ExchangeContext,
@@ -99,6 +106,7 @@ export class Exchange implements ListLinks<Exchange> {
   /** Begins routing. */
   start(): void {
     const request = routeRequestOf(this.req, this.meta, this.ctx.core.model(this.req.model)?.planner.readsPrefixHashes === true, roleOf(this.caller));
+    this.inputTokens = request.inputTokens;
     const { life, actions } = this.ctx.core.start(request, this.ctx.now(), this.ctx.rngFor(this.req.model));
     this.life = life;
     this.busy = true;
@@ -154,6 +162,7 @@ export class Exchange implements ListLinks<Exchange> {
   private crash(e: unknown): void {
     this.ctx.log.error({ requestId: this.requestId, err: e }, 'request failed inside the gateway');
     for (const att of this.attempts.values()) if (!att.closed) this.closeAttempt(att.id, true);
+    this.releaseAllShared();
     if (this.client.open) {
       const message = 'The gateway failed while handling this request.';
       if (this.client.headersSent) this.client.end(this.takeOut() + this.req.wire.streamError('internal_error', message, 500, null));
@@ -260,6 +269,54 @@ export class Exchange implements ListLinks<Exchange> {
   }
 
   private dispatch(id: number, endpointId: string, key: AttemptKey | undefined): void {
+    const units = this.ctx.sharedUnits?.() ?? null;
+    if (units !== null) {
+      const model = this.ctx.core.model(this.req.model) ?? null;
+      if (model !== null && units.needs(model, endpointId)) {
+        // A limit shared with other replicas: take its unit from Redis before the call leaves (state/shared-units.ts).
+        const held = { closed: false };
+        this.holding.set(id, held);
+        const planner = model.planner as { predictor?: { predict(inputTokens: number, hint: number | null): number } };
+        const tokens = this.inputTokens + (planner.predictor?.predict(this.inputTokens, null) ?? 0);
+        void units.acquire(model, endpointId, tokens).then((r) =>
+          this.run(() => {
+            this.holding.delete(id);
+            if (held.closed || this.over || !this.life || this.life.isDone) {
+              if (r.ok) r.grant.release(null);
+              return;
+            }
+            if (!r.ok) {
+              // Spent across the replicas: no upstream call; the core falls to its next candidate.
+              this.step({ kind: 'failed', attemptId: id, outcome: r.outcome });
+              return;
+            }
+            this.grants.set(id, r.grant);
+            this.send(id, endpointId, key);
+            if (!this.attempts.has(id)) this.releaseShared(id, null); // refused before it went out
+          }),
+        );
+        return;
+      }
+    }
+    this.send(id, endpointId, key);
+  }
+
+  /** Ends attempt `id`'s shared unit, if it holds one (`total`: its real token count, when known). */
+  private releaseShared(id: number, total: number | null): void {
+    const g = this.grants.get(id);
+    if (g === undefined) return;
+    this.grants.delete(id);
+    g.release(total);
+  }
+
+  /** Ends every shared unit still held (the request is over); attempts still waiting for one release theirs when it comes. */
+  private releaseAllShared(): void {
+    for (const h of this.holding.values()) h.closed = true;
+    for (const id of [...this.grants.keys()]) this.releaseShared(id, null);
+  }
+
+  /** Sends attempt `id` upstream. */
+  private send(id: number, endpointId: string, key: AttemptKey | undefined): void {
     const target = this.ctx.routes.get(endpointId);
     let apiKey: string | null = null;
     if (key !== undefined) {
@@ -332,6 +389,7 @@ export class Exchange implements ListLinks<Exchange> {
         }
       } else if (ev.kind === 'done') {
         att.closed = true;
+        this.releaseShared(att.id, ev.usage ? ev.usage.inputTokens + ev.usage.outputTokens : null);
         // `finish` ends the response with what is still in `out`, then the wire's terminator.
         this.step({ kind: 'finished', attemptId: att.id, usage: ev.usage ?? ZERO_USAGE });
       }
@@ -356,6 +414,7 @@ export class Exchange implements ListLinks<Exchange> {
   private onAttemptEnd(att: Attempt, end: AttemptEnd): void {
     if (att.closed) return;
     att.closed = true;
+    this.releaseShared(att.id, end.kind === 'body' && end.usage ? end.usage.inputTokens + end.usage.outputTokens : null);
     switch (end.kind) {
       case 'aborted':
       case 'streamed':
@@ -386,6 +445,9 @@ export class Exchange implements ListLinks<Exchange> {
 
   /** Closes attempt `id` (nothing more is reported for it), aborting it upstream when `abort`. */
   private closeAttempt(id: number, abort: boolean): void {
+    const held = this.holding.get(id);
+    if (held !== undefined) held.closed = true;
+    this.releaseShared(id, null);
     const att = this.attempts.get(id);
     if (!att) return;
     att.closed = true;
@@ -463,6 +525,7 @@ export class Exchange implements ListLinks<Exchange> {
     // Attempts still running are aborted; a finished stream may still drain its body after
     // [DONE] (closed already), which keeps its connection reusable.
     for (const att of this.attempts.values()) if (!att.closed) this.closeAttempt(att.id, true);
+    this.releaseAllShared();
     if (this.client.open) {
       if (md.status === 'ok' && this.req.stream && this.committed) this.client.end(this.takeOut() + this.req.wire.streamEnd);
       else if (!this.client.headersSent) this.client.send(500, [...this.baseHeaders, ['content-type', 'application/json']], this.req.wire.errorBody('internal_error', 'The request ended without a response.', null, 500, null));

@@ -37,6 +37,7 @@ import { isBodyProblem, readClientRequest, readUploadRequest, videoFetchRequest,
 import { MultipartSpool, multipartBoundary } from '../multipart-spool.ts';
 import { decodeVideoId } from '../endpoints/video-id.ts';
 import { mountUnsupported } from './unsupported-endpoints.ts';
+import { endBodyWatch, watchBody, type BodyWatch } from './body-read-watch.ts';
 import { ClientResponse, statusLine, type HeaderPairs } from './client-response.ts';
 import type { ExchangeContext } from './exchange-context.ts';
 import { Exchange } from './exchange.ts';
@@ -62,6 +63,8 @@ export interface Generation extends ExchangeContext {
   readonly callers: Callers;
   readonly bodyLimitBytes: number;
   readonly maxInFlight: number;
+  /** `server.body_read_timeout_ms`: a body not whole by then ⇒ 408 and the connection closed. */
+  readonly bodyReadTimeoutMs: number;
   readonly overloadRetryAfterSec: number;
   /** Request header names (lower case) the core's strategies may key on (`hash_on`). */
   readonly routingHeaders: readonly string[];
@@ -273,7 +276,10 @@ function handleInference(ctx: ServerContext, family: EndpointFamily, wire: Clien
   let admitted = false;
   // A spooled multipart body's file goes when the request is over, however it ends.
   let removeUpload: (() => void) | null = null;
+  // The body-read deadline, from here until the body is whole or refused (or the client is gone).
+  let bodyWatch: BodyWatch | null = null;
   const release = (): void => {
+    endBodyWatch(bodyWatch);
     if (removeUpload !== null) {
       removeUpload();
       removeUpload = null;
@@ -390,9 +396,18 @@ function handleInference(ctx: ServerContext, family: EndpointFamily, wire: Clien
     );
   };
   const onTooLarge = (): void => {
+    endBodyWatch(bodyWatch);
     ctx.countRefused(413);
     tooLarge(client, wire, base, limit, release);
   };
+  let late = false;
+  bodyWatch = watchBody(g.bodyReadTimeoutMs, () => {
+    if (!client.open) return;
+    late = true;
+    client.sendAndClose(408, [...base, JSON_TYPE], wire.errorBody('request_timeout', `The request body did not arrive whole within ${g.bodyReadTimeoutMs} ms (server.body_read_timeout_ms).`, null, 408, null));
+    ctx.countRefused(408);
+    release();
+  });
   if (boundary !== null) {
     const spool = new MultipartSpool(contentType, boundary);
     removeUpload = () => spool.abandon();
@@ -400,6 +415,8 @@ function handleInference(ctx: ServerContext, family: EndpointFamily, wire: Clien
       chunk: (buf) => spool.push(buf),
       tooLarge: onTooLarge,
       done: () => {
+        endBodyWatch(bodyWatch);
+        if (late) return;
         void spool.finish().then((r) => {
           if ('problem' in r) return r.status === 400 ? refuse(400, 'invalid_request', r.problem) : refuse(503, 'overloaded', r.problem, null, g.overloadRetryAfterSec);
           removeUpload = r.remove;
@@ -413,6 +430,8 @@ function handleInference(ctx: ServerContext, family: EndpointFamily, wire: Clien
   readBody(res, limit, {
     tooLarge: onTooLarge,
     done: (text) => {
+      endBodyWatch(bodyWatch);
+      if (late) return;
       if (!client.open) return release();
       admit(readClientRequest(endpoint, text));
     },

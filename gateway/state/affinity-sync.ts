@@ -13,6 +13,7 @@
  * counts from when this replica learnt it.
  */
 import type { AffinityTable } from '../../core/affinity/affinity-table.ts';
+import { applySharedPin } from '../../core/index.ts';
 import type { SharedState } from './shared-state.ts';
 
 /** Separates model id and caller key in a shared pin key (appears in neither). */
@@ -42,10 +43,7 @@ export class AffinitySync {
     if (i < 0 || expiresAtMs <= wallNowMs) return;
     this.wrap();
     const t = this.table();
-    const modelId = key.slice(0, i);
-    const callerKey = key.slice(i + 1);
-    if (t.lookup(callerKey, modelId, this.now())?.endpointId === endpointId) return;
-    (this.original ?? t.pin).call(t, callerKey, modelId, endpointId, this.now());
+    applySharedPin(t, { kind: 'pin_set', modelId: key.slice(0, i), callerKey: key.slice(i + 1), endpointId }, this.now(), this.original ?? t.pin);
   }
 
   /** Stops re-wrapping (the wrapped table keeps writing until it is dropped with its core). */

@@ -19,13 +19,8 @@
  * closes a breaker from outside, by design.
  */
 import type { HealthRegistry } from '../../core/health/health-registry.ts';
+import { applySharedOpen, breakerReports, UNSEEN_BREAKER, type BreakerSeen } from '../../core/index.ts';
 import type { SharedState } from './shared-state.ts';
-
-interface Seen {
-  fails: number;
-  state: 'closed' | 'open' | 'half_open';
-  openedAtMs: number | null;
-}
 
 /** Options of a `BreakerSync`. */
 export interface BreakerSyncOptions {
@@ -43,7 +38,7 @@ export interface BreakerSyncOptions {
 
 /** Bridges a `HealthRegistry` and a `SharedState`; see the module comment. */
 export class BreakerSync {
-  private readonly seen = new Map<string, Seen>();
+  private readonly seen = new Map<string, BreakerSeen>();
   private readonly claimTimers = new Map<string, NodeJS.Timeout>();
   private readonly timer: NodeJS.Timeout;
 
@@ -60,10 +55,7 @@ export class BreakerSync {
 
   /** Another replica (or a reconcile) reports `endpointId` open: open it here too. */
   onSharedOpen(endpointId: string): void {
-    const h = this.opts.health();
-    const now = this.opts.now();
-    const snap = h.snapshotOf(endpointId, now);
-    if (snap.state === 'closed' || !snap.probeInFlight) h.markDegraded(endpointId, now);
+    applySharedOpen(this.opts.health(), endpointId, this.opts.now());
     this.poll();
   }
 
@@ -73,16 +65,14 @@ export class BreakerSync {
     const now = this.opts.now();
     for (const ep of this.opts.endpoints()) {
       const s = h.snapshotOf(ep, now);
-      const prev = this.seen.get(ep) ?? { fails: 0, state: 'closed', openedAtMs: null };
-      if (s.consecutiveFailures > prev.fails) {
-        const n = Math.min(s.consecutiveFailures - prev.fails, h.options.failureThreshold);
-        for (let i = 0; i < n; i++) this.shared.reportFailure(ep);
-      } else if ((s.consecutiveFailures === 0 && prev.fails > 0) || (s.state === 'closed' && prev.state !== 'closed')) {
-        this.shared.reportSuccess(ep);
+      const r = breakerReports(this.seen.get(ep) ?? UNSEEN_BREAKER, s, h.options.failureThreshold);
+      for (const e of r.events) {
+        if (e.kind === 'failure_counted') for (let i = 0; i < e.count; i++) this.shared.reportFailure(ep);
+        else if (e.kind === 'success_counted') this.shared.reportSuccess(ep);
+        else if (e.kind === 'probe_failed') this.shared.reportProbeFailed(ep);
       }
-      if (s.state === 'open' && prev.state === 'half_open') this.shared.reportProbeFailed(ep);
-      if (s.state === 'open' && s.openedAtMs !== prev.openedAtMs && s.openedAtMs !== null) this.scheduleClaim(ep, s.openedAtMs);
-      this.seen.set(ep, { fails: s.consecutiveFailures, state: s.state, openedAtMs: s.openedAtMs });
+      if (r.opened) this.scheduleClaim(ep, s.openedAtMs!);
+      this.seen.set(ep, r.seen);
     }
   }
 

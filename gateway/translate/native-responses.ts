@@ -11,13 +11,15 @@
  * it reports, and in-band failures (`error` events and `response.failed`) as upstream errors.
  *
  * A reasoning item's `encrypted_content` is readable only by the provider that wrote it, so the
- * gateway tags it with the endpoint that served it (`swy1.<base64url endpoint id>.<content>`);
+ * gateway tags it with the endpoint that served it (`swy1.<base64url endpoint id>.<content>`,
+ * `endpoints/responses/response-ids.ts`);
  * when the conversation comes back, a native upstream gets the content of its own items back
  * untagged, and reasoning items another target wrote are left out (named as dropped).
  */
 import type { Usage } from '../../core/index.ts';
 import { count, isRecord, nonEmpty, str } from './json-values.ts';
 import type { TranslatedEvent } from './translated.ts';
+import { tagEncryptedContent, untagEncryptedContent } from '../endpoints/responses/response-ids.ts';
 
 /** Event types whose `delta` is model output. */
 const OUTPUT_DELTAS = new Set([
@@ -32,12 +34,10 @@ export function usageFromResponses(u: unknown): Usage {
   return { inputTokens: count(r.input_tokens), outputTokens: count(r.output_tokens), cachedTokens: count(d.cached_tokens) };
 }
 
-const TAG = /^swy1\.([A-Za-z0-9_-]+)\.([\s\S]*)$/;
-
 /** An output item with its `encrypted_content` tagged with `endpointId` (reasoning items only; others as they are). */
 export function tagReasoningItem(item: unknown, endpointId: string): unknown {
   if (!isRecord(item) || item.type !== 'reasoning' || typeof item.encrypted_content !== 'string') return item;
-  return { ...item, encrypted_content: `swy1.${Buffer.from(endpointId, 'utf8').toString('base64url')}.${item.encrypted_content}` };
+  return { ...item, encrypted_content: tagEncryptedContent(item.encrypted_content, endpointId) };
 }
 
 /**
@@ -49,9 +49,9 @@ export function inputForEndpoint(input: readonly unknown[], endpointId: string):
   const out: unknown[] = [];
   const dropped: string[] = [];
   input.forEach((item, i) => {
-    const m = isRecord(item) && item.type === 'reasoning' && typeof item.encrypted_content === 'string' ? TAG.exec(item.encrypted_content) : null;
-    if (m === null) return out.push(item);
-    if (Buffer.from(m[1]!, 'base64url').toString('utf8') === endpointId) out.push({ ...(item as Record<string, unknown>), encrypted_content: m[2] });
+    const tag = isRecord(item) && item.type === 'reasoning' && typeof item.encrypted_content === 'string' ? untagEncryptedContent(item.encrypted_content) : null;
+    if (tag === null) return out.push(item);
+    if (tag.endpointId === endpointId) out.push({ ...(item as Record<string, unknown>), encrypted_content: tag.content });
     else dropped.push(`input.[${i}]`);
   });
   return { input: out, dropped };

@@ -14,10 +14,15 @@ const USAGE = `usage: switchyard emulate --port N [--host ADDR] [--mode engine|e
        [--api-key KEY] [--seed N] [--default-output-tokens N] [--max-num-seqs N] [--kv-blocks N]
        [fault knobs]
 
-An OpenAI-compatible upstream (POST /v1/chat/completions, /v1/completions, /v1/embeddings;
-GET /v1/models) that runs the simulator's vLLM engine model in wall-clock time and streams one
-chunk per token; --mode echo answers "ok" at once. Knobs can also be changed while it runs:
-PUT /emulator/faults with JSON; GET /emulator/records lists what it received.
+An OpenAI- and Anthropic-compatible upstream that runs the simulator's vLLM engine model in
+wall-clock time and streams one chunk per token; --mode echo answers "ok" at once. It serves
+  POST /v1/chat/completions, /v1/completions, /v1/responses, /v1/embeddings, /v1/rerank,
+       /v1/messages, /v1/messages/count_tokens, /tokenize,
+       /v1/images/generations, /v1/images/edits, /v1/audio/transcriptions,
+       /v1/audio/translations, /v1/audio/speech, /v1/videos
+  GET  /v1/models, /v1/usage, /v1/videos/{id}[/content]
+Knobs can also be changed while it runs: PUT /emulator/faults with JSON; GET /emulator/records
+lists what it received.
 
 fault knobs: ${KNOBS.map((k) => `--${flag(k)}`).join(', ')}
   (rates in 0..1; --disconnect-after-tokens 0 drops the stream right after the role preamble)`;

@@ -373,6 +373,7 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Running
       model: opts.modelName ?? String(body.model ?? 'emulated'),
       createdAt: Math.floor(Date.now() / 1000),
       tool: tool ? { callId: `call_emu_${n}`, name: tool } : null,
+      reasoning: Array.isArray(body.include) && body.include.includes('reasoning.encrypted_content') ? `enc_emu_${n}` : null,
     });
     const promptText = JSON.stringify({ instructions: body.instructions ?? null, input: body.input });
     serveGeneration(x, { promptText, asked: typeof limit === 'number' ? limit : null, stream: body.stream === true, tool: tool !== null, echoOneToken: false, writer }, plan);
@@ -456,6 +457,15 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Running
       }
       if (mid.errorAfterTokens === sent) {
         fail(writer.midstreamError(), 'midstream_error');
+        return false;
+      }
+      if (mid.malformedAfterTokens === sent) {
+        if (stream) {
+          writeHead();
+          write('data: {"id":"malformed","choices":[{"index":0,"delta":{"content":"cut\n\n');
+          if (!x.gone) x.res.cork(() => x.res.end());
+          finish(x, 'malformed');
+        } else reply(x, 200, '{"id":"malformed","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"cut', 'malformed');
         return false;
       }
       if (mid.stallAfterTokens === sent && !stalled && mid.stallMs > 0) {

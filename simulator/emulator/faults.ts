@@ -2,7 +2,8 @@
  * Fault knobs of the engine emulator: what a misbehaving upstream does to a request, drawn per
  * request from the emulator's own seeded stream. The failures are the ones a gateway meets in
  * production — an error status, a 429 with `Retry-After`, a connection reset before any byte, a
- * stall before the first token, a stall / disconnect / in-band error in the middle of a stream —
+ * stall before the first token, a stall / disconnect / in-band error / malformed event in the middle
+ * of a stream —
  * plus a latency scale that slows or speeds the modelled engine (wall ms = engine ms × scale).
  * The knobs can be changed while the emulator runs (`PUT /emulator/faults`, `setFaults`).
  */
@@ -36,6 +37,12 @@ export const FaultKnobsSchema = z
     disconnect_after_tokens: z.number().int().nonnegative().nullable().default(null),
     /** After this many output tokens, send an in-band `{"error":…}` event and end (null = never). */
     error_after_tokens: z.number().int().nonnegative().nullable().default(null),
+    /**
+     * After this many output tokens, send bytes that are not a valid answer and end: a stream gets
+     * an event whose `data:` is JSON cut short, a non-stream answer a 200 whose body is JSON cut
+     * short (null = never).
+     */
+    malformed_after_tokens: z.number().int().nonnegative().nullable().default(null),
   })
   .strict();
 
@@ -54,7 +61,7 @@ export type FaultPlan =
       kind: 'serve';
       firstTokenStallMs: number;
       /** Mid-stream faults, or null when this request is spared. */
-      midstream: { stallAfterTokens: number | null; stallMs: number; disconnectAfterTokens: number | null; errorAfterTokens: number | null } | null;
+      midstream: { stallAfterTokens: number | null; stallMs: number; disconnectAfterTokens: number | null; errorAfterTokens: number | null; malformedAfterTokens: number | null } | null;
     };
 
 /**
@@ -69,7 +76,7 @@ export function planFaults(knobs: FaultKnobs, rng: Rng): FaultPlan {
   if (uReset < knobs.reset_rate) return { kind: 'reset' };
   if (uError < knobs.error_rate) return { kind: 'error', status: knobs.error_status };
   if (uRate < knobs.rate_limit_rate) return { kind: 'rate_limited', retryAfterSec: knobs.retry_after_sec };
-  const anyMid = knobs.stall_after_tokens !== null || knobs.disconnect_after_tokens !== null || knobs.error_after_tokens !== null;
+  const anyMid = knobs.stall_after_tokens !== null || knobs.disconnect_after_tokens !== null || knobs.error_after_tokens !== null || knobs.malformed_after_tokens !== null;
   return {
     kind: 'serve',
     firstTokenStallMs: knobs.first_token_stall_ms,
@@ -80,6 +87,7 @@ export function planFaults(knobs: FaultKnobs, rng: Rng): FaultPlan {
             stallMs: knobs.stall_ms,
             disconnectAfterTokens: knobs.disconnect_after_tokens,
             errorAfterTokens: knobs.error_after_tokens,
+            malformedAfterTokens: knobs.malformed_after_tokens,
           }
         : null,
   };

@@ -14,6 +14,7 @@ export type RecordOutcome =
   | 'reset' // connection closed before any byte (fault)
   | 'disconnected' // connection dropped mid-stream (fault)
   | 'midstream_error' // in-band error event (fault)
+  | 'malformed' // bytes that are not a valid answer: JSON cut short (fault)
   | 'client_gone'; // the client (the gateway) went away first
 
 /** One received request. */

@@ -6,8 +6,10 @@
  * `response.in_progress`, `response.output_item.added`, `response.content_part.added`, one
  * `response.output_text.delta` (or `response.function_call_arguments.delta`) per token, the
  * `….done` events, then `response.completed` (`response.incomplete` when cut at the output
- * limit); no `[DONE]`. Errors in OpenAI's envelope, in-band as an `error` event. Every event has
- * its `sequence_number`, from 0.
+ * limit); no `[DONE]`. A request whose `include` lists `reasoning.encrypted_content` gets a
+ * reasoning item first (`output_index` 0, empty summary, `encrypted_content` the emulator's
+ * own opaque string), as OpenAI's reasoning models answer stateless clients. Errors in OpenAI's
+ * envelope, in-band as an `error` event. Every event has its `sequence_number`, from 0.
  */
 import type { Failure, OutputWriter, StopKind, TokenCounts } from './output-writer.ts';
 import { errorBody } from './openai-shapes.ts';
@@ -21,6 +23,8 @@ export interface ResponseHead {
   createdAt: number;
   /** The forced function and its call id, or null for a text answer. */
   tool: { callId: string; name: string } | null;
+  /** The `encrypted_content` of a reasoning item before the answer, or null for none. */
+  reasoning: string | null;
 }
 
 function wireUsage(c: TokenCounts): Record<string, unknown> {
@@ -44,6 +48,10 @@ export function responsesWriter(h: ResponseHead): OutputWriter {
       ? { type: 'function_call', id: itemId, call_id: h.tool.callId, name: h.tool.name, arguments: content, status }
       : { type: 'message', id: itemId, status, role: 'assistant', content: status === 'in_progress' ? [] : [part(content)] };
   const part = (t: string) => ({ type: 'output_text', text: t, annotations: [], logprobs: [] });
+  const reasoning = h.reasoning === null ? null : { type: 'reasoning', id: `rs_${h.id.replace(/^resp_/, '')}`, summary: [], encrypted_content: h.reasoning };
+  /** The answer's output index: after the reasoning item when there is one. */
+  const at = reasoning === null ? 0 : 1;
+  const outputOf = (answer: unknown): unknown[] => (reasoning === null ? [answer] : [reasoning, answer]);
   const response = (status: string, output: unknown[], c: TokenCounts | null, stop: StopKind | null): Record<string, unknown> => ({
     id: h.id, object: 'response', created_at: h.createdAt, status, background: false, error: null,
     incomplete_details: stop === 'length' ? { reason: 'max_output_tokens' } : null,
@@ -61,29 +69,30 @@ export function responsesWriter(h: ResponseHead): OutputWriter {
     preamble() {
       const r = response('in_progress', [], null, null);
       let s = ev('response.created', { response: r }) + ev('response.in_progress', { response: r });
-      s += ev('response.output_item.added', { output_index: 0, item: item('in_progress', '') });
-      if (!h.tool) s += ev('response.content_part.added', { item_id: itemId, output_index: 0, content_index: 0, part: part('') });
+      if (reasoning !== null) s += ev('response.output_item.added', { output_index: 0, item: reasoning }) + ev('response.output_item.done', { output_index: 0, item: reasoning });
+      s += ev('response.output_item.added', { output_index: at, item: item('in_progress', '') });
+      if (!h.tool) s += ev('response.content_part.added', { item_id: itemId, output_index: at, content_index: 0, part: part('') });
       return s;
     },
     piece(_i, t) {
       text += t;
-      if (h.tool) return ev('response.function_call_arguments.delta', { item_id: itemId, output_index: 0, delta: t });
-      return ev('response.output_text.delta', { item_id: itemId, output_index: 0, content_index: 0, delta: t, logprobs: [] });
+      if (h.tool) return ev('response.function_call_arguments.delta', { item_id: itemId, output_index: at, delta: t });
+      return ev('response.output_text.delta', { item_id: itemId, output_index: at, content_index: 0, delta: t, logprobs: [] });
     },
     tail(stop, c) {
       let s = '';
-      if (h.tool) s += ev('response.function_call_arguments.done', { item_id: itemId, output_index: 0, name: h.tool.name, arguments: text });
+      if (h.tool) s += ev('response.function_call_arguments.done', { item_id: itemId, output_index: at, name: h.tool.name, arguments: text });
       else {
-        s += ev('response.output_text.done', { item_id: itemId, output_index: 0, content_index: 0, text, logprobs: [] });
-        s += ev('response.content_part.done', { item_id: itemId, output_index: 0, content_index: 0, part: part(text) });
+        s += ev('response.output_text.done', { item_id: itemId, output_index: at, content_index: 0, text, logprobs: [] });
+        s += ev('response.content_part.done', { item_id: itemId, output_index: at, content_index: 0, part: part(text) });
       }
       const done = item('completed', text);
-      s += ev('response.output_item.done', { output_index: 0, item: done });
+      s += ev('response.output_item.done', { output_index: at, item: done });
       const status = stop === 'length' ? 'incomplete' : 'completed';
-      return s + ev(`response.${status}`, { response: response(status, [done], c, stop) });
+      return s + ev(`response.${status}`, { response: response(status, outputOf(done), c, stop) });
     },
     whole(t, stop, c) {
-      return JSON.stringify(response(stop === 'length' ? 'incomplete' : 'completed', [item('completed', t)], c, stop));
+      return JSON.stringify(response(stop === 'length' ? 'incomplete' : 'completed', outputOf(item('completed', t)), c, stop));
     },
     midstreamError: () => failure(500, 'emulated mid-stream error'),
     contextTooLong: (message) => failure(400, message),

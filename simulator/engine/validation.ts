@@ -215,12 +215,14 @@ export function pointSetup(fam: ValidationFamily, r: SiliconRow, k: GroupConstan
   };
   const c = r.concurrency;
   const io = { concurrency: c, inputTokens: r.isl, outputTokens: r.osl, apiServer: k.apiServer };
-  const vllmServer = { ...common, ...vllmBenchmarkServer(r), enable_prefix_caching: false };
+  // vLLM V1's default prefix cache (AIConfigurator's vLLM CLI template passes --no-enable-prefix-caching
+  // only for `disable_prefix_cache`, which its benchmark rule never sets). With random prompts it
+  // matters where a preempted request's blocks stay cached for its readmission.
+  const vllmServer = { ...common, ...vllmBenchmarkServer(r), enable_prefix_caching: true };
   if (fam.protocol === 'genai-perf') {
-    // vLLM V1's default prefix cache (AIConfigurator's vLLM CLI template passes --no-enable-prefix-caching
-    // only for `disable_prefix_cache`, which its benchmark rule never sets) and perf_analyzer's data order.
+    // perf_analyzer's data order: each client's first measured requests resend its warm-up prompts.
     return {
-      replicas: ReplicasSchema.parse({ ...vllmServer, enable_prefix_caching: true }),
+      replicas: ReplicasSchema.parse(vllmServer),
       client: { ...io, warmupRequests: 2 * c, measuredRequests: 10 * c, drainWarmup: true, prompts: { blockTokens: VALIDATION_HASH_BLOCK_TOKENS, reuse: 'per-client-phase' } },
     };
   }

@@ -85,7 +85,7 @@ export class VllmBlockPool {
     const h = this.oldest.next().value as number;
     this.evictable.delete(h);
     this.cache.delete(h);
-    this.kvEvents?.({ kind: 'removed', hashes: [h] });
+    if (h >= 0) this.kvEvents?.({ kind: 'removed', hashes: [h] });
   }
 
   /**
@@ -112,6 +112,27 @@ export class VllmBlockPool {
       this.evictable.delete(hash);
     }
     return e;
+  }
+
+  /**
+   * Keep `hash` cached as an unreferenced (evictable) entry at the recent end of the LRU order, as
+   * vLLM's `free_blocks` appends a freed, still-hashed block to the free queue: a new entry when it
+   * is not cached (the caller has released the blocks it occupies), an evictable one moved to the
+   * recent end, a pinned one left as it is. Then trims the evictable entries to `maxEvictable`.
+   * Negative hashes (a request's own blocks) are not published as KV events.
+   */
+  retain(hash: number): void {
+    const e = this.cache.get(hash);
+    if (e === undefined) {
+      const n: CachedEntry = { hash, ref: 0 };
+      this.cache.set(hash, n);
+      this.evictable.set(hash, n);
+      if (hash >= 0) this.kvEvents?.({ kind: 'stored', hashes: [hash] });
+    } else if (e.ref === 0) {
+      this.evictable.delete(hash);
+      this.evictable.set(hash, e);
+    }
+    while (this.evictable.size > this.maxEvictable) this.evictLru();
   }
 
   /**

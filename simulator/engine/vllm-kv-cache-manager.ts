@@ -13,6 +13,8 @@ import { VllmBlockPool } from './vllm-block-pool.ts';
 
 /** What the manager keeps of a request (the vLLM `Request` fields, vllm/v1/request.py, that `KVCacheManager` reads). */
 export interface KvRequest {
+  /** Request id, unique on the replica (names the request's own cache entries, {@link ownEntryHash}). */
+  readonly id: number;
   /** Prompt tokens. */
   readonly input: number;
   /** Trace hash ids of the prompt's hash blocks (null: no prefix sharing). */
@@ -23,6 +25,16 @@ export interface KvRequest {
   pins: CachedEntry[];
   /** KV blocks owned privately (tokens beyond the pinned prefix). */
   privateBlocks: number;
+}
+
+/**
+ * Cache key of hash block `k` of request `id`'s own sequence: blocks whose content no other
+ * request shares (its output tokens, and its prompt when the prompt carries no trace hash ids).
+ * Negative, so it never equals a trace hash id (those are ≥ 0); such entries are not published as
+ * KV events (a KV-aware router only matches trace hashes).
+ */
+export function ownEntryHash(id: number, k: number): number {
+  return -(id * 65_536 + k + 1);
 }
 
 /** Prefix lookup, slot allocation and freeing on one `VllmBlockPool` (vLLM `KVCacheManager`, vllm/v1/core/kv_cache_manager.py; module doc). */
@@ -76,20 +88,30 @@ export class VllmKvCacheManager {
   }
 
   /**
-   * Longest cached prefix of the prompt's full hash blocks; pins those entries (vLLM
-   * `get_computed_blocks`, which likewise leaves the last prompt token to compute).
-   * @returns cached tokens = min(input − 1, matched × hashBlockTokens).
+   * Longest cached prefix of the request's sequence (`seqTokens` = prompt + tokens generated so
+   * far) in full hash blocks; pins those entries (vLLM `get_computed_blocks`, which likewise leaves
+   * the last token to compute: at most `num_tokens − 1` tokens hit). Block k is the trace hash id
+   * `hashIds[k]` while it lies in the prompt's full hash blocks, else the request's own entry
+   * ({@link ownEntryHash}) — present only if this request was preempted and its blocks were not
+   * yet evicted ({@link freePreempted}).
+   * @returns cached tokens = min(seqTokens − 1, matched × hashBlockTokens).
    */
-  getComputedBlocks(r: KvRequest): number {
+  getComputedBlocks(r: KvRequest, seqTokens: number = r.input): number {
+    if (!this.cacheEnabled) return 0;
     const ids = r.hashIds;
-    if (!this.cacheEnabled || ids === null) return 0;
-    const full = Math.min(ids.length, Math.floor(r.input / this.hashBlockTokens));
+    const promptFull = this.promptEntries(r);
+    const full = Math.floor(seqTokens / this.hashBlockTokens);
     for (let k = 0; k < full; k++) {
-      const e = this.pool.touch(ids[k]!);
+      const e = this.pool.touch(k < promptFull ? ids![k]! : ownEntryHash(r.id, k));
       if (e === undefined) break;
       r.pins.push(e);
     }
-    return Math.min(r.input - 1, r.pins.length * this.hashBlockTokens);
+    return Math.min(seqTokens - 1, r.pins.length * this.hashBlockTokens);
+  }
+
+  /** Full hash blocks of `r`'s prompt that carry trace hash ids. */
+  private promptEntries(r: KvRequest): number {
+    return r.hashIds === null ? 0 : Math.min(r.hashIds.length, Math.floor(r.input / this.hashBlockTokens));
   }
 
   /**
@@ -108,6 +130,32 @@ export class VllmKvCacheManager {
 
   /** Drop `r`'s pins, tail first (its private blocks stay). */
   unpin(r: KvRequest): void {
+    this.pool.unpinAll(r.pins);
+  }
+
+  /**
+   * Free a preempted request (vLLM `Scheduler._preempt_request` → `KVCacheManager.free`). With
+   * prefix caching on, vLLM hashes every full block of a request as it is computed — output tokens
+   * included (`Request.block_hashes` grows with the sequence; `allocate_slots` caches the full
+   * blocks up to the computed tokens) — and `free` returns the blocks to the free queue in reverse
+   * order, still hashed ("so that the tail blocks are evicted first",
+   * vllm/v1/core/kv_cache_manager.py; `BlockPool.free_blocks`). They stay cached until an
+   * allocation takes them from the free queue, so the request's readmission (`get_computed_blocks`)
+   * hits whatever of its sequence is left and recomputes only the rest. Here: the computed
+   * sequence's full hash blocks beyond the pinned prefix become evictable entries, tail first,
+   * then the pins are released tail first; the partial hash block at the end is freed (a
+   * simplification: vLLM would keep its full 16-token blocks too). With caching off everything is freed.
+   */
+  freePreempted(r: KvRequest): void {
+    const full = Math.floor(r.computed / this.hashBlockTokens);
+    const pinned = r.pins.length;
+    this.pool.privateTotal -= r.privateBlocks;
+    r.privateBlocks = 0;
+    if (this.cacheEnabled) {
+      const ids = r.hashIds;
+      const promptFull = this.promptEntries(r);
+      for (let k = full - 1; k >= pinned; k--) this.pool.retain(k < promptFull ? ids![k]! : ownEntryHash(r.id, k));
+    }
     this.pool.unpinAll(r.pins);
   }
 

@@ -162,7 +162,7 @@ export class VllmReplica extends VllmScheduler implements EngineModel {
       where: WAITING,
       computed: 0,
       generated: 0,
-      cachedTokens: 0,
+      cachedTokens: -1,
       firstEmitted: false,
       inserted: false,
       pins: [],

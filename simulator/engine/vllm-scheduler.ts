@@ -8,7 +8,8 @@
  *  - when the KV pool cannot hold a running request's new tokens, evictable prefix-cache blocks go
  *    first, then the most recently admitted running request is preempted (recompute: its blocks are
  *    freed, its progress is lost, it goes back to the head of the waiting queue; on readmission it
- *    prefills prompt + tokens generated so far);
+ *    prefills prompt + tokens generated so far, less what the prefix cache still holds of them —
+ *    with caching on, vLLM keeps a preempted request's blocks hashed in the free queue);
  *  - then, only if nothing was preempted this step, waiting requests are admitted FCFS while
  *    running < maxNumSeqs, budget remains, and the KV pool can hold the first chunk; the first that
  *    does not fit stops admission (head-of-line, as in vLLM).
@@ -36,7 +37,11 @@ export interface VllmRequest extends KvRequest {
   where: number;
   /** Output tokens produced so far. The sequence is input + generated tokens long. */
   generated: number;
-  /** Prefix-cache hit of the latest admission (tokens). */
+  /**
+   * Prefix-cache hit of the first admission (tokens; -1 before it). As vLLM's `num_cached_tokens`,
+   * a readmission after preemption does not change it: hits on the request's own recomputed blocks
+   * are not prompt reuse and are not billed as cached.
+   */
   cachedTokens: number;
   firstEmitted: boolean;
   /** Whether this admission's prompt hash blocks were inserted into the cache. */
@@ -154,7 +159,8 @@ export abstract class VllmScheduler {
       while (this.wHead < this.waiting.length && running.length < this.maxNumSeqs && budget > 0) {
         const r = this.waiting[this.wHead]!;
         this.backlog -= this.backlogOf(r);
-        const hit = kv.getComputedBlocks(r);
+        // A readmitted (preempted) request looks up its whole sequence so far.
+        const hit = kv.getComputedBlocks(r, r.input + r.generated);
         r.computed = hit;
         const n = Math.min(r.input + r.generated - r.computed, budget);
         const need = kv.blocksNeeded(r, n);
@@ -165,10 +171,11 @@ export abstract class VllmScheduler {
           this.backlog += this.backlogOf(r);
           break;
         }
-        r.cachedTokens = hit;
+        if (r.cachedTokens < 0) r.cachedTokens = Math.min(hit, r.input);
         r.inserted = false;
+        // Prompt-token statistics: a readmission's hits beyond its prompt are not prompt reuse.
         this.lookupTokens += r.input;
-        this.hitTokens += hit;
+        this.hitTokens += Math.min(hit, r.input);
         this.waiting[this.wHead++] = null;
         r.where = RUNNING;
         running.push(r);
@@ -331,10 +338,14 @@ export abstract class VllmScheduler {
     }
   }
 
-  /** Recompute preemption (vLLM `_preempt_request`): drop all KV and progress, requeue at the head. Outputs already emitted stay emitted. */
+  /**
+   * Recompute preemption (vLLM `_preempt_request`): release the request's KV (with prefix caching
+   * on, its computed blocks stay cached until evicted, `VllmKvCacheManager.freePreempted`), drop
+   * its progress, requeue it at the head. Outputs already emitted stay emitted.
+   */
   private preempt(r: VllmRequest): void {
     this.backlog -= this.backlogOf(r);
-    this.kv.free(r);
+    this.kv.freePreempted(r);
     r.computed = 0;
     r.stepTokens = 0;
     r.inserted = false;

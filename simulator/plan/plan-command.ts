@@ -15,9 +15,19 @@
  * output ending in `/` (or an existing Parquet results directory, such as `sim --shard` writes)
  * gets the same tables as Parquet files, `DIR/<table>/<plan id>.parquet`, which the dashboard
  * and DuckDB read in place (results/parquet-dir.ts).
+ *
+ * With a shard (`--shard i/N`, or `--shard env` under a Kubernetes Indexed Job or a Slurm array,
+ * as `sim --shard`), a round of the plan runs on N machines: its searches are numbered in the
+ * order above — one per `max_rate` configuration × run, one per run for `min_replicas` (all its
+ * choices, so their ranks stay exact) and for `offload` (its whole grid) — and shard i runs the
+ * searches whose number mod N is i. Every shard writes into one Parquet directory under one plan
+ * id (a hash of the experiment and seed), `DIR/<table>/<plan id>-shard-<i>-of-<N>.parquet`, and
+ * `DIR/shards/plan-<plan id>-<i>-of-<N>.json` last; the directory then reads as one plan.
  */
 import { gitRevision } from '../results/git-revision.ts';
 import { randomUUID } from 'node:crypto';
+import { mkdir, rename, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import cliProgress from 'cli-progress';
 import type { CliCommand } from '../../bin/command.ts';
 import { experimentOutputPath, loadExperimentAsync, runLabel } from '../experiment.ts';
@@ -26,12 +36,14 @@ import { checkResultsOutput } from '../results/output-check.ts';
 import { prepareOutputFolder } from '../results/output-shape.ts';
 import { ResultsStore } from '../results/results-store.ts';
 import { exportTablesParquet, isParquetOutput, prepareParquetDir } from '../results/parquet-dir.ts';
-import { parseRunArgs } from '../run-args.ts';
+import { parseRunArgs, SHARD_OPTIONS, shardFromArgs } from '../run-args.ts';
 import { TraceCache } from '../sweep/cell-runner.ts';
 import { expandGrid } from '../sweep/grid.ts';
 import { roundRate, searchMaxRate, searchMinCount, type SearchProbe } from './capacity-search.ts';
+import { storedConfig } from '../sim-command.ts';
+import { shardExperimentId, type Shard } from '../sweep/shard.ts';
 import { maxRateBracketProblem, type PlanConfig } from './plan-config.ts';
-import { addPlan, createPlanTables, type PlanRow } from './plan-tables.ts';
+import { addPlan, createPlanTables, planManifestPath, type PlanRow, type PlanShardManifest } from './plan-tables.ts';
 import { ProbeRunner, type ProbeResult, type ProbeSpec } from './probe-runner.ts';
 import { describeSlo } from './slo-verdict.ts';
 import type { MeanInterval } from './t-interval.ts';
@@ -48,6 +60,11 @@ export interface PlanOptions {
   progress?: boolean;
   /** Where text goes (default: process.stdout.write). */
   print?: (line: string) => void;
+  /**
+   * Run only this shard's searches (module doc), into the Parquet directory `output` (default:
+   * the experiment's output without `.duckdb`, plus `-shards/`).
+   */
+  shard?: Shard;
 }
 
 /** What {@link runPlan} returns. */
@@ -100,13 +117,14 @@ export async function runPlan(file: string, opts: PlanOptions = {}): Promise<Pla
     if ('replicas.count' in c.set) throw new Error(`${file}: plan.min_replicas.choices[${i}].set: replicas.count is what min_replicas searches; remove it`);
   }
   const seed = opts.seed ?? exp.seed;
-  const output = opts.output ?? experimentOutputPath(exp);
+  const shard = opts.shard;
+  const output = opts.output ?? (shard ? `${experimentOutputPath(exp).replace(/\.duckdb$/i, '')}-shards/` : experimentOutputPath(exp));
   const jobs = opts.jobs ?? 1;
   // The base configuration is checked before anything is written.
   const baseCells = expandGrid({ ...exp, sweep: undefined }, seed);
   validateCellRouting(exp, baseCells);
   checkTraceFiles(exp, baseCells);
-  const toDir = isParquetOutput(output);
+  const toDir = shard !== undefined || isParquetOutput(output);
   if (!toDir) await checkResultsOutput(output);
   if (!toDir) prepareOutputFolder(output); // an output that cannot be written is refused before any simulation
   else await prepareParquetDir(output); // a file in the way is refused before any simulation runs
@@ -121,7 +139,18 @@ export async function runPlan(file: string, opts: PlanOptions = {}): Promise<Pla
   print(`plan ${exp.name}: trace ${exp.trace}, ${rows.length} requests (${baseRps.toFixed(2)} req/s at rate_scale 1)`);
   print(`SLO: ${describeSlo(plan.slo, { ttftMs: exp.slo.ttft_ms, tpotMs: exp.slo.tpot_ms })}; ${plan.seeds.min}-${plan.seeds.max} seeds per probe, Student-t ${(plan.confidence * 100).toFixed(0)}% interval of the mean slack`);
 
-  const planId = randomUUID();
+  // Every shard of one plan round agrees on its id; a plan in one process gets a fresh one.
+  const planId = shard ? shardExperimentId(JSON.stringify({ plan: storedConfig(exp, seed) })) : randomUUID();
+  // Searches are numbered in the order they are asked; a shard runs those ≡ its index mod N.
+  let searches = 0;
+  const ran: { index: number; search: string }[] = [];
+  const mine = (search: string): boolean => {
+    const index = searches++;
+    if (shard && index % shard.count !== shard.index) return false;
+    ran.push({ index, search });
+    return true;
+  };
+  if (shard) print(`shard ${shard.index}/${shard.count}: plan id ${planId}`);
   // A Parquet directory: the tables are built in memory and exported when the plan is done.
   const store = toDir ? await ResultsStore.open(':memory:') : await ResultsStore.open(output, { overwrite: true });
   const scratch = await ResultsStore.open(':memory:');
@@ -173,6 +202,7 @@ export async function runPlan(file: string, opts: PlanOptions = {}): Promise<Pla
       for (const config of q.configs) {
         for (const [runIndex, run] of exp.runs.entries()) {
           const label = runLabel(run);
+          if (!mine(`max_rate ${config.label} ${label}`)) continue;
           const seen = new Map<number, ProbeResult>();
           const probe = async (rate: number) => {
             const p = await r.evaluate({ question: 'max_rate', config: config.label, runIndex, rateScale: rate, set: config.set });
@@ -227,6 +257,7 @@ export async function runPlan(file: string, opts: PlanOptions = {}): Promise<Pla
       const rate = roundRate(q.rate_scale ?? exp.rate_scale);
       for (const [runIndex, run] of exp.runs.entries()) {
         const label = runLabel(run);
+        if (!mine(`min_replicas ${label}`)) continue;
         const found: { choice: string; count: number; p: ProbeResult; below: ProbeResult | undefined; probes: readonly SearchProbe[] }[] = [];
         for (const choice of q.choices) {
           const seen = new Map<number, ProbeResult>();
@@ -270,6 +301,7 @@ export async function runPlan(file: string, opts: PlanOptions = {}): Promise<Pla
       const rate = roundRate(q.rate_scale ?? exp.rate_scale);
       for (const [runIndex, run] of exp.runs.entries()) {
         const label = runLabel(run);
+        if (!mine(`offload ${label}`)) continue;
         const points: { config: string; wait: number; limit: number; p: ProbeResult }[] = [];
         for (const wait of q.wait_sec) {
           for (const limit of q.engine_queue_limit) {
@@ -308,7 +340,14 @@ export async function runPlan(file: string, opts: PlanOptions = {}): Promise<Pla
     }
     if (toDir) {
       await prepareParquetDir(output);
-      await exportTablesParquet((sql) => store.query(sql), output, ['experiments', 'runs', 'summary', 'plan_points', 'plans'], planId);
+      await exportTablesParquet((sql) => store.query(sql), output, ['experiments', 'runs', 'summary', 'plan_points', 'plans'], shard ? `${planId}-shard-${shard.index}-of-${shard.count}` : planId);
+      if (shard) {
+        const manifest: PlanShardManifest = { planId, shard: shard.index, count: shard.count, searches, ran };
+        const path = planManifestPath(output, planId, shard.index, shard.count);
+        await mkdir(join(output, 'shards'), { recursive: true });
+        await writeFile(`${path}.tmp`, `${JSON.stringify(manifest, null, 2)}\n`);
+        await rename(`${path}.tmp`, path);
+      }
     }
   } finally {
     bar?.stop();
@@ -317,11 +356,12 @@ export async function runPlan(file: string, opts: PlanOptions = {}): Promise<Pla
     await store.close();
   }
   print('');
+  if (shard) print(`shard ${shard.index}/${shard.count}: ${ran.length} of ${searches} searches`);
   print(`${runner?.simulations ?? 0} simulations; results: ${output}  (tables plans, plan_points, summary)`);
   return { planId, output, seed, answers, simulations: runner?.simulations ?? 0 };
 }
 
-const PLAN_USAGE = `usage: switchyard plan <experiment.yaml> [--seed N] [--output FILE] [--jobs N] [--no-progress]
+const PLAN_USAGE = `usage: switchyard plan <experiment.yaml> [--seed N] [--output FILE] [--jobs N] [--no-progress] [--shard i/N|env [--shard-count N]]
 
 Answers the capacity questions of the experiment's plan: block (max_rate, min_replicas,
 offload) by searching over simulations; each probe runs seeds until the Student-t interval of
@@ -333,7 +373,14 @@ options:
                   ending in / (or a Parquet results directory) gets Parquet files instead,
                   DIR/<table>/<plan id>.parquet, read in place by the dashboard
   --jobs N        worker threads running a probe's seeds in parallel (default 1)
-  --no-progress   no progress bar (the bar is shown only when stderr is a terminal)`;
+  --no-progress   no progress bar (the bar is shown only when stderr is a terminal)
+  --shard i/N     run only searches k with k mod N = i (0-based; a max_rate configuration × run,
+                  or a run of min_replicas / offload) into a Parquet results directory (default
+                  the experiment's output without .duckdb, plus -shards/); N such processes write
+                  one plan, read in place by the dashboard
+  --shard env     take i and N from a Kubernetes Indexed Job (JOB_COMPLETION_INDEX, with
+                  --shard-count N) or a Slurm array (SLURM_ARRAY_TASK_ID − SLURM_ARRAY_TASK_MIN of
+                  SLURM_ARRAY_TASK_COUNT)`;
 
 /** The `plan` command. */
 export const planCommand: CliCommand = {
@@ -341,8 +388,10 @@ export const planCommand: CliCommand = {
   summary: 'capacity planner: max rate, fewest replicas and cheapest offload settings that hold an SLO, with intervals',
   usage: PLAN_USAGE,
   async run(args) {
-    const { file, seed, jobs, values } = parseRunArgs('plan', args);
+    const { file, seed, jobs, values } = parseRunArgs('plan', args, SHARD_OPTIONS);
+    const shard = shardFromArgs(values, process.env);
     await runPlan(file, {
+      ...(shard && { shard }),
       ...(seed !== undefined && { seed }),
       ...(jobs !== undefined && { jobs }),
       ...(typeof values.output === 'string' && { output: values.output }),

@@ -9,6 +9,7 @@
  * - `plans`: one row per answer — question, configuration, run label, status, the answer with its
  *   interval and unit, the confidence, its costs and rank, and the details as JSON.
  */
+import { join } from 'node:path';
 import type { ResultsStore } from '../results/results-store.ts';
 import { snakeCase } from '../results/schema.ts';
 
@@ -123,4 +124,20 @@ export async function addPlanPoints(store: ResultsStore, rows: readonly PlanPoin
 /** Inserts one `plans` row. @throws DuckDB's Error for a value the column rejects. */
 export async function addPlan(store: ResultsStore, row: PlanRow): Promise<void> {
   await insert(store, 'plans', row);
+}
+
+/** What a finished plan shard writes to `DIR/shards/plan-<plan id>-<i>-of-<N>.json`. */
+export interface PlanShardManifest {
+  readonly planId: string;
+  readonly shard: number;
+  readonly count: number;
+  /** Searches of the whole plan. */
+  readonly searches: number;
+  /** This shard's searches: number and what it asks (`max_rate 4x fixed`), in order. */
+  readonly ran: readonly { readonly index: number; readonly search: string }[];
+}
+
+/** Path of plan shard `index`-of-`count`'s manifest under `dir`. */
+export function planManifestPath(dir: string, planId: string, index: number, count: number): string {
+  return join(dir, 'shards', `plan-${planId}-${index}-of-${count}.json`);
 }

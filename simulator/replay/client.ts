@@ -4,6 +4,7 @@
  * on the request (abandonment, drawn patience), and retries a failed try after a back-off.
  * The draws themselves (stream, patience, jitter) are made up front in client-behaviour.ts.
  */
+import type { RoutingCore } from '../../core/routing-core.ts';
 import { apply } from './actions.ts';
 import { finishRequest } from './rows.ts';
 import { autoChoice } from './auto-profiles.ts';
@@ -13,6 +14,7 @@ import { LANE_CLIENT_TIMEOUT, type ReplayState, type ReqState } from './state.ts
 export function onArrival(s: ReplayState, req: number): void {
   const lr: ReqState = {
     life: null,
+    gateway: 0,
     tryNo: 0,
     gids: new Map(),
     attemptBase: 0,
@@ -36,11 +38,11 @@ export function onArrival(s: ReplayState, req: number): void {
  * engine's metrics endpoint would; done before a decision of a planner that reads them, so the
  * report is fresh (a real gateway scrapes on an interval and sees it somewhat stale).
  */
-function reportEngineLoads(s: ReplayState): void {
+function reportEngineLoads(s: ReplayState, core: RoutingCore): void {
   for (const ep of s.endpoints) {
     if (!ep.engine) continue;
     const l = ep.engine.load(s.now);
-    s.core.engineSignals.reportLoad(ep.endpointId, { waiting: l.waiting, running: l.running, kvUsage: l.kvUsage }, s.now);
+    core.engineSignals.reportLoad(ep.endpointId, { waiting: l.waiting, running: l.running, kvUsage: l.kvUsage }, s.now);
   }
 }
 
@@ -49,15 +51,17 @@ export function startTry(s: ReplayState, reqIdx: number, lr: ReqState): void {
   const row = s.rows[reqIdx]!;
   lr.endReason = null;
   lr.lastError = null;
+  lr.gateway = s.picker.pick(reqIdx, lr.tryNo, s.callers[reqIdx]!);
+  const g = s.gateways[lr.gateway]!;
   // A row naming an auto model is routed as the candidate its profile picks (auto-profiles.ts).
   let model = s.exp.model;
-  if (s.auto !== null && row.model !== null) {
-    const choice = autoChoice(s.auto, s.core, row.model, s.callers[reqIdx]!, row.sessionId ?? row.requestId, row.inputTokens, row.outputTokens, s.now);
+  if (g.auto !== null && row.model !== null) {
+    const choice = autoChoice(g.auto, g.core, row.model, s.callers[reqIdx]!, row.sessionId ?? row.requestId, row.inputTokens, row.outputTokens, s.now);
     if (choice.kind === 'reject') return finishRequest(s, reqIdx, lr, choice.code, null);
     model = choice.model;
   }
-  if (s.core.model(model)?.planner.readsEngineSignals) reportEngineLoads(s);
-  const { life, actions } = s.core.start(
+  if (g.core.model(model)?.planner.readsEngineSignals) reportEngineLoads(s, g.core);
+  const { life, actions } = g.core.start(
     {
       requestId: row.requestId,
       model,
@@ -72,7 +76,7 @@ export function startTry(s: ReplayState, reqIdx: number, lr: ReqState): void {
       callerRole: s.callerRoles[reqIdx] ?? null,
     },
     s.now,
-    s.strategyRng,
+    g.strategyRng,
   );
   lr.life = life;
   s.reqOfLife.set(life, reqIdx);

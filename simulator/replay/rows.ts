@@ -62,6 +62,7 @@ export function finishRequest(s: ReplayState, reqIdx: number, lr: ReqState, stat
     offloadReason: md?.offloadReason ?? null,
     stream: s.plan.stream[reqIdx] === 1,
     tries: lr.tryNo + 1,
+    gatewayReplica: lr.gateway,
   });
   s.reqs[reqIdx] = null;
   s.done++;

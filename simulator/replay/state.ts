@@ -6,8 +6,6 @@
  */
 import type { CallerRole } from '../../core/index.ts';
 import type { KeyLimits } from '../providers/key-limits.ts';
-import type { SimAuto } from './auto-profiles.ts';
-import type { Rng } from '../../core/rng.ts';
 import type { RoutingCore } from '../../core/routing-core.ts';
 import type { RequestLife } from '../../core/lifecycle/seam.ts';
 import type { Outcome } from '../../core/lifecycle/outcome.ts';
@@ -21,6 +19,8 @@ import type { FaultPlan, AttemptFaultEffect } from '../faults/fault-plan.ts';
 import type { HostedProvider } from '../providers/hosted-provider.ts';
 import type { ClientPlan } from '../client-behaviour.ts';
 import type { RunCosts } from '../costs.ts';
+import type { SyncEvent } from '../../core/sync/sync-events.ts';
+import type { GatewayPicker, GatewayReplica, ReplicaSync } from './gateways.ts';
 import type { AttemptRow, EndpointSampleRow, EventRow, RequestRow } from '../results/result-rows.ts';
 
 /** Everything a run produced, ready for the results store. */
@@ -58,11 +58,15 @@ export type SimEvent =
   | { k: 'deadline'; req: number; tryNo: number; deadlineId: number }
   | { k: 'client_timeout'; req: number; tryNo: number }
   | { k: 'abandon'; req: number }
-  | { k: 'sample' };
+  | { k: 'sample' }
+  | { k: 'sync'; from: number; ev: SyncEvent }
+  | { k: 'probe_claim'; gateway: number; endpointId: string; openedAtMs: number };
 
 /** A trace request while it is being served (over all its client tries). */
 export interface ReqState {
   life: RequestLife | null;
+  /** The gateway replica serving the current try (index into `ReplayState.gateways`). */
+  gateway: number;
   tryNo: number;
   /** life attempt id → global attempt id, for the current try. */
   gids: Map<number, number>;
@@ -119,7 +123,14 @@ export interface ReplayState {
   readonly exp: Experiment;
   readonly rows: readonly TraceRow[];
   readonly runId: string;
+  /** Replica 0's core (the only one unless `gateway_replicas.count` > 1). */
   readonly core: RoutingCore;
+  /** The gateway replicas, each with its own core (gateways.ts). */
+  readonly gateways: readonly GatewayReplica[];
+  /** Picks the replica of each client try. */
+  readonly picker: GatewayPicker;
+  /** Shared state between the replicas; null when they share nothing. */
+  readonly sync: ReplicaSync | null;
   readonly endpoints: readonly Endpoint[];
   /** Endpoint id → index in `endpoints`. */
   readonly epOf: ReadonlyMap<string, number>;
@@ -127,9 +138,6 @@ export interface ReplayState {
   readonly client: Experiment['client'];
   /** Per-request client draws (stream, patience, retry jitter). */
   readonly plan: ClientPlan;
-  readonly strategyRng: Rng;
-  /** The experiment's auto profiles (`auto-profiles.ts`); null when it declares none. */
-  readonly auto: SimAuto | null;
   /** Caller id of each request. */
   readonly callers: readonly string[];
   /** Tier of each request's caller for key pools; null entries (or an empty array) = unrestricted. */

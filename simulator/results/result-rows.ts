@@ -80,6 +80,8 @@ export interface RequestRow {
   stream: boolean;
   /** Client tries (1 = no client retry). */
   tries: number;
+  /** The gateway replica (0-based, `gateway_replicas:`) that served the request's last try; 0 with one gateway. */
+  gatewayReplica: number;
 }
 
 /** `attempts`: one row per dispatch of a request to an endpoint, over all client tries. */

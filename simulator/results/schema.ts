@@ -116,6 +116,7 @@ const requestsSpec: TableSpec<RequestRow> = {
   offloadReason: 'VARCHAR?',
   stream: 'BOOLEAN',
   tries: 'INTEGER',
+  gatewayReplica: 'INTEGER',
 };
 
 const attemptsSpec: TableSpec<AttemptRow> = {

@@ -1,7 +1,8 @@
 // The emulator speaks OpenAI's Responses API well enough for the official `openai` client: a
 // whole response with usage, a stream in the Responses event grammar ending in
 // response.completed (no [DONE]), incomplete when the asked max_output_tokens ran out, a forced function
-// call, its key check, and an in-band error event for the mid-stream fault.
+// call, its key check, an in-band error event for the mid-stream fault, and a reasoning item with
+// encrypted_content when the request includes it.
 import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startEmulator, type RunningEmulator } from '../../simulator/emulator/emulator.ts';
@@ -47,5 +48,17 @@ describe('POST /v1/responses', () => {
     const text = await res.text();
     expect(text).toContain('event: error');
     expect(text).not.toContain('response.completed');
+  });
+
+  it("include: ['reasoning.encrypted_content'] puts a reasoning item first, whole and streamed", async () => {
+    em = await startEmulator({ faults: { latency_scale: 0.02 }, defaultOutputTokens: 2 });
+    const c = client(em);
+    const r = await c.responses.create({ model: 'm', input: 'x', include: ['reasoning.encrypted_content'] });
+    expect(r.output.map((o) => o.type)).toEqual(['reasoning', 'message']);
+    expect((r.output[0] as OpenAI.Responses.ResponseReasoningItem).encrypted_content).toMatch(/^enc_emu_\d+$/);
+    expect(r.output_text.length).toBeGreaterThan(0);
+    const final = await c.responses.stream({ model: 'm', input: 'x', include: ['reasoning.encrypted_content'] }).finalResponse();
+    expect(final.output.map((o) => o.type)).toEqual(['reasoning', 'message']);
+    expect(final.output_text.length).toBeGreaterThan(0);
   });
 });

@@ -32,7 +32,7 @@ describe('admin validation', () => {
   it('each bad body, query or precondition gets 400 naming the field and the fix, and changes nothing', async () => {
     const label = (await adminCall(gw.url, 'GET', '/admin/routing/providers')).body.providers[0].provider as string;
     const cases: Array<[string, string, { body?: unknown; raw?: string; ifMatch?: string }, string | null, RegExp]> = [
-      ['PUT', weightPath('demo', id), { body: { weight: -1 } }, 'weight', /'weight' is invalid.*>= ?0/],
+      ['PUT', weightPath('demo', id), { body: { weight: -1 } }, 'weight', /'weight' is invalid.*(>= ?|≥ )0/],
       ['PUT', weightPath('demo', id), { body: { weight: 'heavy' } }, 'weight', /'weight' is invalid/],
       ['PUT', weightPath('demo', id), { body: {} }, 'weight', /'weight' is required/],
       ['PUT', weightPath('demo', id), { body: { weight: 1, colour: 'red' } }, 'colour', /Unknown field 'colour'/],

@@ -51,6 +51,7 @@ async function startAutoStack(autoEnabled = true): Promise<AutoStack> {
       auto: {
         default_profile: 'balance',
         session: { idle_timeout_seconds: 600, max_sessions: 100 },
+        permission_check: { system_contains: ['decide whether the tool use may proceed'] },
         profiles: {
           balance: { candidates: [{ model: 'small' }, { model: 'big', reasoning_effort: 'low' }] },
           picky: { candidates: [{ model: 'picky' }] },
@@ -163,6 +164,31 @@ describe('auto models through the gateway', () => {
     // A new user turn ranks again: small takes it.
     await c.chat.completions.create({ model: 'auto-balance', tools, messages: [...loop, { role: 'assistant' as const, content: 'done' }, { role: 'user' as const, content: 'next' }] }, session);
     expect(s.small.log.all()).toHaveLength(1);
+  });
+
+  it("a permission check (auto.permission_check) is served by the session's current model and changes no session state", async () => {
+    const tools = [{ type: 'function' as const, function: { name: 'read', parameters: { type: 'object', properties: {} } } }];
+    const c = s.client();
+    const session = { headers: { 'x-session-id': 'permission-1' } };
+    const opening = [{ role: 'user' as const, content: 'another task' }];
+    s.small.log.clear();
+    s.big.log.clear();
+    // The conversation is on big (small takes no high effort).
+    await c.chat.completions.create({ model: 'auto-balance', tools, reasoning_effort: 'high', messages: opening }, session);
+    expect(s.big.log.all()).toHaveLength(1);
+    // A side call with its own opening: ranked on its own it would go to small; as a permission
+    // check it stays on the session's model, big.
+    const check = [{ role: 'system' as const, content: 'You decide whether the tool use may proceed. Answer allow or deny.' }, { role: 'user' as const, content: 'read /etc/hosts?' }];
+    await c.chat.completions.create({ model: 'auto-balance', messages: check }, session);
+    expect(s.big.log.all()).toHaveLength(2);
+    expect(s.small.log.all()).toHaveLength(0);
+    // The same side call without the marker is a new conversation, ranked: small.
+    await c.chat.completions.create({ model: 'auto-balance', messages: [{ role: 'system' as const, content: 'Answer allow or deny.' }, check[1]!] }, session);
+    expect(s.small.log.all()).toHaveLength(1);
+    // The check recorded nothing: the conversation's tool step still stays on big.
+    const loop = [...opening, { role: 'assistant' as const, content: null, tool_calls: [{ id: 't1', type: 'function' as const, function: { name: 'read', arguments: '{}' } }] }, { role: 'tool' as const, tool_call_id: 't1', content: 'result' }];
+    await c.chat.completions.create({ model: 'auto-balance', tools, messages: loop }, session);
+    expect(s.big.log.all()).toHaveLength(3);
   });
 
   it('every stream chunk names the auto model, and no served-by header is sent', async () => {

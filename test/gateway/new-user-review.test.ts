@@ -5,7 +5,6 @@
 // merges the per-worker logs of a `--workers N` gateway.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI from 'openai';
@@ -18,6 +17,7 @@ import { exportRequestLog, resolveRequestLogs, workerLogSiblings } from '../../g
 import { readTrace } from '../../traces/arrow-trace.ts';
 import { startEmulator, type RunningEmulator } from '../../simulator/emulator/emulator.ts';
 import { hello, KEYS, stackConfig, startStack, runCli, type Stack } from './harness.ts';
+import { freePort } from '../free-port.ts';
 
 const root = join(import.meta.dirname, '../..');
 const cli = join(root, 'bin/switchyard.mjs');
@@ -36,23 +36,14 @@ afterAll(() => {
   if (child && child.exitCode === null) child.kill('SIGKILL');
 });
 
-
 /** A port that was free a moment ago. */
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 describe('a port in use is refused', () => {
   it('a second gateway on the same port rejects, naming the port', async () => {
     stack = await startStack([{}]);
     const port = stack.gw.port;
     const config = stackConfig([{}], stack.emus);
-    await expect(startGateway({ config, host: '127.0.0.1', port, logger: silent })).rejects.toThrow(`cannot listen on 127.0.0.1:${port} (in use`);
+    await expect(startGateway({ config, host: '127.0.0.1', port, logger: silent })).rejects.toThrow(/cannot listen on 127\.0\.0\.1:\d+ \(in use.*SWITCHYARD_PORT/);
     // Nor can worker threads of another gateway join it (they share only among themselves).
     await expect(startGateway({ config, host: '127.0.0.1', port, logger: silent, sharedPort: true })).rejects.toThrow(`127.0.0.1:${port}`);
     await expect(assertPortFree('127.0.0.1', port)).rejects.toThrow(`cannot listen on 127.0.0.1:${port} (in use)`);
@@ -84,6 +75,7 @@ describe('a port in use is refused', () => {
     const r = await runCli(['gateway', '--config', d, '--host', '127.0.0.1', '--port', String(port), '--admin-port', 'off', '--workers', '2']);
     expect(r.code).not.toBe(0);
     expect(r.out).toContain(`cannot listen on 127.0.0.1:${port} (in use)`);
+    expect(r.out).toContain('--port N or server.port in gateway.yaml (gateway/example reads SWITCHYARD_PORT)');
   }, 30_000);
 
   it('a second emulator on the same port rejects, naming the port', async () => {

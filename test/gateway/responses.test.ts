@@ -18,6 +18,7 @@ const ADMIN = 'sk-responses-admin';
 
 let gw: RunningGateway;
 let nativeEmu: RunningEmulator;
+let nativeB: RunningEmulator;
 let chatEmu: RunningEmulator;
 let broken: RunningEmulator;
 let cutting: RunningEmulator;
@@ -27,7 +28,8 @@ let steady: RunningEmulator;
 let client: OpenAI;
 
 beforeAll(async () => {
-  [nativeEmu, chatEmu, broken] = await Promise.all([
+  [nativeEmu, nativeB, chatEmu, broken] = await Promise.all([
+    startEmulator({ faults: { latency_scale: 0.02 }, defaultOutputTokens: 6 }),
     startEmulator({ faults: { latency_scale: 0.02 }, defaultOutputTokens: 6 }),
     startEmulator({ faults: { latency_scale: 0.02 }, defaultOutputTokens: 6 }),
     startEmulator({ faults: { error_rate: 1, error_status: 500 } }),
@@ -40,6 +42,7 @@ beforeAll(async () => {
     models: {
       models: [
         { id: 'native', route: [{ base_url: nativeEmu.baseUrl, endpoints: ['chat', 'responses'] }] },
+        { id: 'native-b', route: [{ base_url: nativeB.baseUrl, endpoints: ['chat', 'responses'] }] },
         { id: 'chat-only', route: [{ base_url: chatEmu.baseUrl }] },
         { id: 'broken', route: [{ base_url: broken.baseUrl, endpoints: ['chat', 'responses'] }] },
         { id: 'cutting', route: [{ base_url: cutting.baseUrl }] },
@@ -51,6 +54,7 @@ beforeAll(async () => {
         { id: 'keyed', routing: { strategy: 'failover', targets: [{ model: 'home' }, { model: 'other' }, { model: 'sibling' }] } },
         { id: 'to-claude', routing: { strategy: 'failover', targets: [{ model: 'broken' }, { model: 'claude' }] } },
         { id: 'agents', routing: { strategy: 'failover', targets: [{ model: 'broken' }, { model: 'chat-only' }] } },
+        { id: 'thinkers', routing: { strategy: 'round_robin', targets: [{ model: 'native' }, { model: 'native-b' }] } },
         { id: 'duo', routing: { strategy: 'round_robin', targets: [{ model: 'native' }, { model: 'chat-only' }] } },
       ],
     },
@@ -66,7 +70,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await gw?.close();
-  await Promise.all([nativeEmu, chatEmu, broken, cutting, claudeEmu, flaky, steady].map((e) => e?.close()));
+  await Promise.all([nativeEmu, nativeB, chatEmu, broken, cutting, claudeEmu, flaky, steady].map((e) => e?.close()));
 });
 
 const lastRecord = (emu: RunningEmulator) => emu.log.all().at(-1)!;
@@ -241,6 +245,39 @@ describe('routing of /v1/responses', () => {
     // Without a previous response the strategy's order rules: both targets get turns.
     const seen = new Set<string | null>();
     for (let i = 0; i < 4; i++) seen.add((await client.responses.create({ model: 'duo', input: 'Fresh.' }).withResponse()).response.headers.get('x-switchyard-served-by'));
+    expect(seen.size).toBe(2);
+  });
+});
+
+describe('reasoning encrypted_content names its target', () => {
+  const include: OpenAI.Responses.ResponseIncludable[] = ['reasoning.encrypted_content'];
+  const emuOf = (servedBy: string | null) => (servedBy === 'native' ? nativeEmu : nativeB);
+
+  it('a stateless follow-up carrying reasoning items goes back to the target that wrote them, outside the round robin', async () => {
+    const first = await client.responses.create({ model: 'thinkers', input: 'Think.', store: false, include }).withResponse();
+    const home = first.response.headers.get('x-switchyard-served-by');
+    const reasoning = first.data.output.find((o) => o.type === 'reasoning') as OpenAI.Responses.ResponseReasoningItem;
+    expect(reasoning.encrypted_content).toMatch(/^swy1\.[A-Za-z0-9_-]+\.enc_emu_\d+$/);
+    const upstreamContent = reasoning.encrypted_content!.split('.').slice(2).join('.');
+    let input: OpenAI.Responses.ResponseInput = [{ role: 'user', content: 'Think.' }, ...(first.data.output as OpenAI.Responses.ResponseInputItem[])];
+    for (let i = 0; i < 3; i++) {
+      input = [...input, { role: 'user', content: `Turn ${i}.` }];
+      const next = await client.responses.create({ model: 'thinkers', input, store: false, include }).withResponse();
+      expect(next.response.headers.get('x-switchyard-served-by')).toBe(home);
+      // The target gets its own content back, untagged.
+      const sent = JSON.stringify((lastRecord(emuOf(home)).body as Record<string, unknown>).input);
+      expect(sent).toContain(`"encrypted_content":"${upstreamContent}"`);
+      expect(sent).not.toContain('swy1.');
+    }
+    // Streamed, too.
+    const s = await streamed({ model: 'thinkers', input: [...input, { role: 'user', content: 'Last.' }], store: false, include, stream: true });
+    expect(s.final.status).toBe('completed');
+    expect(JSON.stringify(lastRecord(emuOf(home)).body)).toContain('Last.');
+    const other = emuOf(home === 'native' ? 'native-b' : 'native');
+    expect(JSON.stringify(other.log.all().at(-1)?.body ?? {})).not.toContain('Last.');
+    // Without them the round robin rules: both targets get turns.
+    const seen = new Set<string | null>();
+    for (let i = 0; i < 4; i++) seen.add((await client.responses.create({ model: 'thinkers', input: 'Fresh.', store: false }).withResponse()).response.headers.get('x-switchyard-served-by'));
     expect(seen.size).toBe(2);
   });
 });

@@ -7,7 +7,6 @@
 import { servedEndpoint } from './harness.ts';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
@@ -16,6 +15,7 @@ import { ConfigError, loadGatewayConfigAsync, type GatewayConfig } from '../../g
 import { validateCommand } from '../../gateway/gateway-command.ts';
 import { startGateway, type RunningGateway } from '../../gateway/gateway.ts';
 import { startEmulator, type RunningEmulator } from '../../simulator/emulator/emulator.ts';
+import { freePort } from '../free-port.ts';
 
 const EXAMPLE = join(import.meta.dirname, '..', '..', 'examples', 'strategies', 'cheapest-first.mjs');
 const dirs: string[] = [];
@@ -271,11 +271,3 @@ describe('--workers 2: each worker thread imports the modules', () => {
 const ROOT = join(import.meta.dirname, '..', '..');
 
 /** A port that was free a moment ago. */
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}

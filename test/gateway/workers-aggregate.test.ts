@@ -4,12 +4,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { aggregateMetricsText, mergeDeepHealth, type DeepHealth, type WorkerSnapshot } from '../../gateway/server/worker-aggregate.ts';
 import { startEmulator, type RunningEmulator } from '../../simulator/emulator/emulator.ts';
+import { freePort } from '../free-port.ts';
 
 const root = join(import.meta.dirname, '../..');
 const cli = join(root, 'bin/switchyard.mjs');
@@ -21,14 +21,6 @@ afterAll(async () => {
 });
 
 /** A port that was free a moment ago. */
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /** One request on a fresh connection (no keep-alive), so the kernel spreads them over the workers. */
 function post(port: number, body: unknown): Promise<number> {

@@ -100,7 +100,7 @@ describe('switchyard compare', () => {
         const req = (i: number): RequestRow => ({
           runId, requestId: String(i), sessionId: null, callerId: null, arrivalMs: i, endpointId: 'm:a', queueWaitMs: null,
           ttftMs: ttft + i + seed, tpotMs: 10, e2eMs: 2000, inputTokens: 10, outputTokens: 10, cachedTokens: 0,
-          status: 'ok', costUsd: 0.001, fallbacks: 0, offloadReason: null, stream: true, tries: 1,
+          status: 'ok', costUsd: 0.001, fallbacks: 0, offloadReason: null, stream: true, tries: 1, gatewayReplica: 0,
         });
         await store.appendRequests([req(0), req(1), req(2)]);
         await store.computeSummary(runId, label, { sloTtftMs: 1000, sloTpotMs: 100, durationMs: 1000 });

@@ -1,6 +1,6 @@
 // The capacity planner: its Student-t interval, its two monotone searches, and `switchyard plan`
 // end to end on a synthetic D/D/c system whose capacity is known in closed form.
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
@@ -9,9 +9,11 @@ import { writeTrace } from '../../traces/arrow-trace.ts';
 import type { TraceRow } from '../../traces/trace-row.ts';
 import { loadStepTimeProfile } from '../../simulator/engine/step-time.ts';
 import { searchMaxRate, searchMinCount } from '../../simulator/plan/capacity-search.ts';
-import { runPlan } from '../../simulator/plan/plan-command.ts';
+import { planCommand, runPlan } from '../../simulator/plan/plan-command.ts';
+import { planManifestPath } from '../../simulator/plan/plan-tables.ts';
 import { decide } from '../../simulator/plan/slo-verdict.ts';
 import { studentTQuantile, tInterval } from '../../simulator/plan/t-interval.ts';
+import { checkPlanShards, mergeShards } from '../../simulator/results/merge.ts';
 import { ResultsStore } from '../../simulator/results/results-store.ts';
 import { azureConv } from './fixtures.ts';
 import { ReadOnlyDb } from '../../notebooks-web/server/read-only-db.ts';
@@ -103,7 +105,7 @@ describe('switchyard plan on a D/D/c system', () => {
   const rStar = capacity / (1 - 1 / (goodput * perReplica - 1));
   const tolerance = 0.02;
 
-  async function writeExperiment(plan: Record<string, unknown>): Promise<string> {
+  async function writeExperiment(plan: Record<string, unknown>, name = Object.keys(plan).join('-')): Promise<string> {
     const trace = join(dir, 'ddc.arrow');
     const rows: TraceRow[] = Array.from({ length: n }, (_, i) => ({
       arrivalMs: i * gapMs,
@@ -120,7 +122,7 @@ describe('switchyard plan on a D/D/c system', () => {
       itlMs: null,
     }));
     await writeTrace(trace, { source: 'synthetic D/D/c', licence: 'CC0-1.0', citation: '', hardware: 'unknown', engine: 'unknown', servedModel: 'unknown', blockSize: 0, blockUnit: 'tokens', sessionRule: 'none' }, rows);
-    const file = join(dir, `ddc-${Object.keys(plan).join('-')}.yaml`);
+    const file = join(dir, `ddc-${name}.yaml`);
     writeFileSync(
       file,
       JSON.stringify({
@@ -219,6 +221,65 @@ describe('switchyard plan on a D/D/c system', () => {
     } finally {
       db.close();
     }
+  });
+
+  it('a round split over 2 shards (one through --shard env) gives the answers and points of one process, under one plan id', async () => {
+    const file = await writeExperiment({
+      max_rate: { start: 1, tolerance: 0.1, configs: [{ label: 'c2', set: { 'replicas.count': 2 } }, { label: 'c3', set: { 'replicas.count': 3 } }] },
+    }, 'sharded');
+    const single = join(dir, 'sharded-single.duckdb');
+    const one = await runPlan(file, { output: single, progress: false, print: () => {} });
+    const out = join(dir, 'plan-shards');
+    const first = await runPlan(file, { output: out, shard: { index: 0, count: 2 }, progress: false, print: () => {} });
+    // The second as a Kubernetes Indexed Job pod runs it: the index from JOB_COMPLETION_INDEX.
+    const saved = process.env.JOB_COMPLETION_INDEX;
+    const write = process.stdout.write;
+    process.env.JOB_COMPLETION_INDEX = '1';
+    process.stdout.write = (() => true) as typeof process.stdout.write;
+    try {
+      expect(await planCommand.run([file, '--shard', 'env', '--shard-count', '2', '--output', out, '--no-progress'])).toBe(0);
+    } finally {
+      process.stdout.write = write;
+      if (saved === undefined) delete process.env.JOB_COMPLETION_INDEX;
+      else process.env.JOB_COMPLETION_INDEX = saved;
+    }
+    expect(first.answers.map((a) => a.config)).toEqual(['c2']);
+    for (const i of [0, 1]) expect(existsSync(planManifestPath(out, first.planId, i, 2))).toBe(true);
+
+    const a = await ResultsStore.open(single);
+    const b = await ResultsStore.openParquetDir(out);
+    try {
+      expect(await b.query('SELECT DISTINCT plan_id FROM plans')).toEqual([{ plan_id: first.planId }]);
+      expect(await b.query('SELECT count(*)::INT AS n FROM experiments')).toEqual([{ n: 1 }]);
+      const q = (t: string) => `SELECT * EXCLUDE (plan_id) FROM ${t} ORDER BY ALL`;
+      const answers = await b.query(q('plans'));
+      expect(answers).toHaveLength(2);
+      expect(answers).toEqual(await a.query(q('plans')));
+      expect(await b.query(q('plan_points'))).toEqual(await a.query(q('plan_points')));
+      expect(await b.query('SELECT * FROM summary ORDER BY ALL')).toEqual(await a.query('SELECT * FROM summary ORDER BY ALL'));
+      expect(one.answers).toHaveLength(2);
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+    }
+
+    // merge folds the round into one DuckDB file with the same tables.
+    const mergedFile = join(dir, 'plan-merged.duckdb');
+    const report = await mergeShards(out, mergedFile);
+    expect(report).toMatchObject({ experimentId: null, plans: [{ planId: first.planId, shards: 2 }] });
+    const m = await ResultsStore.open(mergedFile);
+    const s1 = await ResultsStore.open(single);
+    try {
+      const q = (t: string) => `SELECT * EXCLUDE (plan_id) FROM ${t} ORDER BY ALL`;
+      expect(await m.query(q('plans'))).toEqual(await s1.query(q('plans')));
+      expect(await m.query(q('plan_points'))).toEqual(await s1.query(q('plan_points')));
+      expect(await m.query('SELECT * FROM summary ORDER BY ALL')).toEqual(await s1.query('SELECT * FROM summary ORDER BY ALL'));
+      expect(await m.query('SELECT count(*)::INT AS n FROM experiments')).toEqual([{ n: 1 }]);
+    } finally {
+      await Promise.all([m.close(), s1.close()]);
+    }
+    // A round with a shard missing does not merge.
+    rmSync(planManifestPath(out, first.planId, 1, 2));
+    expect(() => checkPlanShards(out)).toThrow(/shards 1 of 2 have not finished/);
   });
 });
 

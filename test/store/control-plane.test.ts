@@ -112,7 +112,7 @@ function scenario(kind: 'pglite' | 'postgres', makeStore: () => Promise<StoreBlo
       expect(r.body.error.param).toBe(param);
       expect(r.body.error.message).toMatch(pattern);
     };
-    await bad({ weight: -1 }, 'weight', /'weight' is invalid.*>= ?0.*0 to 1000000/);
+    await bad({ weight: -1 }, 'weight', /'weight' is invalid: too small: must be ≥ 0.*0 to 1000000/);
     await bad({ weight: 'heavy' }, 'weight', /'weight' is invalid/);
     await bad({}, 'weight', /'weight' is required/);
     await bad({ weight: 1, colour: 'red' }, 'colour', /Unknown field 'colour'/);

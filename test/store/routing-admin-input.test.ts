@@ -79,7 +79,7 @@ function scenario(kind: string, makeStore: () => Promise<Record<string, unknown>
     await bad('POST', `${CANDIDATES}/demo`, { ...route, weight: 1e7 }, 400, 'weight', /at most 1000000/);
     await bad('PUT', `/admin/routing/weights/demo/${enc((await call('GET', '/admin/routing/provider-routes/demo')).body.model.routes[0].endpoint_id)}`, { weight: 1e308 }, 400, 'weight', /at most 1000000/);
     await bad('PUT', '/admin/routing/offload-routes/demo', { route_id: 'x', wait_sec: 1e308 }, 400, 'wait_sec', /at most 86400 seconds/);
-    await bad('POST', MODELS, { model_id: 'w', route: { ...route, weight: '2' } }, 400, 'route.weight', /'route\.weight' is invalid: .*expected number, received string/);
+    await bad('POST', MODELS, { model_id: 'w', route: { ...route, weight: '2' } }, 400, 'route.weight', /'route\.weight' is invalid: .*expected number, got the string "2"/);
     await bad('POST', MODELS, { model_id: 'w', route: {} }, 400, 'route.base_url', /'route\.base_url' is required/);
     // The largest weight is accepted.
     const ok = await call('POST', MODELS, { model_id: 'heavy', route: { ...route, weight: 1e6 } });

@@ -84,7 +84,7 @@ function scenario(kind: 'pglite' | 'postgres', makeStore: () => Promise<StoreBlo
     await bad('POST', '/admin/routing/provider-route-models', { model_id: 'fresh' }, 400, 'invalid_request', 'route', /'route' is required; send the first route/);
     await bad('POST', '/admin/routing/provider-route-models', { model_id: 'fresh', route: { base_url: 'localhost:8000' } }, 400, 'invalid_request', 'route.base_url', /use an http:\/\/ or https:\/\/ base_url/);
     await bad('POST', '/admin/routing/provider-route-models', { model_id: 'fresh', route: { base_url: spare.baseUrl, colour: 'red' } }, 400, 'invalid_request', 'route.colour', /Unknown field 'route.colour'.*allowed: route_id, kind/);
-    await bad('POST', '/admin/routing/provider-route-models', { model_id: 'fresh', route: { base_url: spare.baseUrl, weight: -1 } }, 400, 'invalid_request', 'route.weight', />= ?0/);
+    await bad('POST', '/admin/routing/provider-route-models', { model_id: 'fresh', route: { base_url: spare.baseUrl, weight: -1 } }, 400, 'invalid_request', 'route.weight', /too small: must be ≥ 0/);
     await bad('POST', '/admin/routing/provider-route-models', { model_id: 'fresh', route: { base_url: spare.baseUrl, quota: { limit: 1, window_sec: 60 } } }, 400, 'invalid_request', 'route.quota', /provider_type: quota/);
     await bad('POST', '/admin/routing/provider-route-models', { model_id: 'fresh', router: 'fastest', route: { base_url: spare.baseUrl } }, 400, 'configuration_refused', null, /unknown router 'fastest'/);
     await bad('POST', '/admin/routing/provider-route-models', { model_id: 'fresh', route: { route_id: 'a/b', base_url: spare.baseUrl } }, 400, 'invalid_request', 'route.route_id', /must not contain \//);

@@ -63,6 +63,7 @@ export function classifyFailure(outcome: Outcome, rules: RetryRules): FailureCla
   if (outcome.kind === 'ok') throw new Error('classifyFailure called with an ok outcome');
   if (outcome.kind === 'cancelled' || outcome.kind === 'client_gone') return 'terminal';
   if (outcome.kind === 'key_pool_exhausted') return 'fail_over'; // no key here for this caller: another target may have one
+  if (outcome.kind === 'shared_unit_refused') return 'fail_over'; // spent across replicas: as if the local limit had refused
   const cause = causeOf(outcome, rules);
   if (cause !== null) return rules.retrySameOn == null || rules.retrySameOn.has(cause) ? 'retryable' : 'fail_over';
   if (outcome.kind !== 'http_status') return 'final';

@@ -28,6 +28,14 @@
  * - a pool with `localDaily` counts requests since local midnight against its one window's
  *   limit (`LocalDailyCounter`); the ledger turns its monotonic `nowMs` into wall time with the
  *   offset and UTC offset the driver gives it (`setLocalTime`).
+ *
+ * Shared facts (several gateway replicas over one subscription): the driver takes each unit from
+ * a replica-wide counter as well and hands the ledger what that counter said, as data with a
+ * validity (`applySharedQuota`, `applySharedConcurrency`): replica-wide use per window (local
+ * uses committed since are added on top, and the larger of that and the local count plans), a
+ * window spent replica-wide until a time (z = 1 until then), and slots held by other replicas.
+ * (A quota-source or local-daily pool takes only the spent-until.) A fact past its `untilMs` is ignored, so a stale one never blocks a route for long. The ledger
+ * stays the driver's mirror: the replica-wide counter, not these facts, is what never over-spends.
  */
 import { LocalDailyCounter } from './local-daily-counter.ts';
 import type { QuotaSourceSelector } from './quota-source.ts';
@@ -98,6 +106,10 @@ class QuotaPool {
   private sinceRequests = 0;
   private sinceTokens = 0;
   readonly daily: LocalDailyCounter | null;
+  /** Replica-wide committed use per window as of entry `sinceSeq` (`SharedQuotaFact`), and local uses since. */
+  shared: { used: readonly number[]; untilMs: number; sinceSeq: number; sinceRequests: number; sinceTokens: number } | null = null;
+  /** Spent replica-wide until then (z = 1). */
+  sharedFullUntilMs = Number.NEGATIVE_INFINITY;
 
   constructor(
     readonly id: string,
@@ -137,7 +149,7 @@ class QuotaPool {
   }
 
   usedFraction(nowMs: number): number {
-    if (nowMs < this.blockedUntilMs) return 1;
+    if (nowMs < this.blockedUntilMs || nowMs < this.sharedFullUntilMs) return 1;
     this.expire(nowMs);
     if (this.source) {
       const e = this.external;
@@ -149,9 +161,16 @@ class QuotaPool {
     }
     if (this.daily) return (this.daily.used(nowMs + this.time.wallMinusMonoMs, this.time.utcOffsetMin) + this.reservedRequests) / this.daily.limit;
     let z = 0;
+    const sh = this.shared !== null && nowMs < this.shared.untilMs ? this.shared : null;
     for (let w = 0; w < this.windows.length; w++) {
       const win = this.windows[w]!;
-      const used = win.unit === 'requests' ? this.wRequests[w]! + this.reservedRequests : this.wTokens[w]! + this.reservedTokens;
+      const req = win.unit === 'requests';
+      let committed = req ? this.wRequests[w]! : this.wTokens[w]!;
+      if (sh !== null) {
+        const wide = (sh.used[w] ?? 0) + (req ? sh.sinceRequests : sh.sinceTokens);
+        if (wide > committed) committed = wide;
+      }
+      const used = committed + (req ? this.reservedRequests : this.reservedTokens);
       const f = used / win.limit;
       if (f > z) z = f;
     }
@@ -174,8 +193,18 @@ class QuotaPool {
     }
     this.sinceRequests += 1;
     this.sinceTokens += tokens;
+    if (this.shared !== null) {
+      this.shared.sinceRequests += 1;
+      this.shared.sinceTokens += tokens;
+    }
     this.daily?.record(nowMs + this.time.wallMinusMonoMs, this.time.utcOffsetMin);
     return this.base + this.size - 1;
+  }
+
+  /** Takes a replica-wide fact (see `SharedQuotaFact`); local uses committed from now on are counted on top of it. */
+  setShared(fact: SharedQuotaFact): void {
+    this.shared = { used: fact.usedPerWindow.slice(), untilMs: fact.untilMs, sinceSeq: this.base + this.size, sinceRequests: 0, sinceTokens: 0 };
+    if (fact.fullUntilMs != null && fact.fullUntilMs > this.sharedFullUntilMs) this.sharedFullUntilMs = fact.fullUntilMs;
   }
 
   /** Takes the provider's numbers; local uses are counted on top of them from now on. */
@@ -206,6 +235,8 @@ class QuotaPool {
     this.sinceSeq = previous.sinceSeq;
     this.sinceRequests = previous.sinceRequests;
     this.sinceTokens = previous.sinceTokens;
+    this.shared = previous.shared === null ? null : { ...previous.shared };
+    this.sharedFullUntilMs = previous.sharedFullUntilMs;
     if (this.daily && previous.daily) this.daily.copyFrom(previous.daily);
   }
 
@@ -217,6 +248,7 @@ class QuotaPool {
     this.tokens[slot] = tokens;
     for (let w = 0; w < this.windows.length; w++) if (seq >= this.wHead[w]!) this.wTokens[w]! += delta;
     if (seq >= this.sinceSeq) this.sinceTokens += delta;
+    if (this.shared !== null && seq >= this.shared.sinceSeq) this.shared.sinceTokens += delta;
   }
 
   invariants(): void {
@@ -247,10 +279,27 @@ class ConcurrencyPool {
   inUse = 0;
   reserved = 0;
   blockedUntilMs = Number.NEGATIVE_INFINITY;
+  /** Slots other replicas hold, valid until `sharedUntilMs` (`applySharedConcurrency`). */
+  heldElsewhere = 0;
+  sharedUntilMs = Number.NEGATIVE_INFINITY;
   constructor(readonly id: string, readonly limit: number) {}
   free(nowMs: number): boolean {
-    return nowMs >= this.blockedUntilMs && this.inUse + this.reserved < this.limit;
+    const elsewhere = nowMs < this.sharedUntilMs ? this.heldElsewhere : 0;
+    return nowMs >= this.blockedUntilMs && this.inUse + this.reserved + elsewhere < this.limit;
   }
+}
+
+/**
+ * What a replica-wide quota counter said when the driver took (or failed to take) a unit:
+ * `usedPerWindow[w]` units committed in window `w` (the pool's windows, in declaration order)
+ * across every replica, this one included, at the time of the call; `fullUntilMs`: the counter
+ * refused, no unit frees before then (null / absent: it admitted); `untilMs`: when the use counts
+ * stop counting (the driver's staleness bound). Times are the ledger's `nowMs` clock.
+ */
+export interface SharedQuotaFact {
+  readonly usedPerWindow: readonly number[];
+  readonly untilMs: number;
+  readonly fullUntilMs?: number | null;
 }
 
 /** One route's hold on its resources, from reserve to release. */
@@ -447,6 +496,25 @@ export class ResourceLedger {
     }
     r.state = 'released';
     this.live.delete(r.id);
+  }
+
+  /**
+   * A replica-wide fact about the route's quota pool (module comment, `SharedQuotaFact`).
+   * No-op for a route without a quota pool. Deterministic: the fact is plain data.
+   */
+  applySharedQuota(endpointId: string, fact: SharedQuotaFact): void {
+    this.routes.get(endpointId)?.quota?.setShared(fact);
+  }
+
+  /**
+   * Slots of the route's concurrency pool held by other replicas (≥ 0), as the replica-wide
+   * counter said; counted by `slotFree` until `untilMs`. No-op without a concurrency pool.
+   */
+  applySharedConcurrency(endpointId: string, heldElsewhere: number, untilMs: number): void {
+    const c = this.routes.get(endpointId)?.concurrency;
+    if (!c) return;
+    c.heldElsewhere = heldElsewhere > 0 ? heldElsewhere : 0;
+    c.sharedUntilMs = untilMs;
   }
 
   /** A 429 from the route: blocks its quota and concurrency pools until `untilMs`. */

@@ -27,7 +27,11 @@
  *
  * RouteWise plans its own candidates and ignores offload routes (seed 000). State is
  * process-local (profiles, reservations): quota / concurrency routes refuse more than one worker
- * (`assertWorkerScope`).
+ * (`assertWorkerScope`). Gateway replicas sharing state through Redis take each quota /
+ * concurrency unit replica-wide as well, after this planner reserved it; the driver reports a
+ * refused unit as a failed attempt (`shared_unit_refused`, the request falls to its next route)
+ * and feeds what the shared counter said into `ledger` (`applySharedQuota`,
+ * `applySharedConcurrency`), which then plans with the replica-wide use.
  */
 import type { Rng } from '../../rng.ts';
 import type { Outcome } from '../../lifecycle/outcome.ts';

@@ -3,11 +3,13 @@
  * `previous_response_id` gets the stored turns in front of its own `input` (so any upstream,
  * native or translated, is sent the whole context and the gateway keeps the state), and is
  * routed to the target that served that response first (`RouteRequest.preferEndpointId`, seed
- * 003). A request that may be stored (`store` not false) gets the function that stores its
+ * 003); without one, a request whose `input` carries reasoning items a target wrote
+ * (`encrypted_content` tagged with it, `response-ids.ts`) goes to the target of the last one
+ * first. A request that may be stored (`store` not false) gets the function that stores its
  * response once it succeeded.
  */
 import type { ClientRequest } from '../../request-body.ts';
-import { endpointOfResponseId } from './response-ids.ts';
+import { endpointOfReasoning, endpointOfResponseId } from './response-ids.ts';
 import type { ResponseStore } from './response-store.ts';
 
 /** What routing and the exchange need from the conversation. */
@@ -63,6 +65,8 @@ export async function resolveConversation(req: ClientRequest, store: ResponseSto
     const expanded = { ...body, input };
     const size = req.family.prompt(expanded);
     next = { ...req, body: expanded, inputTokens: size.inputTokens, modalities: size.modalities };
+  } else {
+    preferEndpointId = endpointOfReasoning(input);
   }
   const conversation = input;
   const keep =

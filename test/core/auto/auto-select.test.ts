@@ -168,7 +168,7 @@ describe('selectCandidate', () => {
     expect(s.kind).toBe('reject');
     if (s.kind !== 'reject') return;
     expect(s.status).toBe(400);
-    expect(s.message).toMatch(/context window/);
+    expect(s.message).toMatch(/context window \(it needs about \d+ tokens; the largest window is 100; shorten the prompt or lower max_tokens\)/);
     expect(s.message).toMatch(/tools/);
     expect(s.message).not.toMatch(/'a'|'b'|'c'/);
     expect(s.skips.map((x) => x.reason)).toEqual(['context_window', 'tools_unsupported', 'caller_not_allowed']);

@@ -13,8 +13,9 @@ function refsOf(reqs: readonly KvRequest[]): Map<CachedEntry, number> {
   return refs;
 }
 
+let nextId = 0;
 function request(input: number, hashIds: number[] | null): KvRequest {
-  return { input, hashIds, computed: 0, pins: [], privateBlocks: 0 };
+  return { id: nextId++, input, hashIds, computed: 0, pins: [], privateBlocks: 0 };
 }
 
 describe('VllmBlockPool', () => {

@@ -157,6 +157,27 @@ describe('VllmReplica batching and preemption', () => {
     expect(r.load()).toMatchObject({ running: 0, waiting: 0, kvUsage: 0, prefillBacklogTokens: 0, batchTokens: 0 });
   });
 
+  it('with prefix caching on, a preempted request readmits on what is left of its cached blocks', () => {
+    // 1,536-token KV; 4 requests of 512 + 300 tokens outgrow it: the newest are preempted.
+    const run = (prefixCacheBlocks?: number) => {
+      const rec = recording(model);
+      const r = new VllmReplica({ stepTime: rec, kvBlocks: 96, maxNumSeqs: 4, hashBlockTokens: 64, ...(prefixCacheBlocks !== undefined && { prefixCacheBlocks }) });
+      const log = drive([r], Array.from({ length: 4 }, (_, i) => ({ atMs: i, req: req(i, 512, 300) })), (x) => x.invariants());
+      expect(log.filter((e) => e.kind === 'finished').length).toBe(4);
+      const prefilled = rec.shapes.reduce((s, b) => s + b.prefillTokens, 0);
+      return { preemptions: r.preemptions, prefilled, cached: r.cachedHashBlocks(), stats: r.prefixCacheStats() };
+    };
+    const on = run();
+    const off = run(0);
+    expect(on.preemptions).toBeGreaterThan(0);
+    expect(off.preemptions).toBeGreaterThan(0);
+    // Without the cache every readmission recomputes prompt + outputs; with it, only the evicted tail.
+    expect(on.prefilled / on.preemptions).toBeLessThan(off.prefilled / off.preemptions);
+    expect(off.cached).toBe(0);
+    // Prompt statistics count prompt tokens only: a readmission's hits on its outputs are not prompt reuse.
+    expect(on.stats.hitTokens).toBeLessThanOrEqual(on.stats.lookupTokens);
+  });
+
   it('cancel removes a request from the queue or the batch without events', () => {
     const r = new VllmReplica({ stepTime: model, maxNumSeqs: 1 });
     const ev: EngineEvent[] = [];

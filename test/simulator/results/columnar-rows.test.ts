@@ -42,6 +42,7 @@ const requestArb: fc.Arbitrary<RequestRow> = fc.record({
   offloadReason: maybe(fc.constantFrom('queue_wait')),
   stream: fc.boolean(),
   tries: fc.integer({ min: 1, max: 4 }),
+  gatewayReplica: fc.integer({ min: 0, max: 3 }),
 });
 
 describe('columnar rows', () => {

@@ -55,6 +55,7 @@ function request(over: Partial<RequestRow> = {}): RequestRow {
     offloadReason: null,
     stream: true,
     tries: 1,
+    gatewayReplica: 0,
     ...over,
   };
 }
