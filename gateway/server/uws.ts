@@ -382,7 +382,7 @@ function handleInference(ctx: ServerContext, family: EndpointFamily, wire: Clien
     if (endpoint !== RESPONSES) return startExchange(parsed, null);
     // The conversation's stored turns are read before routing (the store may be remote).
     const onStoreError = (e: unknown): void => g.log.warn({ requestId, err: e }, 'storing a response failed');
-    resolveConversation(parsed, ctx.responses, onStoreError).then(
+    resolveConversation(parsed, ctx.responses, onStoreError, (model) => Callers.mayUse(caller, model)).then(
       (conversation) => {
         if (!client.open) return release();
         if (isConversationProblem(conversation)) return refuseParsed(400, conversation.code, conversation.message, conversation.param);

@@ -15,6 +15,7 @@ import { startEmulator, type RunningEmulator } from '../../simulator/emulator/em
 
 const KEY = 'sk-responses-test';
 const ADMIN = 'sk-responses-admin';
+const LIMITED = 'sk-responses-limited';
 
 let gw: RunningGateway;
 let nativeEmu: RunningEmulator;
@@ -61,7 +62,7 @@ beforeAll(async () => {
     gateway: {
       routing_settings: { affinity_enabled: false, prefill_aware_enabled: false },
       health: { failure_threshold: 1000 },
-      auth: { mode: 'keys', keys: [{ id: 'agent', sha256: hashKey(KEY) }, { id: 'ops', sha256: hashKey(ADMIN), admin: true }] },
+      auth: { mode: 'keys', keys: [{ id: 'agent', sha256: hashKey(KEY) }, { id: 'ops', sha256: hashKey(ADMIN), admin: true }, { id: 'limited', sha256: hashKey(LIMITED), allowed_models: ['chat-only'] }] },
     },
   });
   gw = await startGateway({ config, host: '127.0.0.1', port: 0, seed: 5, logger: pino({ level: 'silent' }) });
@@ -316,5 +317,21 @@ describe('fields the gateway cannot honour: a 400 naming the field', () => {
     expect((r as unknown as { store: boolean }).store).toBe(false);
     expect(await refused({ model: 'chat-only', input: 'y', previous_response_id: r.id })).toBe('previous_response_id');
     await expect(client.responses.retrieve(r.id)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+  });
+
+  it("a key cannot chain onto, nor retrieve, a stored response of a model it may not use (treated as not found)", async () => {
+    const first = await client.responses.create({ model: 'native', input: 'A secret: 42.' });
+    const limited = new OpenAI({ apiKey: LIMITED, baseURL: `${gw.url}/v1`, maxRetries: 0, timeout: 10_000 });
+    const err = await limited.responses.create({ model: 'chat-only', input: 'What was the secret?', previous_response_id: first.id }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(OpenAI.BadRequestError);
+    const e = err as InstanceType<typeof OpenAI.BadRequestError>;
+    expect(e.param).toBe('previous_response_id');
+    expect(e.message).toContain('not found');
+    expect(JSON.stringify(lastRecord(chatEmu).body)).not.toContain('A secret: 42.');
+    await expect(limited.responses.retrieve(first.id)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+    // Its own model's responses chain as usual.
+    const own = await limited.responses.create({ model: 'chat-only', input: 'My name is Bo.' });
+    const next = await limited.responses.create({ model: 'chat-only', input: 'Name?', previous_response_id: own.id });
+    expect(next.previous_response_id).toBe(own.id);
   });
 });

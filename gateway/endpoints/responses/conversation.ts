@@ -41,10 +41,18 @@ export function inputItems(input: unknown): unknown[] {
 /**
  * The conversation of `req` (a checked Responses request) against `store`.
  * @param onStoreError told of a failed store write (the response was already delivered).
- * @returns the conversation, or a problem when `previous_response_id` names no stored response.
- *   Rejects only when the store's read fails.
+ * @param mayUseModel whether the caller may use a model (its key's model list); a stored response
+ *   of a model the caller may not use is treated as not found, as `GET /v1/responses/{id}` does,
+ *   so a key cannot continue, read or probe another key's conversation.
+ * @returns the conversation, or a problem when `previous_response_id` names no stored response
+ *   the caller may read. Rejects only when the store's read fails.
  */
-export async function resolveConversation(req: ClientRequest, store: ResponseStore, onStoreError: (e: unknown) => void): Promise<Conversation | ConversationProblem> {
+export async function resolveConversation(
+  req: ClientRequest,
+  store: ResponseStore,
+  onStoreError: (e: unknown) => void,
+  mayUseModel: (model: string) => boolean = () => true,
+): Promise<Conversation | ConversationProblem> {
   const body = req.body;
   let input = inputItems(body.input);
   let preferEndpointId: string | null = null;
@@ -52,7 +60,8 @@ export async function resolveConversation(req: ClientRequest, store: ResponseSto
   const previousId = typeof body.previous_response_id === 'string' && body.previous_response_id.length > 0 ? body.previous_response_id : null;
   if (previousId !== null) {
     const prev = await store.get(previousId);
-    if (prev === null) {
+    const prevModel = prev?.response.model;
+    if (prev === null || (typeof prevModel === 'string' && !mayUseModel(prevModel))) {
       return {
         code: 'invalid_request',
         param: 'previous_response_id',
