@@ -140,7 +140,9 @@ export const gatewayCommand: CliCommand = {
     if (server.workers > 1) {
       const stateful = statefulModels(config.models, workerSafeModules(config.strategies));
       if (stateful.length > 0) {
-        process.stderr.write(`switchyard: refusing ${server.workers} workers: routing state would be split per worker for ${stateful.join(', ')}; use --workers 1\n`);
+        process.stderr.write(
+          `switchyard: refusing ${server.workers} workers: routing state would be split per worker for ${stateful.join(', ')}; use --workers 1, and to use more cores run several gateway processes on their own ports sharing state through Redis (state: {backend: redis, url: redis://HOST:6379} in gateway.yaml)\n`,
+        );
         return 1;
       }
       if (server.port === 0) throw new UsageError('--port 0 cannot be shared by several workers; give a port');

@@ -78,6 +78,16 @@ describe('a port in use is refused', () => {
     expect(r.out).toContain('--port N or server.port in gateway.yaml (gateway/example reads SWITCHYARD_PORT)');
   }, 30_000);
 
+  it('the CLI with --workers 2 refuses a stateful model and names the way to scale out (processes sharing state through Redis)', async () => {
+    const d = mkdtempSync(join(dir, 'workers-stateful-'));
+    writeFileSync(join(d, 'models.yaml'), `models:\n  - id: m\n    router: least_latency\n    route:\n      - base_url: http://127.0.0.1:9\n`);
+    writeFileSync(join(d, 'gateway.yaml'), 'auth:\n  mode: none\n');
+    const r = await runCli(['gateway', '--config', d, '--host', '127.0.0.1', '--port', '0', '--admin-port', 'off', '--workers', '2']);
+    expect(r.code).toBe(1);
+    expect(r.out).toContain('refusing 2 workers: routing state would be split per worker');
+    expect(r.out).toContain('state: {backend: redis');
+  }, 30_000);
+
   it('a second emulator on the same port rejects, naming the port', async () => {
     const a = await startEmulator({});
     extra.push(a);
