@@ -146,14 +146,13 @@ describe.skipIf(!HAVE_CHROMIUM)(`gateway console in Chromium${HAVE_CHROMIUM ? ''
     await strategy.selectOption('round_robin');
     await page.getByRole('button', { name: 'Change the strategy of demo' }).click();
     await page.locator('[data-confirm="strategy"]').click();
-    await page.waitForSelector('[data-result] [data-answer-status="200"]');
-    expect(stack.gw.core.model('demo')!.strategy).toBe('round_robin');
+    // The earlier answer (the verify) may still be shown: wait for the change itself.
+    await expect.poll(() => stack.gw.core.model('demo')!.strategy, { timeout: 10_000 }).toBe('round_robin');
     await expect.poll(() => page.locator('[data-model="demo"] h2').innerText()).toContain('strategy round_robin (from override)');
     await page.locator('[data-model="demo"] select[name="strategy"]').selectOption('fixed');
     await page.getByRole('button', { name: 'Change the strategy of demo' }).click();
     await page.locator('[data-confirm="strategy"]').click();
-    await page.waitForSelector('[data-result] [data-answer-status="200"]');
-    expect(stack.gw.core.model('demo')!.strategy).toBe('fixed');
+    await expect.poll(() => stack.gw.core.model('demo')!.strategy, { timeout: 10_000 }).toBe('fixed');
 
     await openConsolePage(page, stack.dashboard.url, '#/gateway/audit', 'audit');
     const calls = await page.locator('[data-audit-call]').allInnerTexts();
