@@ -85,6 +85,16 @@ export function decideAuto(auto: GatewayAuto, core: RoutingCore, req: ClientRequ
   return { kind: 'serve', req: servedAs(req, d.model, d.applyEffort, auto.facts.get(d.model)?.maxOutputTokens ?? null, serving) };
 }
 
+/**
+ * Whether `caller` may use the auto model `name` (a served profile with at least one candidate it
+ * may name): what a stored `/v1/responses` response of an auto model needs before its caller reads
+ * it back or chains onto it.
+ */
+export function mayUseAuto(auto: GatewayAuto, core: RoutingCore, caller: Caller, name: string): boolean {
+  const p = auto.router.profile(name);
+  return p !== undefined && p.candidates.some((c) => mayName(core, caller, c.model));
+}
+
 /** An auto model as `/v1/models` describes it to one caller. */
 export interface AutoModelEntry {
   readonly name: string;

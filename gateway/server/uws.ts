@@ -31,7 +31,7 @@ import type { ClientWire } from '../endpoints/client-wire.ts';
 import type { EndpointFamily } from '../endpoints/endpoint-family.ts';
 import { endpointFamilies, wireOf } from '../endpoints/families.ts';
 import { listModels, retrieveModel } from '../endpoints/models.ts';
-import { decideAuto, type GatewayAuto } from '../auto/gateway-auto.ts';
+import { decideAuto, mayUseAuto, type GatewayAuto } from '../auto/gateway-auto.ts';
 import { clientMessage, errorJson } from '../errors.ts';
 import { isBodyProblem, readClientRequest, readUploadRequest, videoFetchRequest, type BodyProblem, type ClientRequest, type Endpoint } from '../request-body.ts';
 import { MultipartSpool, multipartBoundary } from '../multipart-spool.ts';
@@ -164,6 +164,12 @@ export function createAdminApp(ctx: ServerContext): TemplatedApp {
   return app;
 }
 
+/** Whether `caller` may use `model`: a model its key lists, or an auto model with a candidate it may use (stored responses of auto models name the auto model). */
+function mayUseModelOrAuto(ctx: ServerContext, caller: Caller, model: string): boolean {
+  const auto = ctx.gen.auto;
+  return Callers.mayUse(caller, model) || (auto !== null && mayUseAuto(auto, ctx.gen.core, caller, model));
+}
+
 /**
  * `GET /v1/responses/{id}`: a stored response as its client saw it, to a caller allowed its
  * model; 404 (OpenAI's answer for an unknown id) otherwise, so a key cannot probe others' ids.
@@ -176,7 +182,7 @@ function retrieveStoredResponse(ctx: ServerContext, caller: Caller, res: HttpRes
     (stored) => {
       if (aborted) return;
       const model = stored?.response.model;
-      if (!stored || typeof model !== 'string' || !Callers.mayUse(caller, model)) return sendNow(res, 404, requestId, notFound);
+      if (!stored || typeof model !== 'string' || !mayUseModelOrAuto(ctx, caller, model)) return sendNow(res, 404, requestId, notFound);
       sendNow(res, 200, requestId, JSON.stringify(stored.response));
     },
     () => {
@@ -382,7 +388,7 @@ function handleInference(ctx: ServerContext, family: EndpointFamily, wire: Clien
     if (endpoint !== RESPONSES) return startExchange(parsed, null);
     // The conversation's stored turns are read before routing (the store may be remote).
     const onStoreError = (e: unknown): void => g.log.warn({ requestId, err: e }, 'storing a response failed');
-    resolveConversation(parsed, ctx.responses, onStoreError, (model) => Callers.mayUse(caller, model)).then(
+    resolveConversation(parsed, ctx.responses, onStoreError, (model) => mayUseModelOrAuto(ctx, caller, model)).then(
       (conversation) => {
         if (!client.open) return release();
         if (isConversationProblem(conversation)) return refuseParsed(400, conversation.code, conversation.message, conversation.param);

@@ -213,6 +213,24 @@ describe('auto models through the gateway', () => {
     for (const [k, v] of res.headers) expectNoServedName(`${k}: ${v}`);
   });
 
+  it('the Responses API names only the auto model, stream and not, and a follow-up turn chains', async () => {
+    const first = await s.client().responses.create({ model: 'auto-balance', input: 'hi there' });
+    expect(first.model).toBe('auto-balance');
+    expectNoServedName(JSON.stringify(first));
+    const next = await s.client().responses.create({ model: 'auto-balance', input: 'and again', previous_response_id: first.id });
+    expect(next.model).toBe('auto-balance');
+    // Read back by its caller; a key that may use none of the profile's models gets 404.
+    expect((await s.client().responses.retrieve(first.id)).model).toBe('auto-balance');
+    expect(await s.client(NONE_KEY).responses.retrieve(first.id).catch((e: unknown) => e)).toBeInstanceOf(OpenAI.NotFoundError);
+    const res = await fetch(`${s.gw.url}/v1/responses`, { method: 'POST', headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'auto-balance', input: 'stream it', stream: true }) });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('x-switchyard-served-by')).toBeNull();
+    const text = await res.text();
+    expectNoServedName(text);
+    expect(text).toContain('response.completed');
+    for (const m of text.matchAll(/"model":"([^"]*)"/g)) expect(m[1]).toBe('auto-balance');
+  });
+
   it('an upstream error message names the auto model instead of the serving one', async () => {
     const res = await s.post({ model: 'auto-picky', messages: [{ role: 'user', content: 'hi' }] });
     expect(res.status).toBe(400);

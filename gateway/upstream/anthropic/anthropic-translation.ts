@@ -12,7 +12,7 @@ import { messageToChatCompletion } from '../../translate/message-bodies.ts';
 import { MessagesStreamToChat } from '../../translate/messages-stream-to-chat.ts';
 import type { TranslatedEvent } from '../../translate/translated.ts';
 import type { AttemptEnd } from '../adapter.ts';
-import { stripThinkingBlocks } from '../../auto/auto-request.ts';
+import { publicModelOf, stripThinkingBlocks } from '../../auto/auto-request.ts';
 import { isAnthropicOutput } from './anthropic-events.ts';
 import { newResponseId } from '../../endpoints/responses/response-ids.ts';
 import { responsesOnAnthropic } from './anthropic-responses.ts';
@@ -75,7 +75,7 @@ export interface ResponsesPlanContext {
 /** The plan of `req` on an Anthropic upstream serving `upstreamModel`, or the refusal. */
 export function translationFor(req: ClientRequest, upstreamModel: string, responses?: ResponsesPlanContext): AnthropicPlan | AttemptEnd {
   if (req.endpoint === 'responses') {
-    const frame = { id: newResponseId(responses?.endpointId ?? 'anthropic'), createdAtSec: Math.floor(Date.now() / 1000), model: req.model, request: req.body };
+    const frame = { id: newResponseId(responses?.endpointId ?? 'anthropic'), createdAtSec: Math.floor(Date.now() / 1000), model: publicModelOf(req), request: req.body };
     const t = responsesOnAnthropic(req, upstreamModel, frame, DEFAULT_MAX_TOKENS, responses?.onResponse);
     if (!t.ok) return refused(t.param, t.message);
     return { body: t.body, dropped: t.dropped, headers: [], translation: t.translation };
