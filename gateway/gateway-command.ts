@@ -8,7 +8,7 @@ import { parseArgs } from 'node:util';
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import pino from 'pino';
 import { UsageError, type CliCommand } from '../bin/command.ts';
-import { ConfigError, formatProblem, loadGatewayConfigAsync, statefulModels, workerSafeModules, workerScopeError, type GatewayConfig } from './config/load.ts';
+import { ConfigError, formatProblem, loadGatewayConfigAsync, statefulModels, workerSafeModules, workerScopeError, WORKERS_SHARE_THROUGH_REDIS, type GatewayConfig } from './config/load.ts';
 import { ServerSchema } from './config/gateway-settings.ts';
 import { formatSettingSource } from './config/seed-env.ts';
 import { assertPortFree, restartOnly, startGateway, type RunningGateway } from './gateway.ts';
@@ -24,7 +24,7 @@ logged and the old one kept); SIGTERM / Ctrl-C stop accepting, let in-flight req
   --port       public port (default server.port, 8080); with --workers > 1 it must not be 0
   --admin-port admin listener port for /health/deep, /routing, /metrics, /status, /admin (default
                server.admin_port, 8081, on server.admin_host); 'off' for none
-  --workers    worker threads sharing the port (default 1; state is per worker)
+  --workers    worker threads sharing the port (default 1; state is per worker unless state.backend is redis)
   --seed       root seed of routing draws (default server.seed, else random; printed)`;
 
 const VALIDATE_USAGE = `usage: switchyard validate <dir|models.yaml>
@@ -138,15 +138,16 @@ export const gatewayCommand: CliCommand = {
     for (const w of config.warnings) log.warn(w);
     for (const p of config.unavailableModels) log.error({ file: p.file, line: p.line, field: p.field }, p.message);
     if (server.workers > 1) {
-      const stateful = statefulModels(config.models, workerSafeModules(config.strategies));
+      const shared = config.settings.state.backend === 'redis';
+      const stateful = shared ? [] : statefulModels(config.models, workerSafeModules(config.strategies));
       if (stateful.length > 0) {
         process.stderr.write(
-          `switchyard: refusing ${server.workers} workers: routing state would be split per worker for ${stateful.join(', ')}; use --workers 1, and to use more cores run several gateway processes on their own ports sharing state through Redis (state: {backend: redis, url: redis://HOST:6379} in gateway.yaml)\n`,
+          `switchyard: refusing ${server.workers} workers: routing state would be split per worker for ${stateful.join(', ')}; share it through Redis (state: {backend: redis, url: redis://HOST:6379} in gateway.yaml), or use --workers 1\n`,
         );
         return 1;
       }
       if (server.port === 0) throw new UsageError('--port 0 cannot be shared by several workers; give a port');
-      log.warn(`${server.workers} workers: breakers, affinity, prefill load and in-flight limits are per worker`);
+      log.warn(shared ? `${server.workers} workers: ${WORKERS_SHARE_THROUGH_REDIS}` : `${server.workers} workers: breakers, affinity, prefill load and in-flight limits are per worker`);
     }
     const seed = server.seed ?? Math.floor(Math.random() * 2 ** 31);
 
@@ -187,7 +188,7 @@ export const gatewayCommand: CliCommand = {
       };
       reload = (c) => {
         // Workers swallow a rejected reload (worker.ts); refuse here what they would refuse.
-        const scope = workerScopeError(c.models, c.settings.server.workers, workerSafeModules(c.strategies));
+        const scope = workerScopeError(c.models, c.settings.server.workers, workerSafeModules(c.strategies), c.settings.state.backend);
         if (scope) {
           rejected([scope]);
           throw new Error(scope);

@@ -44,7 +44,7 @@ export class RouteRefusedError extends Error {
 
 /** The checks of `buildGeneration` that come before the core: worker scope, then every route. */
 function checkRoutes(config: GatewayConfig): void {
-  const scope = workerScopeError(config.models, config.settings.server.workers, workerSafeModules(config.strategies ?? []));
+  const scope = workerScopeError(config.models, config.settings.server.workers, workerSafeModules(config.strategies ?? []), config.settings.state.backend);
   if (scope) throw new Error(`gateway: configuration refused: ${scope}`);
   for (const m of config.models.models) {
     m.route.forEach((r, i) => {

@@ -419,7 +419,9 @@ function checkConfig(
   // 6. Workers and per-worker state.
   const stateful = statefulModels(models, workerSafeModules(strategies));
   if (settings.server.workers > 1) {
-    if (stateful.length > 0) {
+    if (settings.state.backend === 'redis') {
+      warnings.push(`server.workers is ${settings.server.workers} with state.backend redis: ${WORKERS_SHARE_THROUGH_REDIS}`);
+    } else if (stateful.length > 0) {
       at(gw, ['server', 'workers'], `${settings.server.workers} workers, but routing state would be split per worker for: ${stateful.join(', ')}`, WORKER_SCOPE_FIX);
     } else {
       warnings.push(`server.workers is ${settings.server.workers}: breakers, session affinity, prefill load and in-flight bounds are per worker`);
@@ -457,17 +459,24 @@ export function workerSafeModules(strategies: readonly StrategyModuleRecord[]): 
 }
 
 /** How to mend a configuration refused for its worker count (`workerScopeError`, `checkConfig`). */
-export const WORKER_SCOPE_FIX = `set server.workers: 1 (or --workers 1), or route those models with ${WORKER_SAFE_STRATEGIES.join(' / ')} (or a strategy module that exports workerSafe: true because its state may be split per worker)`;
+export const WORKER_SCOPE_FIX = `share the routing state through Redis (state: {backend: redis, url: redis://HOST:6379} in gateway.yaml), or set server.workers: 1 (or --workers 1), or route those models with ${WORKER_SAFE_STRATEGIES.join(' / ')} (or a strategy module that exports workerSafe: true because its state may be split per worker)`;
+
+/**
+ * What several workers (or replicas) share with `state.backend: redis` (`gateway/state/`): said in
+ * the start-up warning of a multi-worker gateway.
+ */
+export const WORKERS_SHARE_THROUGH_REDIS = 'breakers and the half-open probe claim, affinity pins and prefill hints, outbound limits and in-flight counts per provider key, RouteWise quota and concurrency units, target rate-limit windows and key-pool silences and bindings are shared through Redis; learned latency statistics stay per worker';
 
 /**
  * The refusal of `models` under `workers` gateway workers, or null when they may run so. Used at
  * load (`checkConfig`), by `startGateway` for every configuration generation (start and SIGHUP
  * reload, so a reload that would split state is rejected and the old configuration kept, also
- * when `--workers` overrides the file), and by the CLI's multi-worker reload.
+ * when `--workers` overrides the file), and by the CLI's multi-worker reload. With
+ * `stateBackend` `redis` the workers share their routing state as replicas do, so none is refused.
  * @returns `N workers, but routing state would be split per worker for: <labels> — fix: …`.
  */
-export function workerScopeError(models: ModelsConfig, workers: number, moreSafe: readonly string[] = []): string | null {
-  if (workers <= 1) return null;
+export function workerScopeError(models: ModelsConfig, workers: number, moreSafe: readonly string[] = [], stateBackend: 'local' | 'redis' = 'local'): string | null {
+  if (workers <= 1 || stateBackend === 'redis') return null;
   const stateful = statefulModels(models, moreSafe);
   if (stateful.length === 0) return null;
   return `${workers} workers, but routing state would be split per worker for: ${stateful.join(', ')} — fix: ${WORKER_SCOPE_FIX}`;

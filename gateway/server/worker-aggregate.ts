@@ -10,7 +10,8 @@
  *   `switchyard_endpoint_availability`: `min`).
  * - `/health/deep`: the worst status, the summed in-flight count, the union of unavailable
  *   models, per endpoint the snapshot of the worker whose breaker is furthest from closed (ties:
- *   the lower availability), and one line per worker.
+ *   the lower availability), the shared-state connections as one (`down` when any worker's is),
+ *   and one line per worker.
  *
  * A worker that does not answer is never left out silently: `/health/deep` lists it under
  * `workers_missing` (status at least `degraded`) and `/metrics` says so in a comment line and in
@@ -52,7 +53,7 @@ export interface DeepHealth {
   /** The shared routing state (absent with `state: {backend: local}`): `up`, or `down` while serving on local state. */
   shared_state?: SharedStateHealth;
   /** Multi-worker only: each worker's own status and in-flight count, by worker index. */
-  workers?: Array<{ worker: number; status: DeepHealth['status']; in_flight: number }>;
+  workers?: Array<{ worker: number; status: DeepHealth['status']; in_flight: number; shared_state?: SharedStateHealth['status'] }>;
   /** Multi-worker only: workers that did not answer in time (their numbers are missing). */
   workers_missing?: number[];
 }
@@ -116,8 +117,33 @@ export function mergeDeepHealth(answers: readonly PeerAnswer[]): DeepHealth {
     providers: providersMap([...worst.values()], snapshots[0]?.deep.route_exclusions ?? []),
     health_checks: worstHealthChecks(snapshots),
     ...(snapshots[0]?.deep.store && { store: snapshots[0].deep.store }),
-    workers: snapshots.map((s) => ({ worker: s.worker, status: s.deep.status, in_flight: s.deep.in_flight })),
+    ...mergedSharedState(snapshots),
+    workers: snapshots.map((s) => ({ worker: s.worker, status: s.deep.status, in_flight: s.deep.in_flight, ...(s.deep.shared_state && { shared_state: s.deep.shared_state.status }) })),
     workers_missing: missing,
+  };
+}
+
+/**
+ * Every worker's shared-state connection as one (each worker holds its own): `down` when any is,
+ * the oldest mirror, the first down worker's error, and outages, fallbacks and failed writes summed.
+ * Absent when no worker shares state.
+ */
+function mergedSharedState(snapshots: readonly WorkerSnapshot[]): { shared_state?: SharedStateHealth } {
+  const all = snapshots.map((s) => s.deep.shared_state).filter((x): x is SharedStateHealth => x !== undefined);
+  if (all.length === 0) return {};
+  const down = all.find((x) => x.status === 'down');
+  const ages = all.map((x) => x.mirrorAgeMs);
+  return {
+    shared_state: {
+      backend: 'redis',
+      status: down ? 'down' : 'up',
+      maxStalenessMs: all[0]!.maxStalenessMs,
+      mirrorAgeMs: ages.includes(null) ? null : Math.max(...(ages as number[])),
+      lastError: down?.lastError ?? '',
+      outages: all.reduce((n, x) => n + x.outages, 0),
+      fallbacks: all.reduce((n, x) => n + x.fallbacks, 0),
+      failedWrites: all.reduce((n, x) => n + x.failedWrites, 0),
+    },
   };
 }
 

@@ -224,6 +224,10 @@ describe('problems name file, line, field and fix', () => {
     expect(p!.message).toMatch(/model 'm' \(router least_busy\)/);
     const ok = buildGatewayConfig({ models: { models: [{ id: 'm', route: [{ base_url: 'http://127.0.0.1:1/v1' }] }] }, gateway: { auth: { mode: 'none' }, server: { workers: 4 } } });
     expect(ok.warnings.join('\n')).toMatch(/per worker/);
+    expect(p!.fix).toContain('state: {backend: redis');
+    // Workers sharing their state through Redis take stateful routing, with a warning saying what is shared.
+    const shared = buildGatewayConfig({ models, gateway: { auth: { mode: 'none' }, server: { workers: 4 }, state: { backend: 'redis', url: 'redis://127.0.0.1:6379' } } });
+    expect(shared.warnings.join('\n')).toMatch(/state.backend redis: breakers .* shared through Redis/);
   });
 });
 

@@ -261,12 +261,12 @@ describe('worker scope', () => {
       const one = rwConfig(emus, {}, routes);
       // As the CLI does with --workers: the override comes after the file's checks.
       const two: GatewayConfig = { ...one, settings: { ...one.settings, server: { ...one.settings.server, workers: 2 } } };
-      expect(() => stack!.gw.reload(two)).toThrow(new RegExp(`model 'rw' \\(router routewise; quota/concurrency routes .*${ids[1]!.replace(/[|.]/g, '\\$&')}.*fix: set server\\.workers: 1`));
+      expect(() => stack!.gw.reload(two)).toThrow(new RegExp(`model 'rw' \\(router routewise; quota/concurrency routes .*${ids[1]!.replace(/[|.]/g, '\\$&')}.*fix: share the routing state through Redis.*set server\\.workers: 1`));
       expect(stack.gw.core).toBe(before);
       const { response } = await stack.client().chat.completions.create({ model: 'rw', messages: hello, max_tokens: 2 }).withResponse();
       expect(stack.ids).toContain(await servedEndpoint(stack.gw, response));
 
-      await expect(startGateway({ config: two, host: '127.0.0.1', port: 0, logger: pino({ level: 'silent' }) })).rejects.toThrow(/quota\/concurrency routes .* keep process-local reservations\) — fix: set server\.workers: 1/);
+      await expect(startGateway({ config: two, host: '127.0.0.1', port: 0, logger: pino({ level: 'silent' }) })).rejects.toThrow(/quota\/concurrency routes .* keep process-local reservations\) — fix: share the routing state through Redis.*set server\.workers: 1/);
 
       // One worker: accepted; the planner agrees on which routes are stateful.
       stack.gw.reload(one);

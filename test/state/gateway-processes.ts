@@ -84,6 +84,8 @@ export interface CountingUpstream {
   readonly hits: number;
   readonly inFlight: number;
   readonly maxInFlight: number;
+  /** TCP connections accepted so far (each gateway worker keeps its own pooled ones). */
+  readonly connections: number;
   close(): Promise<void>;
 }
 
@@ -114,6 +116,8 @@ export async function startCountingUpstream(holdMs: number, status: () => number
       else answer();
     });
   });
+  let connections = 0;
+  server.on('connection', () => connections++);
   server.keepAliveTimeout = 60_000;
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const port = (server.address() as { port: number }).port;
@@ -127,6 +131,9 @@ export async function startCountingUpstream(holdMs: number, status: () => number
     },
     get maxInFlight() {
       return maxInFlight;
+    },
+    get connections() {
+      return connections;
     },
     close: async () => {
       server.closeAllConnections();
