@@ -231,6 +231,21 @@ describe('auto models through the gateway', () => {
     for (const m of text.matchAll(/"model":"([^"]*)"/g)) expect(m[1]).toBe('auto-balance');
   });
 
+  it('a Responses id and its item ids do not carry the serving endpoint (base64url of `<model>:<provider>`)', async () => {
+    const first = await s.client().responses.create({ model: 'auto-balance', input: 'hi there' });
+    const ids = [first.id, ...first.output.map((o) => o.id ?? '')];
+    const res = await fetch(`${s.gw.url}/v1/responses`, { method: 'POST', headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'auto-balance', input: 'stream it', stream: true }) });
+    for (const m of (await res.text()).matchAll(/"id":"([^"]*)"/g)) ids.push(m[1]!);
+    expect(ids.length).toBeGreaterThan(2);
+    for (const id of ids) {
+      // No base64url run of the id decodes to an endpoint id (`small:local-…`).
+      for (const part of id.split('_')) expect(Buffer.from(part, 'base64url').toString('utf8')).not.toMatch(/\b(small|big|picky):/);
+    }
+    // The follow-up turn still chains on the stored conversation.
+    const next = await s.client().responses.create({ model: 'auto-balance', input: 'and again', previous_response_id: first.id });
+    expect(next.model).toBe('auto-balance');
+  });
+
   it('an upstream error message names the auto model instead of the serving one', async () => {
     const res = await s.post({ model: 'auto-picky', messages: [{ role: 'user', content: 'hi' }] });
     expect(res.status).toBe(400);
