@@ -397,3 +397,45 @@ describe('no admitting endpoint', () => {
     }
   });
 });
+
+describe('videos of an auto model', () => {
+  let emu: RunningEmulator;
+  let gw: RunningGateway;
+  beforeAll(async () => {
+    emu = await startEmulator({ mode: 'echo' });
+    const config = buildGatewayConfig({
+      models: {
+        models: [{ id: 'small', route: [{ base_url: emu.baseUrl, provider_model_id: SECRET_SMALL, endpoints: ['chat', 'video'] }] }],
+        auto: { default_profile: 'balance', profiles: { balance: { candidates: [{ model: 'small' }] } } },
+      },
+      gateway: { auto_mode_enabled: true, auth: { mode: 'keys', keys: [{ id: 'user', sha256: hashKey(KEY) }] } },
+    });
+    gw = await startGateway({ config, host: '127.0.0.1', port: 0, seed: 7, logger: pino({ level: 'silent' }) });
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await emu?.close();
+  });
+  const submit = async () => {
+    const res = await fetch(`${gw.url}/v1/videos`, { method: 'POST', headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'auto-balance', prompt: 'a cat' }) });
+    expect(res.status).toBe(200);
+    return (await res.json()) as { id: string; model: string };
+  };
+
+  // Known defect: the status request routes as the auto name itself ('auto-balance'), which is no
+  // registered model, so the caller cannot poll the job it submitted (404 model_not_found).
+  it.fails('the caller can poll the job it submitted on the auto model', async () => {
+    const job = await submit();
+    expect(job.model).toBe('auto-balance');
+    const res = await fetch(`${gw.url}/v1/videos/${job.id}`, { headers: { authorization: `Bearer ${KEY}` } });
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { model: string }).model).toBe('auto-balance');
+  });
+
+  // Known defect: the video id is base64url of [endpointId, model, upstreamId], and the endpoint
+  // id names the serving model (`small:local-<port>`).
+  it.fails('the video id does not carry the serving endpoint', async () => {
+    const job = await submit();
+    expect(Buffer.from(job.id.slice('video_sy'.length), 'base64url').toString('utf8')).not.toMatch(/\bsmall:/);
+  });
+});
