@@ -422,14 +422,16 @@ describe('videos of an auto model', () => {
     return (await res.json()) as { id: string; model: string };
   };
 
-  // Known defect: the status request routes as the auto name itself ('auto-balance'), which is no
-  // registered model, so the caller cannot poll the job it submitted (404 model_not_found).
-  it.fails('the caller can poll the job it submitted on the auto model', async () => {
+  it('the caller can poll the job it submitted on the auto model', async () => {
     const job = await submit();
     expect(job.model).toBe('auto-balance');
     const res = await fetch(`${gw.url}/v1/videos/${job.id}`, { headers: { authorization: `Bearer ${KEY}` } });
     expect(res.status).toBe(200);
-    expect(((await res.json()) as { model: string }).model).toBe('auto-balance');
+    const text = await res.text();
+    expect((JSON.parse(text) as { model: string }).model).toBe('auto-balance');
+    expectNoServedName(text);
+    expect(res.headers.get('x-switchyard-served-by')).toBeNull();
+    expect((await fetch(`${gw.url}/v1/videos/${job.id}/content`, { headers: { authorization: `Bearer ${KEY}` } })).status).toBe(200);
   });
 
   // Known defect: the video id is base64url of [endpointId, model, upstreamId], and the endpoint
