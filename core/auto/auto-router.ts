@@ -46,9 +46,11 @@ export interface AutoRequest extends AutoRequestFacts {
 /**
  * What the session table did: `new` (no live conversation), `kept` (tool loop on its model),
  * `switched` (tool loop whose model can no longer serve), `ranked` (a new user turn ranked again),
- * `permission_check` (a Claude Code permission check: served, the table left as it was).
+ * `permission_check` (a Claude Code permission check: served, the table left as it was),
+ * `job_fetch` (a status or content request of a job, e.g. a video, submitted on the auto model:
+ * served by the model that accepted the job, no ranking, the table left as it was).
  */
-export type AutoSessionAction = 'new' | 'kept' | 'switched' | 'ranked' | 'permission_check';
+export type AutoSessionAction = 'new' | 'kept' | 'switched' | 'ranked' | 'permission_check' | 'job_fetch';
 
 /**
  * Thinking blocks to drop before an Anthropic-native upstream: `none`; `all`; `all_but_last_step`

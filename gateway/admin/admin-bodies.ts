@@ -87,7 +87,9 @@ function check<T>(schema: z.ZodType<T>, raw: unknown, fixes: Readonly<Record<str
   const field = issue.path.map(String).join('.') || null;
   const readable = readableIssue(issue, schema);
   const fix = (field ? (fixes[field] ?? FIXES[field]) : undefined) ?? readable.fix;
-  const missing = issue.code === 'invalid_type' && issue.path.length > 0 && valueAt(raw, issue.path) === undefined;
+  // An absent field is 'required', whether the schema wanted a type (invalid_type) or one of a
+  // list of values (invalid_value, an enum such as min_role).
+  const missing = (issue.code === 'invalid_type' || issue.code === 'invalid_value') && issue.path.length > 0 && valueAt(raw, issue.path) === undefined;
   return { ok: false, problem: { message: `'${field ?? '(body)'}' ${missing ? 'is required' : `is invalid: ${readable.message}`}${fix ? `; ${fix}` : ''}.`, param: field } };
 }
 

@@ -11,7 +11,7 @@
  * check is `Callers.mayUse` on the published model, admission is the core's health at the moment.
  */
 import type { Logger } from 'pino';
-import { AutoRouter, autoModelFacts, autoWorld, checkAutoBlock, smallestWindowTokens, type AutoDecision, type AutoModelFacts, type ModelsConfig, type RoutingCore } from '../../core/index.ts';
+import { AutoRouter, autoModelFacts, autoWorld, checkAutoBlock, smallestWindowTokens, type AutoDecision, type AutoMetadata, type AutoModelFacts, type ModelsConfig, type RoutingCore } from '../../core/index.ts';
 import { Callers, type Caller } from '../callers.ts';
 import type { ClientRequest } from '../request-body.ts';
 import { autoRequestOf, servedAs, type AutoServing } from './auto-request.ts';
@@ -83,6 +83,24 @@ export function decideAuto(auto: GatewayAuto, core: RoutingCore, req: ClientRequ
   const id = core.model(d.model)?.id ?? d.model;
   const serving: AutoServing = { publicModel: req.model, hiddenNames: auto.hiddenNames.get(id) ?? [d.model], stripThinking: d.stripThinking, metadata: d.metadata };
   return { kind: 'serve', req: servedAs(req, d.model, d.applyEffort, auto.facts.get(d.model)?.maxOutputTokens ?? null, serving) };
+}
+
+/**
+ * The serving side of a status or content request for a job (a video) that was submitted on the
+ * auto model `name` and accepted by `endpointId`: the model that owns that endpoint, and the
+ * `AutoServing` that keeps its names from the client. Null when `name` is no served profile, no
+ * model owns `endpointId` any more, that model is not among the profile's candidates, or
+ * `caller` may not name it.
+ */
+export function autoJobServing(auto: GatewayAuto, core: RoutingCore, caller: Caller, name: string, endpointId: string): { model: string; serving: AutoServing } | null {
+  const p = auto.router.profile(name);
+  if (p === undefined) return null;
+  const owner = core.allModels().find((m) => m.routes.some((r) => r.endpointId === endpointId));
+  if (owner === undefined || !mayName(core, caller, owner.id)) return null;
+  const candidate = p.candidates.find((c) => core.model(c.model)?.id === owner.id);
+  if (candidate === undefined) return null;
+  const metadata: AutoMetadata = { profile: p.name, profileVersion: p.version, requested: name, candidates: p.candidates.map((c) => c.model), chosen: candidate.model, skips: [], sessionAction: 'job_fetch' };
+  return { model: owner.id, serving: { publicModel: name, hiddenNames: auto.hiddenNames.get(owner.id) ?? [owner.id], stripThinking: 'none', metadata } };
 }
 
 /**

@@ -31,7 +31,7 @@ import type { ClientWire } from '../endpoints/client-wire.ts';
 import type { EndpointFamily } from '../endpoints/endpoint-family.ts';
 import { endpointFamilies, wireOf } from '../endpoints/families.ts';
 import { listModels, retrieveModel } from '../endpoints/models.ts';
-import { decideAuto, mayUseAuto, type GatewayAuto } from '../auto/gateway-auto.ts';
+import { autoJobServing, decideAuto, mayUseAuto, type GatewayAuto } from '../auto/gateway-auto.ts';
 import { clientMessage, errorJson } from '../errors.ts';
 import { isBodyProblem, readClientRequest, readUploadRequest, videoFetchRequest, type BodyProblem, type ClientRequest, type Endpoint } from '../request-body.ts';
 import { MultipartSpool, multipartBoundary } from '../multipart-spool.ts';
@@ -448,7 +448,8 @@ function handleInference(ctx: ServerContext, family: EndpointFamily, wire: Clien
  * `GET /v1/videos/{id}` and `GET /v1/videos/{id}/content`: the id is one the gateway handed out
  * (`endpoints/video-id.ts`), so the request goes to the target that accepted the job — pinned,
  * no fallback — through the one request life (breakers, the request log), as the model the job
- * was submitted on. Refusals: draining 503, no key 401, in-flight bound 503, an id the gateway
+ * was submitted on (for an auto model: as the model that owns that target, the client seeing only
+ * the auto name). Refusals: draining 503, no key 401, in-flight bound 503, an id the gateway
  * did not issue or a model the key may not use 404 `video_not_found`; a target no longer
  * configured is the core's 400 `route_pin_not_found`.
  */
@@ -490,7 +491,10 @@ function handleVideoFetch(ctx: ServerContext, res: HttpResponse, req: HttpReques
     // Not percent-encoded text: taken as it is (and then matches no issued id).
   }
   const ref = decodeVideoId(publicId);
-  if (!ref || !Callers.mayUse(caller, ref.model)) {
+  // A job submitted on an auto model is fetched as the model that owns its endpoint, under the auto name.
+  const onAuto = ref !== null && g.auto !== null && g.auto.router.profile(ref.model) !== undefined;
+  const autoJob = onAuto ? autoJobServing(g.auto!, g.core, caller, ref!.model, ref!.endpointId) : null;
+  if (!ref || (onAuto ? autoJob === null : !Callers.mayUse(caller, ref.model))) {
     ctx.countRefused(404);
     return client.send(404, [...base, JSON_TYPE], errorJson('video_not_found', `No video '${publicId}' was submitted through this gateway for a model your key may use.`, 'video_id'));
   }
@@ -500,7 +504,8 @@ function handleVideoFetch(ctx: ServerContext, res: HttpResponse, req: HttpReques
   }
   ctx.inFlight++;
   admitted = true;
-  const parsed = videoFetchRequest(ref.model, { op, upstreamId: ref.upstreamId, publicId });
+  const fetched = videoFetchRequest(autoJob?.model ?? ref.model, { op, upstreamId: ref.upstreamId, publicId });
+  const parsed = autoJob === null ? fetched : { ...fetched, auto: autoJob.serving };
   const ex = new Exchange(g, client, parsed, caller, {
     requestId,
     affinityKey: affinityKeyOf(authorization, clientIp),

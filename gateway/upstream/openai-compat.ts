@@ -233,9 +233,9 @@ export const openaiCompatAdapter: UpstreamAdapter = {
   },
 };
 
-/** The frame of a fresh response for `req` served by `endpointId`: a new id naming it, the time now. */
+/** The frame of a fresh response for `req` served by `endpointId`: a new id naming it (none for an auto model), the time now. */
 function responseFrame(req: ClientRequest, endpointId: string): ResponseFrame {
-  return { id: newResponseId(endpointId), createdAtSec: Math.floor(Date.now() / 1000), model: publicModelOf(req), request: req.body };
+  return { id: newResponseId(req.auto === undefined ? endpointId : null), createdAtSec: Math.floor(Date.now() / 1000), model: publicModelOf(req), request: req.body };
 }
 
 /** Thrown into undici by `AttemptHandle.abort` (never reported: the attempt already ended). */

@@ -231,6 +231,21 @@ describe('auto models through the gateway', () => {
     for (const m of text.matchAll(/"model":"([^"]*)"/g)) expect(m[1]).toBe('auto-balance');
   });
 
+  it('a Responses id and its item ids do not carry the serving endpoint (base64url of `<model>:<provider>`)', async () => {
+    const first = await s.client().responses.create({ model: 'auto-balance', input: 'hi there' });
+    const ids = [first.id, ...first.output.map((o) => o.id ?? '')];
+    const res = await fetch(`${s.gw.url}/v1/responses`, { method: 'POST', headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'auto-balance', input: 'stream it', stream: true }) });
+    for (const m of (await res.text()).matchAll(/"id":"([^"]*)"/g)) ids.push(m[1]!);
+    expect(ids.length).toBeGreaterThan(2);
+    for (const id of ids) {
+      // No base64url run of the id decodes to an endpoint id (`small:local-…`).
+      for (const part of id.split('_')) expect(Buffer.from(part, 'base64url').toString('utf8')).not.toMatch(/\b(small|big|picky):/);
+    }
+    // The follow-up turn still chains on the stored conversation.
+    const next = await s.client().responses.create({ model: 'auto-balance', input: 'and again', previous_response_id: first.id });
+    expect(next.model).toBe('auto-balance');
+  });
+
   it('an upstream error message names the auto model instead of the serving one', async () => {
     const res = await s.post({ model: 'auto-picky', messages: [{ role: 'user', content: 'hi' }] });
     expect(res.status).toBe(400);
@@ -380,5 +395,49 @@ describe('no admitting endpoint', () => {
     } finally {
       await gw.close();
     }
+  });
+});
+
+describe('videos of an auto model', () => {
+  let emu: RunningEmulator;
+  let gw: RunningGateway;
+  beforeAll(async () => {
+    emu = await startEmulator({ mode: 'echo' });
+    const config = buildGatewayConfig({
+      models: {
+        models: [{ id: 'small', route: [{ base_url: emu.baseUrl, provider_model_id: SECRET_SMALL, endpoints: ['chat', 'video'] }] }],
+        auto: { default_profile: 'balance', profiles: { balance: { candidates: [{ model: 'small' }] } } },
+      },
+      gateway: { auto_mode_enabled: true, auth: { mode: 'keys', keys: [{ id: 'user', sha256: hashKey(KEY) }] } },
+    });
+    gw = await startGateway({ config, host: '127.0.0.1', port: 0, seed: 7, logger: pino({ level: 'silent' }) });
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await emu?.close();
+  });
+  const submit = async () => {
+    const res = await fetch(`${gw.url}/v1/videos`, { method: 'POST', headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'auto-balance', prompt: 'a cat' }) });
+    expect(res.status).toBe(200);
+    return (await res.json()) as { id: string; model: string };
+  };
+
+  it('the caller can poll the job it submitted on the auto model', async () => {
+    const job = await submit();
+    expect(job.model).toBe('auto-balance');
+    const res = await fetch(`${gw.url}/v1/videos/${job.id}`, { headers: { authorization: `Bearer ${KEY}` } });
+    expect(res.status).toBe(200);
+    const text = await res.text();
+    expect((JSON.parse(text) as { model: string }).model).toBe('auto-balance');
+    expectNoServedName(text);
+    expect(res.headers.get('x-switchyard-served-by')).toBeNull();
+    expect((await fetch(`${gw.url}/v1/videos/${job.id}/content`, { headers: { authorization: `Bearer ${KEY}` } })).status).toBe(200);
+  });
+
+  // Known defect: the video id is base64url of [endpointId, model, upstreamId], and the endpoint
+  // id names the serving model (`small:local-<port>`).
+  it.fails('the video id does not carry the serving endpoint', async () => {
+    const job = await submit();
+    expect(Buffer.from(job.id.slice('video_sy'.length), 'base64url').toString('utf8')).not.toMatch(/\bsmall:/);
   });
 });

@@ -4,7 +4,9 @@
  * - Response ids: `resp_<target>_<nonce>`, where `<target>` is the base64url of the endpoint id
  *   and `<nonce>` 24 hex digits. A follow-up turn naming one in `previous_response_id` goes back
  *   to that target first, even when the stored conversation has expired or lives in another
- *   gateway's memory.
+ *   gateway's memory. A response of an auto model gets `resp_<48 hex digits>` instead, naming
+ *   no target: its client must not learn the serving model (its follow-up turn goes back to the
+ *   target that the stored response records).
  * - A reasoning item's `encrypted_content`, readable only by the provider that wrote it:
  *   `swy1.<base64url endpoint id>.<the upstream's content>`. A turn that sends such items back in
  *   its `input` (a client chaining turns itself, `store: false`) goes back to the target of the
@@ -14,8 +16,9 @@ import { randomBytes } from 'node:crypto';
 
 const ID = /^resp_([A-Za-z0-9_-]+)_([0-9a-f]{24})$/;
 
-/** A fresh response id naming `endpointId`. */
-export function newResponseId(endpointId: string): string {
+/** A fresh response id naming `endpointId`; with null, one naming no target (`resp_<48 hex digits>`). */
+export function newResponseId(endpointId: string | null): string {
+  if (endpointId === null) return `resp_${randomBytes(24).toString('hex')}`;
   return `resp_${Buffer.from(endpointId, 'utf8').toString('base64url')}_${randomBytes(12).toString('hex')}`;
 }
 

@@ -75,7 +75,7 @@ export interface ResponsesPlanContext {
 /** The plan of `req` on an Anthropic upstream serving `upstreamModel`, or the refusal. */
 export function translationFor(req: ClientRequest, upstreamModel: string, responses?: ResponsesPlanContext): AnthropicPlan | AttemptEnd {
   if (req.endpoint === 'responses') {
-    const frame = { id: newResponseId(responses?.endpointId ?? 'anthropic'), createdAtSec: Math.floor(Date.now() / 1000), model: publicModelOf(req), request: req.body };
+    const frame = { id: newResponseId(req.auto === undefined ? (responses?.endpointId ?? 'anthropic') : null), createdAtSec: Math.floor(Date.now() / 1000), model: publicModelOf(req), request: req.body };
     const t = responsesOnAnthropic(req, upstreamModel, frame, DEFAULT_MAX_TOKENS, responses?.onResponse);
     if (!t.ok) return refused(t.param, t.message);
     return { body: t.body, dropped: t.dropped, headers: [], translation: t.translation };
