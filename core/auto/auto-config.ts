@@ -144,6 +144,7 @@ export function checkAutoBlock(raw: unknown, models: ModelsConfig['models'], ext
   const profiles = new Map<string, AutoProfile>();
   for (const [name, p] of Object.entries(block.profiles)) {
     const servedName = AUTO_PREFIX + name;
+    if (name.startsWith('auto-')) warnings.push(`auto.profiles.${name}: served as '${servedName}' (profiles get the auto- prefix); name it '${name.slice('auto-'.length)}' to serve '${name}'`);
     if (taken.has(servedName)) problems.push(`auto.profiles.${name}: its model name '${servedName}' is a registered model, which the profile would hide; rename the profile or the model`);
     const candidates = p.candidates.map((c, i): AutoCandidate => {
       const reg = byName.get(c.model);

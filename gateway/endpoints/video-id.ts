@@ -4,8 +4,11 @@
  * model the client submitted on (the status body echoes it), and the upstream's own id. A
  * status or content request decodes it and goes to that target only (seed 003: a video stays
  * on the provider that accepted it). The id carries no secret: a caller still needs a key
- * allowed to use the model.
+ * allowed to use the model. A job submitted on an auto model, whose client must not learn the
+ * serving model, carries its endpoint sealed (`sealEndpointId`: a SHA-256 digest that names no
+ * target; the gateway finds the endpoint among its own by the same digest).
  */
+import { createHash } from 'node:crypto';
 
 /** Prefix of gateway video ids. */
 export const VIDEO_ID_PREFIX = 'video_sy';
@@ -35,4 +38,25 @@ export function decodeVideoId(id: string): VideoRef | null {
   } catch {
     return null;
   }
+}
+
+/** Prefix of a sealed endpoint id inside a video id. */
+const SEALED = '#';
+
+/**
+ * `endpointId` as a video id of an auto model carries it: `#` and the first 32 hex digits of its
+ * SHA-256, stable across processes and replicas, naming neither the model nor the upstream.
+ */
+export function sealEndpointId(endpointId: string): string {
+  return SEALED + createHash('sha256').update(endpointId, 'utf8').digest('hex').slice(0, 32);
+}
+
+/**
+ * The endpoint a video id names: `ref.endpointId` itself, or for a sealed one the endpoint among
+ * `endpointIds` with the same digest (null when none has it: the job's endpoint is gone).
+ */
+export function resolveVideoEndpoint(ref: VideoRef, endpointIds: Iterable<string>): string | null {
+  if (!ref.endpointId.startsWith(SEALED)) return ref.endpointId;
+  for (const id of endpointIds) if (sealEndpointId(id) === ref.endpointId) return id;
+  return null;
 }

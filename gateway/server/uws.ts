@@ -35,7 +35,7 @@ import { autoJobServing, decideAuto, mayUseAuto, type GatewayAuto } from '../aut
 import { clientMessage, errorJson } from '../errors.ts';
 import { isBodyProblem, readClientRequest, readUploadRequest, videoFetchRequest, type BodyProblem, type ClientRequest, type Endpoint } from '../request-body.ts';
 import { MultipartSpool, multipartBoundary } from '../multipart-spool.ts';
-import { decodeVideoId } from '../endpoints/video-id.ts';
+import { decodeVideoId, resolveVideoEndpoint } from '../endpoints/video-id.ts';
 import { mountUnsupported } from './unsupported-endpoints.ts';
 import { endBodyWatch, watchBody, type BodyWatch } from './body-read-watch.ts';
 import { ClientResponse, statusLine, type HeaderPairs } from './client-response.ts';
@@ -490,7 +490,10 @@ function handleVideoFetch(ctx: ServerContext, res: HttpResponse, req: HttpReques
   } catch {
     // Not percent-encoded text: taken as it is (and then matches no issued id).
   }
-  const ref = decodeVideoId(publicId);
+  const decoded = decodeVideoId(publicId);
+  // An auto model's job carries its endpoint sealed: found again among this generation's endpoints.
+  const endpointId = decoded === null ? null : resolveVideoEndpoint(decoded, g.routes.keys());
+  const ref = decoded === null || endpointId === null ? null : { ...decoded, endpointId };
   // A job submitted on an auto model is fetched as the model that owns its endpoint, under the auto name.
   const onAuto = ref !== null && g.auto !== null && g.auto.router.profile(ref.model) !== undefined;
   const autoJob = onAuto ? autoJobServing(g.auto!, g.core, caller, ref!.model, ref!.endpointId) : null;

@@ -10,7 +10,7 @@
  */
 import type { Readable } from 'node:stream';
 import type { Usage } from '../../core/index.ts';
-import { encodeVideoId } from '../endpoints/video-id.ts';
+import { encodeVideoId, sealEndpointId } from '../endpoints/video-id.ts';
 import { uploadBody } from '../multipart-spool.ts';
 import type { ClientRequest } from '../request-body.ts';
 import type { ChunkTranslator, RelayEvent } from '../sse-relay.ts';
@@ -72,7 +72,7 @@ export function familyBody(text: string, req: ClientRequest, publicModel: string
     changed = true;
   }
   if (req.endpoint === 'video' && typeof o.id === 'string') {
-    o.id = req.videoFetch?.publicId ?? encodeVideoId({ endpointId, model: publicModel, upstreamId: o.id });
+    o.id = req.videoFetch?.publicId ?? encodeVideoId({ endpointId: req.auto ? sealEndpointId(endpointId) : endpointId, model: publicModel, upstreamId: o.id });
     if (req.videoFetch === undefined) o.model = publicModel;
     changed = true;
   }

@@ -375,6 +375,9 @@ describe('a bad auto: block', () => {
     const ghost = base({ profiles: { x: { candidates: [{ model: 'ghost' }, { model: 'm' }] } } });
     expect(ghost.warnings.join('\n')).toMatch(/'ghost' is not registered/);
     expect(ghost.warnings.join('\n')).not.toMatch(/auto models are off/);
+    // A profile named with the prefix is served with it twice, and says so.
+    const doubled = base({ profiles: { 'auto-b': { candidates: [{ model: 'm' }] } } });
+    expect(doubled.warnings.join('\n')).toMatch(/auto.profiles.auto-b: served as 'auto-auto-b' .* name it 'b' to serve 'auto-b'/);
   });
 });
 
@@ -434,10 +437,16 @@ describe('videos of an auto model', () => {
     expect((await fetch(`${gw.url}/v1/videos/${job.id}/content`, { headers: { authorization: `Bearer ${KEY}` } })).status).toBe(200);
   });
 
-  // Known defect: the video id is base64url of [endpointId, model, upstreamId], and the endpoint
-  // id names the serving model (`small:local-<port>`).
-  it.fails('the video id does not carry the serving endpoint', async () => {
+  // A plain video id is base64url of [endpointId, model, upstreamId], and an endpoint id names its
+  // model (`small:local-<port>`): an auto model's job carries the endpoint sealed instead.
+  it('the video id does not carry the serving endpoint, and a forged seal is not found', async () => {
     const job = await submit();
-    expect(Buffer.from(job.id.slice('video_sy'.length), 'base64url').toString('utf8')).not.toMatch(/\bsmall:/);
+    const decoded = Buffer.from(job.id.slice('video_sy'.length), 'base64url').toString('utf8');
+    expect(decoded).not.toMatch(/small|local-|127\.0\.0\.1/);
+    const [sealed, model] = JSON.parse(decoded) as [string, string, string];
+    expect(sealed).toMatch(/^#[0-9a-f]{32}$/);
+    expect(model).toBe('auto-balance');
+    const forged = 'video_sy' + Buffer.from(JSON.stringify(['#' + '0'.repeat(32), 'auto-balance', 'video_emu_1'])).toString('base64url');
+    expect((await fetch(`${gw.url}/v1/videos/${forged}`, { headers: { authorization: `Bearer ${KEY}` } })).status).toBe(404);
   });
 });
