@@ -109,10 +109,15 @@ export class ProviderKeysAdmin {
   }
 
   private configuredSecrets(): string[] {
-    const out: string[] = [];
+    return this.configuredKeys().map((k) => k.secret);
+  }
+
+  /** Every key the routes declare, with the id the pools show it by (its configured `id`, else `key-<fingerprint>`). */
+  private configuredKeys(): Array<{ secret: string; keyId: string }> {
+    const out: Array<{ secret: string; keyId: string }> = [];
     for (const r of this.d.routes()) {
-      if (r.api_key) out.push(r.api_key);
-      for (const k of r.api_keys ?? []) out.push(k.key);
+      if (r.api_key) out.push({ secret: r.api_key, keyId: poolKeyId(r.api_key) });
+      for (const k of r.api_keys ?? []) out.push({ secret: k.key, keyId: poolKeyId(k.key, k.id) });
     }
     return out;
   }
@@ -149,7 +154,12 @@ export class ProviderKeysAdmin {
 
   private view(): Record<string, unknown> {
     const configured = new Map<string, string>();
-    for (const s of this.configuredSecrets()) configured.set(sha256(s), poolKeyId(s));
+    // The first declaration with a configured id names the key (a secret may be declared on several routes).
+    for (const k of this.configuredKeys()) {
+      const digest = sha256(k.secret);
+      const cur = configured.get(digest);
+      if (cur === undefined || (cur === poolKeyId(k.secret) && k.keyId !== cur)) configured.set(digest, k.keyId);
+    }
     const on = this.reservable();
     return {
       keys: this.snapshot.keys.map((k) => ({ key_id: k.keyId, provider: k.provider, min_role: k.minRole, key_sha256_prefix: k.keySha256.slice(0, 12), in_effect: on.providers.has(k.provider), updated_by: k.updatedBy, updated_at: k.updatedAt })),

@@ -94,7 +94,11 @@ function scenario(kind: 'memory' | 'pglite'): void {
   it(`${kind}: a configured single api_key reserved by its hash takes the pool path: free callers are refused, pro callers served`, async () => {
     const r = await call('POST', '/admin/provider-keys/min-role-env', { api_key: UP.solo, min_role: 'pro' });
     expect(r.status).toBe(200);
-    expect(r.body).toMatchObject({ key_sha256: sha(UP.solo), min_role: 'pro', configured: true });
+    expect(r.body).toMatchObject({ key_sha256: sha(UP.solo), min_role: 'pro', configured: true, key_id: `key-${r.body.key_id.slice(4)}` });
+    // A key models.yaml names by an id is answered by that id.
+    const named = await call('POST', '/admin/provider-keys/min-role-env', { api_key: UP.shared, min_role: 'free' });
+    expect(named.body).toMatchObject({ key_id: 'shared', configured: true });
+    expect((await call('DELETE', `/admin/provider-keys/min-role-env/${sha(UP.shared)}`)).status).toBe(200);
     await expect(chat(FREE, 'solo')).rejects.toMatchObject({ status: 503 });
     await chat(PRO, 'solo');
     expect(lastKey()).toBe(UP.solo);
